@@ -1,0 +1,5 @@
+/** The Glidepath API: zod schemas of the CRDs and the types inferred from them. */
+export * from './common.js';
+export * from './duration.js';
+export * from './temporal-connection.js';
+export * from './temporal-worker-deployment.js';

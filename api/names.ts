@@ -1,0 +1,62 @@
+/**
+ * Deterministic, readable identifiers. Each doubles as an idempotency key: the same resource always maps to
+ * the same workflow, worker deployment and Deployment names.
+ */
+
+const maxLabel = 63;
+
+/** The Temporal worker deployment of a resource: `<k8s-namespace>/<name>`, as temporal-worker-controller names it. */
+export function workerDeploymentName(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+/** The RolloutWorkflow ID of a resource. */
+export function rolloutWorkflowId(namespace: string, name: string): string {
+  return `glidepath/${namespace}/${name}`;
+}
+
+/** FNV-1a (32 bit) as 8 hex digits: a short, stable suffix that keeps truncated names distinct. */
+export function shortHash(text: string): string {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h.toString(16).padStart(8, '0');
+}
+
+/** Lower-cases and replaces what a DNS-1123 label may not hold, trimming "-" at both ends. */
+function dnsSafe(text: string): string {
+  return text
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
+}
+
+/**
+ * The versioned Deployment of a build: `<name>-<buildId>`, a DNS-1123 label of at most 63 characters.
+ * When making it DNS-safe loses information (case, ".", "_") or it is too long, it ends in a hash of the
+ * original, so `v1.2` and `v1_2` never share a Deployment.
+ * @example versionedDeploymentName('orders', 'v1-ab12cd34ef56') === 'orders-v1-ab12cd34ef56'
+ */
+export function versionedDeploymentName(name: string, buildId: string): string {
+  const original = `${name}-${buildId}`;
+  const full = dnsSafe(original);
+  if (full === original && full.length <= maxLabel) return full;
+  const suffix = shortHash(`${name}\u0000${buildId}`);
+  if (full.length + suffix.length + 1 <= maxLabel) return `${full}-${suffix}`;
+  return `${full.slice(0, maxLabel - suffix.length - 1).replace(/-+$/, '')}-${suffix}`;
+}
+
+/**
+ * Makes a user-chosen build ID safe as a label value and a name part: letters, digits, "-", "_", ".",
+ * starting and ending alphanumeric, at most 63 characters.
+ */
+export function sanitizeBuildId(text: string): string {
+  const cleaned = text.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');
+  if (!cleaned) throw new Error(`build ID "${text}" has no letters or digits`);
+  if (cleaned.length <= maxLabel) return cleaned;
+  const suffix = shortHash(text);
+  return `${cleaned.slice(0, maxLabel - suffix.length - 1).replace(/[^A-Za-z0-9]+$/, '')}-${suffix}`;
+}

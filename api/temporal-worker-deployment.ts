@@ -1,0 +1,252 @@
+/**
+ * `TemporalWorkerDeployment`: the spec a user applies and the status Glidepath writes. Field for field
+ * compatible with temporal-worker-controller's v1alpha1, so its users migrate by changing `apiVersion`.
+ * The CRD YAML (`k8s-manifests/crds/`) is generated from these schemas.
+ */
+import { z } from 'zod';
+import { withCel } from './cel.js';
+import { Condition, KeySelector, ObjectMeta, apiVersion, dnsLabel, duration } from './common.js';
+
+/** How new executions move to the target version. */
+export const Strategy = { Manual: 'Manual', AllAtOnce: 'AllAtOnce', Progressive: 'Progressive' } as const;
+export type Strategy = (typeof Strategy)[keyof typeof Strategy];
+
+/** What a failed gate does to the rollout. */
+export const GateFailurePolicy = { Abort: 'Abort', Pause: 'Pause' } as const;
+export type GateFailurePolicy = (typeof GateFailurePolicy)[keyof typeof GateFailurePolicy];
+
+export const MaxSteps = 20;
+
+export const GateInputSource = withCel(
+  z
+    .object({ configMapKeyRef: KeySelector.optional(), secretKeyRef: KeySelector.optional() })
+    .refine((s) => (s.configMapKeyRef ? 1 : 0) + (s.secretKeyRef ? 1 : 0) === 1, {
+      message: 'exactly one of configMapKeyRef or secretKeyRef must be set',
+    }),
+  {
+    rule: '(has(self.configMapKeyRef) ? 1 : 0) + (has(self.secretKeyRef) ? 1 : 0) == 1',
+    message: 'exactly one of configMapKeyRef or secretKeyRef must be set',
+  },
+);
+
+/** A workflow that must complete on the target version (pinned to it) before it gets more traffic. */
+export const Gate = withCel(
+  z
+    .object({
+      workflowType: z.string().min(1).describe('The workflow type to run on the target version'),
+      taskQueue: z.string().min(1).optional().describe('Task queue of the gate workflow (default: the first worker task queue)'),
+      input: z
+        .unknown()
+        .meta({ 'x-kubernetes-preserve-unknown-fields': true })
+        .optional()
+        .describe('JSON passed as the first argument'),
+      inputFrom: GateInputSource.optional().describe('A ConfigMap or Secret key holding JSON for the first argument'),
+      timeout: duration({ allowZero: false }).optional().describe('How long the gate may run (default 10m)'),
+    })
+    .refine((g) => !(g.input !== undefined && g.inputFrom), {
+      message: 'only one of input or inputFrom may be set',
+      path: ['inputFrom'],
+    }),
+  { rule: '!(has(self.input) && has(self.inputFrom))', message: 'only one of input or inputFrom may be set', fieldPath: '.inputFrom' },
+);
+export type Gate = z.infer<typeof Gate>;
+
+export const RolloutStep = z.object({
+  rampPercentage: z.int().min(1).max(99).describe('Share of new executions routed to the target, 1-99'),
+  pauseDuration: duration({ allowZero: false })
+    .optional()
+    .describe('How long to hold this step; without it the step waits for a promote signal'),
+  gate: Gate.optional().describe('Checked at the end of this step, before moving on'),
+});
+export type RolloutStep = z.infer<typeof RolloutStep>;
+
+const strictlyIncreasing = (steps: RolloutStep[]) => steps.every((s, i) => i === 0 || s.rampPercentage > steps[i - 1]!.rampPercentage);
+
+export const Rollout = withCel(
+  z
+    .object({
+      strategy: z.enum(['Manual', 'AllAtOnce', 'Progressive']).describe('Manual, AllAtOnce or Progressive'),
+      steps: withCel(
+        z
+          .array(RolloutStep)
+          .max(MaxSteps)
+          .refine(strictlyIncreasing, { message: 'rampPercentage must strictly increase from step to step' }),
+        {
+          rule: 'self.map(s, s.rampPercentage).isSorted() && self.all(a, self.exists_one(b, b.rampPercentage == a.rampPercentage))',
+          message: 'rampPercentage must strictly increase from step to step',
+        },
+      )
+        .optional()
+        .describe('Ramp steps of a Progressive rollout'),
+      gate: Gate.optional().describe('Runs once on the target version before any traffic is routed to it'),
+      gateFailurePolicy: z
+        .enum(['Abort', 'Pause'])
+        .default('Abort')
+        .describe('Abort (the target gets no traffic and is sunset) or Pause (wait for resume or promote)'),
+      paused: z.boolean().optional().describe('Holds the rollout where it is until set back to false'),
+    })
+    .refine((r) => r.strategy !== 'Progressive' || (r.steps?.length ?? 0) > 0, {
+      message: 'a Progressive rollout needs at least one step',
+      path: ['steps'],
+    }),
+  {
+    rule: "self.strategy != 'Progressive' || (has(self.steps) && size(self.steps) > 0)",
+    message: 'a Progressive rollout needs at least one step',
+    fieldPath: '.steps',
+  },
+);
+export type Rollout = z.infer<typeof Rollout>;
+
+export const Sunset = z.object({
+  scaledownDelay: duration({ allowZero: true }).default('1h').describe('After drained, how long until scale to 0'),
+  deleteDelay: duration({ allowZero: true }).default('24h').describe('After drained, how long until deleted'),
+});
+
+export const WorkerOptions = z.object({
+  connectionRef: z.object({ name: dnsLabel }).describe('A TemporalConnection in the same namespace'),
+  temporalNamespace: z.string().min(1).describe('The Temporal namespace the workers poll'),
+  unsafeCustomBuildID: z
+    .string()
+    .min(1)
+    .max(63)
+    .optional()
+    .describe('Overrides the computed build ID (sanitised); a template change then needs a new value'),
+});
+
+/**
+ * The pod template. Glidepath reads only what it renders; kube-apiserver checks the whole of it against
+ * Kubernetes' own PodTemplateSpec schema (embedded in the CRD by the generator).
+ */
+export const PodTemplate = withCel(
+  z.looseObject({
+    metadata: z
+      .looseObject({
+        labels: z.record(z.string(), z.string()).optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      })
+      .optional(),
+    spec: z
+      .looseObject({
+        containers: z.array(z.looseObject({ name: z.string(), image: z.string().optional() })).min(1),
+        restartPolicy: z.string().optional(),
+      })
+      .refine((s) => s.restartPolicy === undefined || s.restartPolicy === 'Always', {
+        message: 'only "Always" is allowed',
+        path: ['restartPolicy'],
+      }),
+  }),
+  {
+    rule: "!has(self.spec.restartPolicy) || self.spec.restartPolicy == 'Always'",
+    message: 'only "Always" is allowed',
+    fieldPath: '.spec.restartPolicy',
+  },
+);
+export type PodTemplate = z.infer<typeof PodTemplate>;
+
+export const TemporalWorkerDeploymentSpec = withCel(
+  z
+    .object({
+      replicas: z.int32().min(0).default(1).describe('Pods of each version that gets traffic'),
+      template: PodTemplate,
+      minReadySeconds: z.int32().min(0).default(0).describe('Seconds a pod must be ready to count as available'),
+      progressDeadlineSeconds: z
+        .int32()
+        .min(1)
+        .default(600)
+        .describe('Seconds a new version may take to become available before the rollout fails'),
+      rollout: Rollout,
+      sunset: Sunset.default({ scaledownDelay: '1h', deleteDelay: '24h' }),
+      workerOptions: WorkerOptions,
+    })
+    .refine((s) => s.progressDeadlineSeconds > s.minReadySeconds, {
+      message: 'must be greater than minReadySeconds',
+      path: ['progressDeadlineSeconds'],
+    }),
+  {
+    rule: '!has(self.progressDeadlineSeconds) || !has(self.minReadySeconds) || self.progressDeadlineSeconds > self.minReadySeconds',
+    message: 'must be greater than minReadySeconds',
+    fieldPath: '.progressDeadlineSeconds',
+  },
+);
+export type TemporalWorkerDeploymentSpec = z.infer<typeof TemporalWorkerDeploymentSpec>;
+/** The spec as a user writes it, before defaults. */
+export type TemporalWorkerDeploymentSpecInput = z.input<typeof TemporalWorkerDeploymentSpec>;
+
+/** Where a rollout is, for `kubectl get` and search attributes. */
+export const Phase = {
+  Pending: 'Pending',
+  Deploying: 'Deploying',
+  WaitingForPollers: 'WaitingForPollers',
+  Gating: 'Gating',
+  Ramping: 'Ramping',
+  AwaitingPromotion: 'AwaitingPromotion',
+  Paused: 'Paused',
+  Ready: 'Ready',
+  Aborted: 'Aborted',
+  Failed: 'Failed',
+  InvalidSpec: 'InvalidSpec',
+  Deleting: 'Deleting',
+} as const;
+export type Phase = (typeof Phase)[keyof typeof Phase];
+
+/** The small, stable vocabulary of condition reasons. */
+export const Reason = {
+  RolloutComplete: 'RolloutComplete',
+  Deploying: 'Deploying',
+  WaitingForPollers: 'WaitingForPollers',
+  Gating: 'Gating',
+  Ramping: 'Ramping',
+  AwaitingPromotion: 'AwaitingPromotion',
+  Paused: 'Paused',
+  Aborted: 'Aborted',
+  GateFailed: 'GateFailed',
+  ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
+  VersionLimitReached: 'VersionLimitReached',
+  ConnectionNotFound: 'ConnectionNotFound',
+  InvalidSpec: 'InvalidSpec',
+  Deleting: 'Deleting',
+} as const;
+export type Reason = (typeof Reason)[keyof typeof Reason];
+
+/** Status of a version in Temporal, as TWC names it. */
+export const VersionStatus = z.enum(['NotRegistered', 'Inactive', 'Ramping', 'Current', 'Draining', 'Drained']);
+export type VersionStatus = z.infer<typeof VersionStatus>;
+
+const VersionRef = {
+  buildID: z.string(),
+  deploymentName: z.string().optional().describe('The versioned Deployment'),
+  status: VersionStatus.optional(),
+};
+
+export const TemporalWorkerDeploymentStatus = z.object({
+  observedGeneration: z.int().optional(),
+  phase: z.enum(Object.values(Phase) as [Phase, ...Phase[]]).optional(),
+  conditions: z.array(Condition).optional(),
+  currentVersion: z.object({ ...VersionRef, since: z.string().optional() }).optional(),
+  targetVersion: z
+    .object({
+      ...VersionRef,
+      rampPercentage: z.number().min(0).max(100).optional(),
+      stepIndex: z.int().min(0).optional().describe('Index of the current Progressive step'),
+      rampingSince: z.string().optional(),
+    })
+    .optional(),
+  deprecatedVersions: z
+    .array(z.object({ ...VersionRef, deprecatedSince: z.string().optional(), drainedSince: z.string().optional() }))
+    .optional(),
+  lastAbortReason: z.string().optional(),
+  message: z.string().optional(),
+});
+export type TemporalWorkerDeploymentStatus = z.infer<typeof TemporalWorkerDeploymentStatus>;
+
+export const TemporalWorkerDeployment = withCel(
+  z.object({
+    apiVersion: z.literal(apiVersion),
+    kind: z.literal('TemporalWorkerDeployment'),
+    metadata: ObjectMeta,
+    spec: TemporalWorkerDeploymentSpec,
+    status: TemporalWorkerDeploymentStatus.optional(),
+  }),
+  { rule: 'size(self.metadata.name) <= 63', message: 'must be no more than 63 characters', fieldPath: '.metadata.name' },
+);
+export type TemporalWorkerDeployment = z.infer<typeof TemporalWorkerDeployment>;

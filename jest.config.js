@@ -1,0 +1,30 @@
+// Three tiers, one command: unit (pure code), workflow (real Temporal dev server),
+// integration (real kube-apiserver + etcd + Temporal dev server + simulated pods).
+const common = {
+  extensionsToTreatAsEsm: ['.ts'],
+  moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
+  transform: { '^.+\\.ts$': ['ts-jest', { useESM: true }] },
+  testEnvironment: 'node',
+};
+
+/** @type {import('jest').Config} */
+export default {
+  projects: [
+    { ...common, displayName: 'unit', testMatch: ['<rootDir>/tests/unit/**/*.test.ts'] },
+    {
+      ...common,
+      displayName: 'workflow',
+      testMatch: ['<rootDir>/tests/workflow/**/*.test.ts'],
+      globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
+      globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
+    },
+    {
+      ...common,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/tests/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
+      globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
+    },
+  ],
+  testTimeout: 120_000,
+};
