@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { group, version } from './common.js';
 import { TemporalConnectionSpec } from './temporal-connection.js';
-import { TemporalWorkerDeployment, TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
 
 /** A JSON Schema node, as much of it as a CRD's structural schema holds. */
 export type JsonSchema = { [key: string]: unknown };
@@ -31,6 +31,8 @@ export function toStructural(node: JsonSchema): JsonSchema {
       out.properties = Object.fromEntries(
         Object.entries(value as Record<string, JsonSchema>).map(([k, v]) => [k, toStructural(v)]),
       );
+    } else if (key === 'additionalProperties' && node['x-kubernetes-preserve-unknown-fields']) {
+      continue; // any value is kept as it is
     } else if (key === 'items' || (key === 'additionalProperties' && typeof value === 'object')) {
       out[key] = toStructural(value as JsonSchema);
     } else if (key === 'additionalProperties') {
@@ -47,18 +49,12 @@ function jsonSchemaOf(schema: z.ZodType): JsonSchema {
   return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' }) as JsonSchema;
 }
 
-/** The root-level CEL rules, attached to the whole resource schema. */
-function rootRules(schema: z.ZodType): unknown[] | undefined {
-  return (schema.meta() as JsonSchema | undefined)?.['x-kubernetes-validations'] as unknown[] | undefined;
-}
-
 interface CrdOptions {
   kind: string;
   plural: string;
   shortNames: string[];
   spec: JsonSchema;
   status: JsonSchema;
-  rootValidations?: unknown[];
   printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
 }
 
@@ -83,11 +79,11 @@ function crd(o: CrdOptions) {
               properties: {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
-                metadata: { type: 'object' },
+                // At the root only name restrictions are allowed; a versioned Deployment is named after it.
+                metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 63 } } },
                 spec: o.spec,
                 status: o.status,
               },
-              ...(o.rootValidations ? { 'x-kubernetes-validations': o.rootValidations } : {}),
             },
           },
           subresources: { status: {} },
@@ -118,7 +114,6 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
       shortNames: ['twd'],
       spec,
       status: toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus)),
-      rootValidations: rootRules(TemporalWorkerDeployment),
       printerColumns: [
         { name: 'Current', type: 'string', jsonPath: '.status.currentVersion.buildID', description: 'Current build ID' },
         { name: 'Target', type: 'string', jsonPath: '.status.targetVersion.buildID', description: 'Target build ID' },

@@ -36,10 +36,10 @@ export const Gate = withCel(
       workflowType: z.string().min(1).describe('The workflow type to run on the target version'),
       taskQueue: z.string().min(1).optional().describe('Task queue of the gate workflow (default: the first worker task queue)'),
       input: z
-        .unknown()
+        .record(z.string(), z.unknown())
         .meta({ 'x-kubernetes-preserve-unknown-fields': true })
         .optional()
-        .describe('JSON passed as the first argument'),
+        .describe('A JSON object passed as the first argument'),
       inputFrom: GateInputSource.optional().describe('A ConfigMap or Secret key holding JSON for the first argument'),
       timeout: duration({ allowZero: false }).optional().describe('How long the gate may run (default 10m)'),
     })
@@ -239,14 +239,12 @@ export const TemporalWorkerDeploymentStatus = z.object({
 });
 export type TemporalWorkerDeploymentStatus = z.infer<typeof TemporalWorkerDeploymentStatus>;
 
-export const TemporalWorkerDeployment = withCel(
-  z.object({
-    apiVersion: z.literal(apiVersion),
-    kind: z.literal('TemporalWorkerDeployment'),
-    metadata: ObjectMeta,
-    spec: TemporalWorkerDeploymentSpec,
-    status: TemporalWorkerDeploymentStatus.optional(),
-  }),
-  { rule: 'size(self.metadata.name) <= 63', message: 'must be no more than 63 characters', fieldPath: '.metadata.name' },
-);
+export const TemporalWorkerDeployment = z.object({
+  apiVersion: z.literal(apiVersion),
+  kind: z.literal('TemporalWorkerDeployment'),
+  // At most 63 characters (the CRD says so too): versioned Deployment names start with it.
+  metadata: ObjectMeta.extend({ name: z.string().min(1).max(63) }),
+  spec: TemporalWorkerDeploymentSpec,
+  status: TemporalWorkerDeploymentStatus.optional(),
+});
 export type TemporalWorkerDeployment = z.infer<typeof TemporalWorkerDeployment>;

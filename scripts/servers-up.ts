@@ -56,7 +56,7 @@ async function main() {
     };
     writeFileSync(stateFile, JSON.stringify(state, null, 2));
   }
-  await installCrds(state.kubeconfig);
+  installCrds(state.kubeconfig, join(state.binDirs[0]!, "kubectl"));
   writeFileSync(
     join(devDir, 'env.sh'),
     [

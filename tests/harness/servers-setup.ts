@@ -24,7 +24,7 @@ export default async function globalSetup(_global: Config, project: { displayNam
   if (name === 'integration') {
     const kube = await startKube({ dir });
     processes.unshift(...kube.processes);
-    await installCrds(kube.kubeconfig);
+    installCrds(kube.kubeconfig, kube.kubectl);
     process.env.KUBECONFIG = kube.kubeconfig;
     process.env.GLIDEPATH_KUBECTL = kube.kubectl;
   }

@@ -1,0 +1,241 @@
+/**
+ * Temporal activities: Worker Versioning calls through WorkflowService, no decisions. Routing changes carry
+ * the conflict token of a describe made just before, and the controller's identity.
+ */
+import { Context } from '@temporalio/activity';
+import { Client, WorkflowFailedError, isGrpcServiceError } from '@temporalio/client';
+import { temporal } from '@temporalio/proto';
+import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
+import type { TemporalConnections, TemporalTarget } from './connections.js';
+
+const NotFound = 5; // gRPC status code
+
+const VersionStatusName: Record<number, VersionStatus> = {
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_INACTIVE]: 'Inactive',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CREATED]: 'Inactive',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT]: 'Current',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING]: 'Ramping',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING]: 'Draining',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED]: 'Drained',
+};
+
+/** Routing of a worker deployment as the workflow needs it. */
+export interface Routing {
+  current?: string;
+  ramping?: string;
+  rampPercentage: number;
+  versions: { buildId: string; status: VersionStatus }[];
+}
+
+/** A registered version: its task queues, and whether unversioned workers still poll them. */
+export interface VersionRegistration {
+  taskQueues: string[];
+  unversionedPollers: boolean;
+}
+
+export interface GateRun {
+  buildId: string;
+  workflowType: string;
+  taskQueue: string;
+  input?: unknown;
+  workflowId: string;
+  timeoutMs: number;
+}
+
+const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === NotFound;
+
+export function createTemporalActivities(connections: TemporalConnections, identity: string) {
+  async function service(t: TemporalTarget) {
+    return (await connections.get(t)).workflowService;
+  }
+
+  async function describe(t: TemporalTarget) {
+    try {
+      return await (await service(t)).describeWorkerDeployment({ namespace: t.temporalNamespace, deploymentName: t.deploymentName });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  function routingOf(res: Awaited<ReturnType<typeof describe>>): Routing {
+    const info = res?.workerDeploymentInfo;
+    const rc = info?.routingConfig;
+    return {
+      current: rc?.currentDeploymentVersion?.buildId || undefined,
+      ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
+      rampPercentage: rc?.rampingVersionPercentage ?? 0,
+      versions: (info?.versionSummaries ?? []).map((v) => ({
+        buildId: v.deploymentVersion?.buildId ?? '',
+        status: VersionStatusName[v.status ?? 0] ?? 'Inactive',
+      })),
+    };
+  }
+
+  async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number) {
+    const res = await describe(t);
+    await (await service(t)).setWorkerDeploymentRampingVersion({
+      namespace: t.temporalNamespace,
+      deploymentName: t.deploymentName,
+      buildId,
+      percentage,
+      conflictToken: res?.conflictToken,
+      identity,
+      ignoreMissingTaskQueues: buildId === '',
+    });
+  }
+
+  return {
+    async describeRouting(t: TemporalTarget): Promise<Routing> {
+      return routingOf(await describe(t));
+    },
+
+    /** Polls (with backoff, heartbeating) until the version is registered with all its task queues. */
+    async awaitVersionRegistered(t: TemporalTarget, buildId: string): Promise<VersionRegistration> {
+      const svc = await service(t);
+      const ctx = Context.current();
+      for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+        ctx.heartbeat();
+        try {
+          const res = await svc.describeWorkerDeploymentVersion({
+            namespace: t.temporalNamespace,
+            deploymentVersion: { deploymentName: t.deploymentName, buildId },
+          });
+          const queues = res.versionTaskQueues ?? [];
+          const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
+          if (workflowQueues.length > 0) {
+            let unversionedPollers = false;
+            for (const q of workflowQueues) {
+              const tq = await svc.describeTaskQueue({
+                namespace: t.temporalNamespace,
+                taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+                taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+              });
+              if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
+            }
+            return { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], unversionedPollers };
+          }
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        await ctx.sleep(delay);
+      }
+    },
+
+    async setRamping(t: TemporalTarget, buildId: string, percentage: number): Promise<void> {
+      const routing = routingOf(await describe(t));
+      if (routing.ramping === buildId && routing.rampPercentage === percentage) return;
+      await setRampingVersion(t, buildId, percentage);
+    },
+
+    async setCurrent(t: TemporalTarget, buildId: string): Promise<void> {
+      const res = await describe(t);
+      if (routingOf(res).current === buildId) return;
+      await (await service(t)).setWorkerDeploymentCurrentVersion({
+        namespace: t.temporalNamespace,
+        deploymentName: t.deploymentName,
+        buildId,
+        conflictToken: res?.conflictToken,
+        identity,
+      });
+    },
+
+    /** Clears the ramp if (and only if) this build holds it: a superseded or aborted target gets no new work. */
+    async clearRampIf(t: TemporalTarget, buildId: string): Promise<void> {
+      if (routingOf(await describe(t)).ramping === buildId) await setRampingVersion(t, '', 0);
+    },
+
+    async versionStatus(t: TemporalTarget, buildId: string): Promise<VersionStatus> {
+      try {
+        const res = await (await service(t)).describeWorkerDeploymentVersion({
+          namespace: t.temporalNamespace,
+          deploymentVersion: { deploymentName: t.deploymentName, buildId },
+        });
+        return VersionStatusName[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'Inactive';
+      } catch (err) {
+        if (isNotFound(err)) return 'NotRegistered';
+        throw err;
+      }
+    },
+
+    /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */
+    async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
+      try {
+        await (await service(t)).deleteWorkerDeploymentVersion({
+          namespace: t.temporalNamespace,
+          deploymentVersion: { deploymentName: t.deploymentName, buildId },
+          skipDrainage: true,
+          identity,
+        });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    },
+
+    /** Deletion of the resource: no ramp, and new work goes to unversioned workers. */
+    async routeAway(t: TemporalTarget): Promise<void> {
+      const res = await describe(t);
+      const routing = routingOf(res);
+      if (routing.ramping) await setRampingVersion(t, '', 0);
+      if (routing.current) {
+        await (await service(t)).setWorkerDeploymentCurrentVersion({
+          namespace: t.temporalNamespace,
+          deploymentName: t.deploymentName,
+          buildId: '',
+          conflictToken: (await describe(t))?.conflictToken,
+          identity,
+          ignoreMissingTaskQueues: true,
+        });
+      }
+    },
+
+    /** Deletes every version, then the worker deployment; fails (and is retried) while pollers linger. */
+    async deleteWorkerDeployment(t: TemporalTarget): Promise<void> {
+      const svc = await service(t);
+      const routing = routingOf(await describe(t));
+      for (const v of routing.versions) {
+        try {
+          await svc.deleteWorkerDeploymentVersion({
+            namespace: t.temporalNamespace,
+            deploymentVersion: { deploymentName: t.deploymentName, buildId: v.buildId },
+            skipDrainage: true,
+            identity,
+          });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+      try {
+        await svc.deleteWorkerDeployment({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, identity });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    },
+
+    /** Runs a gate workflow pinned to the target version and reports whether it completed. */
+    async runGate(t: TemporalTarget, gate: GateRun): Promise<{ passed: boolean; message: string }> {
+      const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+      const handle = await client.workflow.start(gate.workflowType, {
+        workflowId: gate.workflowId,
+        taskQueue: gate.taskQueue,
+        args: gate.input === undefined ? [] : [gate.input],
+        versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
+        workflowExecutionTimeout: gate.timeoutMs,
+        workflowIdConflictPolicy: 'USE_EXISTING',
+      });
+      const ctx = Context.current();
+      const beat = setInterval(() => ctx.heartbeat(), 2000);
+      try {
+        await Promise.race([handle.result(), ctx.cancelled]);
+        return { passed: true, message: `${gate.workflowType} completed` };
+      } catch (err) {
+        if (err instanceof WorkflowFailedError) return { passed: false, message: err.cause?.message ?? err.message };
+        throw err;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+  };
+}
+
+export type TemporalActivities = ReturnType<typeof createTemporalActivities>;
