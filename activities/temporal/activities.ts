@@ -4,9 +4,11 @@
  */
 import { Context } from '@temporalio/activity';
 import { Client, WorkflowFailedError, isGrpcServiceError } from '@temporalio/client';
-import { temporal } from '@temporalio/proto';
+import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
+
+const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
 const NotFound = 5; // gRPC status code
 

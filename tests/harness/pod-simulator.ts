@@ -1,0 +1,144 @@
+/**
+ * Simulated pods: there is no kubelet here, so for every Deployment Glidepath owns this starts as many real
+ * versioned Temporal workers as it has replicas, from the pod template's env, stops them on scale-down or
+ * delete, and writes the Deployment's status as the deployment controller and kubelet would.
+ * `EXAMPLE_NEVER_READY=true` in the env keeps its pods from ever becoming ready.
+ */
+import * as k8s from '@kubernetes/client-node';
+import type { Worker } from '@temporalio/worker';
+import { asMergePatch, ignoreNotFound } from '../../activities/kubernetes/client.js';
+import { Labels, managerName } from '../../activities/kubernetes/versioned-deployment.js';
+import { createExampleWorker } from '../../examples/worker/worker.js';
+
+interface Pod {
+  worker: Worker;
+  running: Promise<void>;
+}
+
+interface SimulatedDeployment {
+  templateKey: string;
+  pods: Pod[];
+  /** Serialises reconciles of one Deployment. */
+  queue: Promise<void>;
+}
+
+/** Scale events the simulator saw, for tests to check ordering against drainage. */
+export interface ScaleEvent {
+  namespace: string;
+  name: string;
+  buildId: string;
+  from: number;
+  to: number;
+  at: number;
+}
+
+export class PodSimulator {
+  private readonly apps: k8s.AppsV1Api;
+  private readonly informer: k8s.Informer<k8s.V1Deployment> & k8s.ObjectCache<k8s.V1Deployment>;
+  private readonly deployments = new Map<string, SimulatedDeployment>();
+  private stopped = false;
+  readonly scaleEvents: ScaleEvent[] = [];
+
+  constructor(kc: k8s.KubeConfig, private readonly log: (message: string) => void = () => {}) {
+    this.apps = kc.makeApiClient(k8s.AppsV1Api);
+    const selector = `${Labels.managedBy}=${managerName}`;
+    this.informer = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => this.apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
+    this.informer.on('add', (d) => this.enqueue(d, false));
+    this.informer.on('update', (d) => this.enqueue(d, false));
+    this.informer.on('delete', (d) => this.enqueue(d, true));
+    this.informer.on('error', () => {
+      if (!this.stopped) setTimeout(() => void this.informer.start().catch(() => {}), 1000);
+    });
+  }
+
+  async start(): Promise<void> {
+    await this.informer.start();
+  }
+
+  /** Workers running for a Deployment now. */
+  podCount(namespace: string, name: string): number {
+    return this.deployments.get(`${namespace}/${name}`)?.pods.length ?? 0;
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    await this.informer.stop();
+    await Promise.allSettled([...this.deployments.values()].map((d) => d.queue));
+    await Promise.allSettled([...this.deployments.values()].flatMap((d) => d.pods.map((p) => stopPod(p))));
+    this.deployments.clear();
+  }
+
+  private enqueue(d: k8s.V1Deployment, deleted: boolean) {
+    const key = `${d.metadata!.namespace}/${d.metadata!.name}`;
+    let sim = this.deployments.get(key);
+    if (!sim) {
+      sim = { templateKey: '', pods: [], queue: Promise.resolve() };
+      this.deployments.set(key, sim);
+    }
+    const s = sim;
+    s.queue = s.queue
+      .then(() => (this.stopped ? undefined : this.reconcile(key, s, d, deleted)))
+      .catch((err: Error) => this.log(`pod simulator: ${key}: ${err.message}`));
+  }
+
+  private async reconcile(key: string, sim: SimulatedDeployment, d: k8s.V1Deployment, deleted: boolean) {
+    const container = d.spec?.template?.spec?.containers?.[0];
+    const env: Record<string, string> = {};
+    for (const e of container?.env ?? []) if (e.value !== undefined) env[e.name] = e.value;
+    const neverReady = env.EXAMPLE_NEVER_READY === 'true';
+    const want = deleted || d.metadata?.deletionTimestamp || neverReady ? 0 : (d.spec?.replicas ?? 1);
+    const templateKey = JSON.stringify(d.spec?.template);
+    const before = sim.pods.length;
+
+    if (templateKey !== sim.templateKey) {
+      // A new template rolls every pod (the simulator does it all at once).
+      await Promise.all(sim.pods.splice(0).map(stopPod));
+      sim.templateKey = templateKey;
+    }
+    while (sim.pods.length > want) await stopPod(sim.pods.pop()!);
+    while (sim.pods.length < want) {
+      const worker = await createExampleWorker(env);
+      sim.pods.push({ worker, running: worker.run().catch((err: Error) => this.log(`worker of ${key} stopped: ${err.message}`)) });
+    }
+    if (before !== sim.pods.length) {
+      this.scaleEvents.push({ namespace: d.metadata!.namespace!, name: d.metadata!.name!, buildId: d.metadata?.labels?.[Labels.buildId] ?? '', from: before, to: sim.pods.length, at: Date.now() });
+      this.log(`pod simulator: ${key} pods ${before} → ${sim.pods.length}`);
+    }
+    if (deleted) {
+      this.deployments.delete(key);
+      return;
+    }
+    await this.writeStatus(d, sim.pods.length);
+  }
+
+  /** Writes what the deployment controller and kubelet would, unless it already says so. */
+  private async writeStatus(d: k8s.V1Deployment, ready: number) {
+    const replicas = d.spec?.replicas ?? 1;
+    const available = ready >= replicas;
+    const status = {
+      observedGeneration: d.metadata?.generation,
+      replicas: ready,
+      updatedReplicas: ready,
+      readyReplicas: ready,
+      availableReplicas: ready,
+      unavailableReplicas: Math.max(0, replicas - ready),
+    };
+    const current = d.status ?? {};
+    const same = (Object.keys(status) as (keyof typeof status)[]).every((k) => (current[k] ?? 0) === (status[k] ?? 0));
+    const availableNow = current.conditions?.find((c) => c.type === 'Available')?.status === (available ? 'True' : 'False');
+    if (same && availableNow) return;
+    const now = new Date().toISOString();
+    const conditions = [
+      { type: 'Available', status: available ? 'True' : 'False', reason: available ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable', message: `${ready}/${replicas} ready`, lastUpdateTime: now, lastTransitionTime: now },
+      { type: 'Progressing', status: 'True', reason: available ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated', message: 'simulated', lastUpdateTime: now, lastTransitionTime: now },
+    ];
+    await ignoreNotFound(
+      this.apps.patchNamespacedDeploymentStatus({ name: d.metadata!.name!, namespace: d.metadata!.namespace!, body: { status: { ...status, conditions } } }, asMergePatch),
+    );
+  }
+}
+
+async function stopPod(pod: Pod): Promise<void> {
+  if (pod.worker.getState() === 'RUNNING') pod.worker.shutdown();
+  await pod.running;
+}

@@ -1,0 +1,78 @@
+/**
+ * The controller process: a Temporal Worker on the `glidepath` task queue (RolloutWorkflow + activities)
+ * and the watcher, in one Node process.
+ */
+import { hostname } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import type * as k8s from '@kubernetes/client-node';
+import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { createActivities } from '../activities/index.js';
+import { Watcher } from '../starter/watcher.js';
+import type { Timings } from '../workflows/state.js';
+
+export const defaultTaskQueue = 'glidepath';
+const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+
+export interface ControllerOptions {
+  kubeConfig: k8s.KubeConfig;
+  /** The controller's own Temporal: where RolloutWorkflows run. */
+  temporal: { address: string; namespace: string; tls?: ConnectionOptions['tls']; apiKey?: string };
+  taskQueue?: string;
+  identity?: string;
+  timings?: Partial<Timings>;
+  /** A prebuilt bundle (tests build it once for many controllers). */
+  workflowBundle?: WorkflowBundle;
+  log?: (message: string, fields?: Record<string, unknown>) => void;
+}
+
+export interface Controller {
+  client: Client;
+  /** Resolves when the worker has stopped. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+let bundle: Promise<WorkflowBundle> | undefined;
+/** The RolloutWorkflow bundle, built once per process. */
+export function rolloutBundle(): Promise<WorkflowBundle> {
+  bundle ??= bundleWorkflowCode({ workflowsPath, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } });
+  return bundle;
+}
+
+export async function startController(options: ControllerOptions): Promise<Controller> {
+  const { address, namespace, tls, apiKey } = options.temporal;
+  const taskQueue = options.taskQueue ?? defaultTaskQueue;
+  const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
+  const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
+  const connection = await Connection.connect({ address, tls, apiKey });
+  const client = new Client({ connection, namespace, identity });
+  const { activities, close } = createActivities(options.kubeConfig, identity);
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue,
+    identity,
+    workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
+    activities,
+  });
+  const done = worker.run();
+  const watcher = new Watcher({ kubeConfig: options.kubeConfig, client, taskQueue, timings: options.timings, log: options.log });
+  await watcher.start();
+  let stopping: Promise<void> | undefined;
+  return {
+    client,
+    done,
+    stop() {
+      stopping ??= (async () => {
+        await watcher.stop();
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await done.catch(() => {});
+        await close();
+        await connection.close();
+        await nativeConnection.close();
+      })();
+      return stopping;
+    },
+  };
+}

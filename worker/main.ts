@@ -1,0 +1,61 @@
+/**
+ * `npm start`: runs the controller. With `.dev/env.sh` sourced it needs no flag.
+ *
+ *   --kubeconfig PATH           default $KUBECONFIG, ~/.kube/config, else in-cluster
+ *   --temporal-address H:P      default $TEMPORAL_ADDRESS or localhost:7233
+ *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
+ *   --task-queue NAME           default "glidepath"
+ * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
+ * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
+ */
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { startController } from './controller.js';
+
+const { values } = parseArgs({
+  options: {
+    kubeconfig: { type: 'string' },
+    'temporal-address': { type: 'string' },
+    'temporal-namespace': { type: 'string' },
+    'task-queue': { type: 'string' },
+    help: { type: 'boolean', short: 'h' },
+  },
+});
+if (values.help) {
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME]');
+  process.exit(0);
+}
+
+const env = process.env;
+const file = (path: string | undefined) => (path ? readFileSync(path) : undefined);
+const certPath = env.TEMPORAL_TLS_CLIENT_CERT_PATH;
+const tls =
+  certPath || env.TEMPORAL_API_KEY || env.TEMPORAL_TLS === 'true'
+    ? {
+        serverNameOverride: env.TEMPORAL_TLS_SERVER_NAME,
+        serverRootCACertificate: file(env.TEMPORAL_TLS_SERVER_CA_CERT_PATH),
+        clientCertPair: certPath ? { crt: file(certPath)!, key: file(env.TEMPORAL_TLS_CLIENT_KEY_PATH)! } : undefined,
+      }
+    : undefined;
+
+const log = (message: string, fields?: Record<string, unknown>) =>
+  console.log(`${new Date().toISOString()} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
+
+const address = values['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? 'default';
+const controller = await startController({
+  kubeConfig: loadKubeConfig(values.kubeconfig),
+  temporal: { address, namespace, tls, apiKey: env.TEMPORAL_API_KEY },
+  taskQueue: values['task-queue'],
+  timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
+  log,
+});
+log(`glidepath controller running: Temporal ${address} namespace ${namespace}, watching all namespaces`);
+for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+  process.once(signal, () => {
+    log(`${signal}: shutting down`);
+    void controller.stop().then(() => process.exit(0));
+  });
+}
+await controller.done;
