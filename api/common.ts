@@ -8,7 +8,8 @@ export const group = 'glidepath.dev';
 export const version = 'v1alpha1';
 export const apiVersion = `${group}/${version}`;
 
-const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+export const dnsLabelPattern = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
+const dns1123Label = new RegExp(dnsLabelPattern);
 
 /** A DNS-1123 label: what Kubernetes accepts as the name of most objects. */
 export const dnsLabel = z

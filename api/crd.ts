@@ -3,7 +3,7 @@
  * defaults, the status subresource, printer columns and short names. `scripts/generate-crds.ts` writes them.
  */
 import { z } from 'zod';
-import { group, version } from './common.js';
+import { dnsLabelPattern, group, version } from './common.js';
 import { TemporalConnectionSpec } from './temporal-connection.js';
 import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
 
@@ -95,6 +95,19 @@ function crd(o: CrdOptions) {
 }
 
 /**
+ * What a Deployment's validation checks about containers that Kubernetes' OpenAPI does not say: at least one,
+ * names unique (a list map keyed by name) and DNS-1123 labels. Without it a bad template is accepted here and
+ * fails only when the versioned Deployment is created.
+ */
+function constrainContainers(template: JsonSchema) {
+  const podSpec = (template.properties as Record<string, JsonSchema>).spec!;
+  const containers = (podSpec.properties as Record<string, JsonSchema>).containers!;
+  Object.assign(containers, { minItems: 1, 'x-kubernetes-list-type': 'map', 'x-kubernetes-list-map-keys': ['name'] });
+  const name = ((containers.items as JsonSchema).properties as Record<string, JsonSchema>).name!;
+  Object.assign(name, { pattern: dnsLabelPattern, maxLength: 63 });
+}
+
+/**
  * Both CRDs. `podTemplateSpec` is Kubernetes' own PodTemplateSpec schema (structural, refs resolved), so
  * the pod template is checked at `kubectl apply` as a Deployment's would be.
  */
@@ -107,6 +120,7 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
     description: 'The pods of each version (a PodTemplateSpec; restartPolicy must be Always)',
     'x-kubernetes-validations': ourTemplate['x-kubernetes-validations'],
   };
+  constrainContainers(properties.template);
   return [
     crd({
       kind: 'TemporalWorkerDeployment',

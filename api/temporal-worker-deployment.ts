@@ -127,7 +127,10 @@ export const PodTemplate = withCel(
       .optional(),
     spec: z
       .looseObject({
-        containers: z.array(z.looseObject({ name: z.string(), image: z.string().optional() })).min(1),
+        containers: z
+          .array(z.looseObject({ name: dnsLabel, image: z.string().optional() }))
+          .min(1)
+          .refine((cs) => new Set(cs.map((c) => c.name)).size === cs.length, { message: 'container names must be unique' }),
         restartPolicy: z.string().optional(),
       })
       .refine((s) => s.restartPolicy === undefined || s.restartPolicy === 'Always', {

@@ -25,6 +25,8 @@ export interface WatcherOptions {
   taskQueue: string;
   /** Timings handed to new workflows (tests and demos shorten them). */
   timings?: Partial<Timings>;
+  /** Kubernetes namespaces to act on (default: all). */
+  namespaces?: string[];
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
@@ -58,10 +60,11 @@ export class Watcher {
     const selector = `${Labels.managedBy}=${managerName}`;
     this.deployments = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
 
+    const watched = (obj: k8s.KubernetesObject) => !options.namespaces || options.namespaces.includes(obj.metadata?.namespace ?? '');
     const guard =
-      <T>(what: string, fn: (obj: T) => Promise<void>) =>
+      <T extends k8s.KubernetesObject>(what: string, fn: (obj: T) => Promise<void>) =>
       (obj: T) =>
-        void fn(obj).catch((err: Error) => this.log(`handling ${what} failed: ${err.message}`));
+        void (watched(obj) ? fn(obj) : Promise.resolve()).catch((err: Error) => this.log(`handling ${what} failed: ${err.message}`));
     this.resources.on('add', guard<Resource>('resource', (o) => this.onResource(o)));
     this.resources.on('update', guard<Resource>('resource', (o) => this.onResource(o)));
     this.connections.on('add', guard<Resource>('connection', (o) => this.onConnection(o)));

@@ -21,6 +21,8 @@ export interface ControllerOptions {
   taskQueue?: string;
   identity?: string;
   timings?: Partial<Timings>;
+  /** Kubernetes namespaces to watch (default: all). */
+  namespaces?: string[];
   /** A prebuilt bundle (tests build it once for many controllers). */
   workflowBundle?: WorkflowBundle;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -57,7 +59,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     activities,
   });
   const done = worker.run();
-  const watcher = new Watcher({ kubeConfig: options.kubeConfig, client, taskQueue, timings: options.timings, log: options.log });
+  const watcher = new Watcher({ kubeConfig: options.kubeConfig, client, taskQueue, timings: options.timings, namespaces: options.namespaces, log: options.log });
   await watcher.start();
   let stopping: Promise<void> | undefined;
   return {

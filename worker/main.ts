@@ -5,6 +5,7 @@
  *   --temporal-address H:P      default $TEMPORAL_ADDRESS or localhost:7233
  *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
  *   --task-queue NAME           default "glidepath"
+ *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated)
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
  */
@@ -19,11 +20,12 @@ const { values } = parseArgs({
     'temporal-address': { type: 'string' },
     'temporal-namespace': { type: 'string' },
     'task-queue': { type: 'string' },
+    namespace: { type: 'string', multiple: true },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME]');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]...');
   process.exit(0);
 }
 
@@ -48,10 +50,11 @@ const controller = await startController({
   kubeConfig: loadKubeConfig(values.kubeconfig),
   temporal: { address, namespace, tls, apiKey: env.TEMPORAL_API_KEY },
   taskQueue: values['task-queue'],
+  namespaces: values.namespace ?? env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean),
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });
-log(`glidepath controller running: Temporal ${address} namespace ${namespace}, watching all namespaces`);
+log(`glidepath controller running: Temporal ${address} namespace ${namespace}, watching ${values.namespace?.join(', ') ?? env.GLIDEPATH_NAMESPACES ?? 'all namespaces'}`);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {
     log(`${signal}: shutting down`);

@@ -39,7 +39,19 @@ export class PodSimulator {
   private stopped = false;
   readonly scaleEvents: ScaleEvent[] = [];
 
-  constructor(kc: k8s.KubeConfig, private readonly log: (message: string) => void = () => {}) {
+  private readonly log: (message: string) => void;
+
+  constructor(
+    kc: k8s.KubeConfig,
+    private readonly options: {
+      log?: (message: string) => void;
+      /** Only these namespaces (default: all). */
+      namespaces?: string[];
+      /** Called before a Deployment's pods go down to 0 (tests check drainage here). */
+      beforeScaleToZero?: (deployment: k8s.V1Deployment) => Promise<void>;
+    } = {},
+  ) {
+    this.log = options.log ?? (() => {});
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
     const selector = `${Labels.managedBy}=${managerName}`;
     this.informer = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => this.apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
@@ -69,6 +81,7 @@ export class PodSimulator {
   }
 
   private enqueue(d: k8s.V1Deployment, deleted: boolean) {
+    if (this.options.namespaces && !this.options.namespaces.includes(d.metadata?.namespace ?? '')) return;
     const key = `${d.metadata!.namespace}/${d.metadata!.name}`;
     let sim = this.deployments.get(key);
     if (!sim) {
@@ -95,6 +108,7 @@ export class PodSimulator {
       await Promise.all(sim.pods.splice(0).map(stopPod));
       sim.templateKey = templateKey;
     }
+    if (want === 0 && sim.pods.length > 0) await this.options.beforeScaleToZero?.(d);
     while (sim.pods.length > want) await stopPod(sim.pods.pop()!);
     while (sim.pods.length < want) {
       const worker = await createExampleWorker(env);

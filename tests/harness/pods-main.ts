@@ -3,7 +3,7 @@ import { loadKubeConfig } from '../../activities/kubernetes/client.js';
 import { PodSimulator } from './pod-simulator.js';
 
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
-const simulator = new PodSimulator(loadKubeConfig(), log);
+const simulator = new PodSimulator(loadKubeConfig(), { log });
 await simulator.start();
 log('pod simulator running: each Glidepath Deployment gets real example workers for its replicas');
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {

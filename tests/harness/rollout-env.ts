@@ -1,0 +1,201 @@
+/**
+ * One integration-test world: a fresh Kubernetes namespace with a TemporalConnection to the test dev server,
+ * the controller (in-process unless told otherwise) and the pod simulator, all scoped to that namespace.
+ * Every scale-to-zero is checked against Temporal: a version that is not drained must never lose its pods.
+ */
+import { randomBytes } from 'node:crypto';
+import * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { group, version } from '../../api/common.js';
+import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
+import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
+import { startController, type Controller } from '../../worker/controller.js';
+import { PodSimulator } from './pod-simulator.js';
+
+export const plural = 'temporalworkerdeployments';
+
+export interface RolloutEnv {
+  namespace: string;
+  kc: k8s.KubeConfig;
+  apps: k8s.AppsV1Api;
+  custom: k8s.CustomObjectsApi;
+  client: Client;
+  connection: Connection;
+  controller?: Controller;
+  simulator: PodSimulator;
+  /** Scale-downs of versions that were not drained (must stay empty). */
+  violations: string[];
+  /** Names of resources being deleted (their scale-down is the deletion's, not a sunset's). */
+  deleting: Set<string>;
+  stop(): Promise<void>;
+}
+
+export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean } = {}): Promise<RolloutEnv> {
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(process.env.KUBECONFIG!);
+  const core = kc.makeApiClient(k8s.CoreV1Api);
+  const namespace = `${label}-${randomBytes(3).toString('hex')}`;
+  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await custom.createNamespacedCustomObject({
+    group, version, namespace, plural: 'temporalconnections',
+    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+  });
+  const address = process.env.TEMPORAL_ADDRESS!;
+  const temporalNamespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace: temporalNamespace });
+  const violations: string[] = [];
+  const deleting = new Set<string>();
+
+  const simulator = new PodSimulator(kc, {
+    namespaces: [namespace],
+    beforeScaleToZero: async (d) => {
+      const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? '';
+      const buildId = d.metadata?.labels?.[Labels.buildId] ?? '';
+      if (deleting.has(owner)) return;
+      const status = await versionStatus(connection, temporalNamespace, workerDeploymentName(namespace, owner), buildId);
+      if (status !== 'DRAINED' && status !== 'INACTIVE' && status !== 'NOT_FOUND') {
+        violations.push(`${d.metadata?.name} scaled to 0 while its version was ${status}`);
+      }
+    },
+  });
+  await simulator.start();
+  const controller =
+    opts.inProcessController === false
+      ? undefined
+      : await startController({
+          kubeConfig: kc,
+          temporal: { address, namespace: temporalNamespace },
+          taskQueue: `glidepath-${namespace}`,
+          namespaces: [namespace],
+          timings: { drainPollMaxMs: 1000 },
+        });
+
+  return {
+    namespace, kc, custom, client, connection, controller, simulator, violations, deleting,
+    apps: kc.makeApiClient(k8s.AppsV1Api),
+    async stop() {
+      await controller?.stop();
+      await simulator.stop();
+      await connection.close();
+    },
+  };
+}
+
+const statusNames = ['UNSPECIFIED', 'INACTIVE', 'CURRENT', 'RAMPING', 'DRAINING', 'DRAINED', 'CREATED'];
+
+/** A version's status as the server reports it (`NOT_FOUND` once deleted). */
+export async function versionStatus(connection: Connection, namespace: string, deploymentName: string, buildId: string): Promise<string> {
+  try {
+    const res = await connection.workflowService.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName, buildId } });
+    return statusNames[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'UNKNOWN';
+  } catch (err) {
+    if ((err as { code?: number }).code === 5) return 'NOT_FOUND';
+    throw err;
+  }
+}
+
+/** Current and ramping build IDs of a resource's worker deployment, as Temporal routes. */
+export async function routing(env: RolloutEnv, name: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
+  try {
+    const res = await env.connection.workflowService.describeWorkerDeployment({
+      namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+      deploymentName: workerDeploymentName(env.namespace, name),
+    });
+    const rc = res.workerDeploymentInfo?.routingConfig;
+    return {
+      current: rc?.currentDeploymentVersion?.buildId || undefined,
+      ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
+      percentage: rc?.rampingVersionPercentage ?? 0,
+    };
+  } catch (err) {
+    if ((err as { code?: number }).code === 5) return { percentage: 0 };
+    throw err;
+  }
+}
+
+export interface ResourceOptions {
+  strategy?: 'AllAtOnce' | 'Progressive' | 'Manual';
+  steps?: { rampPercentage: number; pauseDuration?: string }[];
+  /** Env of the worker container: its version marker and behaviour. */
+  env?: Record<string, string>;
+  replicas?: number;
+  sunset?: { scaledownDelay: string; deleteDelay: string };
+}
+
+/** A TemporalWorkerDeployment whose pods run the example worker on a task queue of its own. */
+export function resource(env: RolloutEnv, name: string, o: ResourceOptions = {}) {
+  const containerEnv = { EXAMPLE_TASK_QUEUE: taskQueueOf(env, name), EXAMPLE_WORKFLOW_HOLD: '1h', ...o.env };
+  return {
+    apiVersion: `${group}/${version}`,
+    kind: 'TemporalWorkerDeployment',
+    metadata: { name, namespace: env.namespace },
+    spec: {
+      replicas: o.replicas ?? 1,
+      rollout: { strategy: o.strategy ?? 'AllAtOnce', ...(o.steps ? { steps: o.steps } : {}) },
+      sunset: o.sunset ?? { scaledownDelay: '1s', deleteDelay: '2s' },
+      workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+      template: {
+        spec: {
+          containers: [{ name: 'worker', image: 'glidepath/example-worker:1.0.0', env: Object.entries(containerEnv).map(([k, v]) => ({ name: k, value: v })) }],
+        },
+      },
+    },
+  };
+}
+
+export function taskQueueOf(env: RolloutEnv, name: string): string {
+  return `${env.namespace}-${name}`;
+}
+
+/** Creates the resource, or replaces its spec (as `kubectl apply` of a new version would). */
+export async function apply(env: RolloutEnv, obj: ReturnType<typeof resource>): Promise<void> {
+  const existing = await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: obj.metadata.name }));
+  if (!existing) {
+    await env.custom.createNamespacedCustomObject({ group, version, namespace: env.namespace, plural, body: obj });
+  } else {
+    await env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: obj.metadata.name, body: { spec: obj.spec } }, asMergePatch);
+  }
+}
+
+export interface TwdStatus {
+  phase?: string;
+  currentVersion?: { buildID: string };
+  targetVersion?: { buildID: string; rampPercentage?: number; stepIndex?: number };
+  deprecatedVersions?: { buildID: string; status?: string }[];
+  lastAbortReason?: string;
+  conditions?: { type: string; status: string; reason: string }[];
+}
+
+export async function twdStatus(env: RolloutEnv, name: string): Promise<TwdStatus | undefined> {
+  const obj = (await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name }))) as { status?: TwdStatus } | undefined;
+  return obj?.status;
+}
+
+/** The resource's Deployments, by build ID. */
+export async function deployments(env: RolloutEnv, name: string): Promise<Map<string, k8s.V1Deployment>> {
+  const list = await env.apps.listNamespacedDeployment({ namespace: env.namespace, labelSelector: `${Labels.workerDeployment}=${name}` });
+  return new Map(list.items.map((d) => [d.metadata!.labels![Labels.buildId]!, d]));
+}
+
+export function workflowHandle(env: RolloutEnv, name: string) {
+  return env.client.workflow.getHandle(rolloutWorkflowId(env.namespace, name));
+}
+
+/** Polls until `probe` returns something other than undefined/false. */
+export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const value = await probe();
+      if (value !== undefined && value !== false) return value;
+    } catch (err) {
+      last = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+}

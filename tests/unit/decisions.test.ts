@@ -1,0 +1,432 @@
+import { versionedDeploymentName } from '../../api/names.js';
+import {
+  RolloutStep,
+  TemporalWorkerDeploymentSpec,
+  TemporalWorkerDeploymentStatus,
+  type Phase,
+  type TemporalWorkerDeploymentSpecInput,
+} from '../../api/temporal-worker-deployment.js';
+import {
+  drainPollDelay,
+  firstVersionRouting,
+  isDrained,
+  isPaused,
+  planSpecChange,
+  renderStatus,
+  rolloutPending,
+  stepSummary,
+  sunsetAction,
+  versionsToMakeRoom,
+  type SunsetAction,
+} from '../../workflows/decisions.js';
+import { defaultTimings, type Desired, type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+
+const now = new Date('2026-01-01T00:00:00Z');
+const t0 = now.getTime();
+const minute = 60_000;
+const hour = 60 * minute;
+const at = (ms: number) => new Date(t0 + ms);
+const iso = (ms: number) => at(ms).toISOString();
+
+function spec(overrides: Partial<TemporalWorkerDeploymentSpecInput> = {}) {
+  return TemporalWorkerDeploymentSpec.parse({
+    template: { spec: { containers: [{ name: 'worker', image: 'orders:1.0.0' }] } },
+    rollout: { strategy: 'AllAtOnce' },
+    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'orders' },
+    ...overrides,
+  });
+}
+
+function desired(
+  buildId: string,
+  generation: number,
+  opts: { connectionVersion?: string; replicas?: number; paused?: boolean } = {},
+): Desired {
+  return {
+    generation,
+    buildId,
+    spec: spec({
+      replicas: opts.replicas,
+      rollout: { strategy: 'AllAtOnce', ...(opts.paused !== undefined ? { paused: opts.paused } : {}) },
+    }),
+    connection: { hostPort: 'temporal-frontend.temporal:7233' },
+    connectionVersion: opts.connectionVersion ?? 'c1',
+  };
+}
+
+function state(overrides: Partial<RolloutState> = {}): RolloutState {
+  return {
+    owner: { namespace: 'shop', name: 'orders', uid: 'uid-1' },
+    deprecated: [],
+    phase: 'Ready',
+    reason: 'RolloutComplete',
+    message: 'v1 is current',
+    since: iso(-hour),
+    deleting: false,
+    deployments: {},
+    timings: defaultTimings,
+    ...overrides,
+  };
+}
+
+const earlier = iso(-2 * hour);
+const deprecated = (buildId: string, extra: Partial<SunsetVersion> = {}): SunsetVersion => ({ buildId, deprecatedSince: earlier, ...extra });
+
+describe('planSpecChange', () => {
+  interface Expected {
+    reapply: boolean;
+    superseded?: string;
+    target?: string;
+    targetGeneration?: number;
+    deprecated: { buildId: string; deprecatedSince: string }[];
+    aborted?: string;
+  }
+  const current = { buildId: 'v1', since: earlier };
+
+  test.each<{ name: string; before: RolloutState; spec: Desired; expected: Expected }>([
+    {
+      name: 'the first spec with nothing current makes its build the target',
+      before: state({ phase: 'Pending' }),
+      spec: desired('v1', 1),
+      expected: { reapply: false, target: 'v1', targetGeneration: 1, deprecated: [] },
+    },
+    {
+      name: 'same generation with a new connectionVersion re-applies the current build',
+      before: state({ desired: desired('v1', 3), current }),
+      spec: desired('v1', 3, { connectionVersion: 'c2' }),
+      expected: { reapply: true, deprecated: [] },
+    },
+    {
+      name: 'a new generation of the current build that changes nothing live does not re-apply',
+      before: state({ desired: desired('v1', 3), current }),
+      spec: desired('v1', 4),
+      expected: { reapply: false, deprecated: [] },
+    },
+    {
+      name: 'a replicas change on the current build re-applies it',
+      before: state({ desired: desired('v1', 3, { replicas: 1 }), current }),
+      spec: desired('v1', 4, { replicas: 3 }),
+      expected: { reapply: true, deprecated: [] },
+    },
+    {
+      name: 'a replicas change on the in-flight target re-applies and keeps the target',
+      before: state({ desired: desired('v2', 3), current, target: { buildId: 'v2', generation: 3, rampPercentage: 10 } }),
+      spec: desired('v2', 4, { replicas: 5 }),
+      expected: { reapply: true, target: 'v2', targetGeneration: 3, deprecated: [] },
+    },
+    {
+      name: 'a new build with no target becomes the target (current stays)',
+      before: state({ desired: desired('v1', 1), current }),
+      spec: desired('v2', 2),
+      expected: { reapply: false, target: 'v2', targetGeneration: 2, deprecated: [] },
+    },
+    {
+      name: 'a new build while a target is in flight supersedes it and deprecates it',
+      before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 25 } }),
+      spec: desired('v3', 3),
+      expected: { reapply: false, superseded: 'v2', target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
+    },
+    {
+      name: 'a superseded target already deprecated keeps a single entry with its original deprecatedSince',
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        target: { buildId: 'v2', generation: 2 },
+        deprecated: [deprecated('v0'), deprecated('v2')],
+      }),
+      spec: desired('v3', 3),
+      expected: {
+        reapply: false,
+        superseded: 'v2',
+        target: 'v3',
+        targetGeneration: 3,
+        deprecated: [
+          { buildId: 'v0', deprecatedSince: earlier },
+          { buildId: 'v2', deprecatedSince: earlier },
+        ],
+      },
+    },
+    {
+      name: 'the desired build equal to current clears the in-flight target (superseded) and re-applies',
+      before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 50 } }),
+      spec: desired('v1', 3),
+      expected: { reapply: true, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
+    },
+    {
+      name: 'a deprecated build brought back leaves deprecated and becomes the target',
+      before: state({ desired: desired('v1', 4), current, deprecated: [deprecated('v0'), deprecated('v9', { drainedSince: earlier })] }),
+      spec: desired('v0', 5),
+      expected: { reapply: false, target: 'v0', targetGeneration: 5, deprecated: [{ buildId: 'v9', deprecatedSince: earlier }] },
+    },
+    {
+      name: 'the aborted build re-applied stays aborted, gets no target and stays deprecated',
+      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      spec: desired('v2', 3, { replicas: 4 }),
+      expected: { reapply: false, aborted: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
+    },
+    {
+      name: 'a different build clears aborted and becomes the target',
+      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      spec: desired('v3', 3),
+      expected: { reapply: false, target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
+    },
+    {
+      name: 'going back to the current build clears aborted without a target',
+      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      spec: desired('v1', 3),
+      expected: { reapply: false, deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
+    },
+  ])('$name', ({ before, spec: next, expected }) => {
+    const snapshot = structuredClone(before);
+    const decision = planSpecChange(before, next, now);
+
+    expect(decision.ignored).toBe(false);
+    expect(decision.reapply).toBe(expected.reapply);
+    expect(decision.superseded).toBe(expected.superseded);
+    expect(decision.state.desired).toBe(next);
+    expect(decision.state.current).toEqual(before.current);
+    expect(decision.state.target?.buildId).toBe(expected.target);
+    expect(decision.state.target?.generation).toBe(expected.targetGeneration);
+    expect(decision.state.deprecated).toEqual(expected.deprecated);
+    expect(decision.state.aborted?.buildId).toBe(expected.aborted);
+    // The input state is not mutated: the workflow swaps it in only when the decision is not ignored.
+    expect(before).toEqual(snapshot);
+  });
+
+  test.each([
+    { name: 'a stale generation (even with a new build and connection)', spec: desired('v9', 4, { connectionVersion: 'c2' }) },
+    { name: 'the same generation and connectionVersion (even with other replicas)', spec: desired('v9', 5, { replicas: 7 }) },
+  ])('ignores $name', ({ spec: next }) => {
+    const before = state({ desired: desired('v1', 5), current: { buildId: 'v1', since: earlier } });
+    const decision = planSpecChange(before, next, now);
+    expect(decision).toEqual({ state: before, reapply: false, ignored: true });
+    expect(decision.state).toBe(before);
+  });
+});
+
+describe('rolloutPending', () => {
+  const target = { buildId: 'v2', generation: 2 };
+  test.each<[string, Partial<RolloutState>, boolean]>([
+    ['no target: nothing to roll out', {}, false],
+    ['a target: roll it out', { target }, true],
+    ['the target is the aborted build: not again', { target, aborted: { buildId: 'v2', reason: 'x' } }, false],
+    ['an older build was aborted: the target still rolls out', { target, aborted: { buildId: 'v1', reason: 'x' } }, true],
+    ['deleting: no rollout even with a target', { target, deleting: true }, false],
+  ])('%s', (_name, overrides, expected) => {
+    expect(rolloutPending(state(overrides))).toBe(expected);
+  });
+});
+
+describe('isPaused', () => {
+  test.each<[string, Partial<RolloutState>, boolean]>([
+    ['neither signal nor spec', { desired: desired('v1', 1) }, false],
+    ['no spec yet and no signal', {}, false],
+    ['paused by signal', { desired: desired('v1', 1), pausedBy: { reason: 'ops' } }, true],
+    ['paused by signal before any spec', { pausedBy: { reason: 'ops' } }, true],
+    ['spec.rollout.paused true', { desired: desired('v1', 1, { paused: true }) }, true],
+    ['spec.rollout.paused false', { desired: desired('v1', 1, { paused: false }) }, false],
+  ])('%s', (_name, overrides, expected) => {
+    expect(isPaused(state(overrides))).toBe(expected);
+  });
+});
+
+describe('firstVersionRouting', () => {
+  test.each([
+    [true, 'byStrategy'],
+    [false, 'currentNow'],
+  ] as const)('unversioned pollers %s → %s', (pollers, expected) => {
+    expect(firstVersionRouting(pollers)).toBe(expected);
+  });
+});
+
+describe('stepSummary', () => {
+  test.each<[string, { rampPercentage: number; pauseDuration?: string }, number | undefined, string]>([
+    ['a timed step', { rampPercentage: 25, pauseDuration: '2m' }, undefined, 'ramp 25% for 2m'],
+    ['a timed step with hours', { rampPercentage: 10, pauseDuration: '1h30m' }, undefined, 'ramp 10% for 1h30m'],
+    ['an untimed step', { rampPercentage: 25 }, undefined, 'ramp 25% until promoted'],
+    ['an untimed step ignores the remaining time', { rampPercentage: 50 }, 30_000, 'ramp 50% until promoted'],
+    ['a resumed step shows what remains', { rampPercentage: 25, pauseDuration: '2m' }, 45_000, 'ramp 25% for 45s more (resumed)'],
+    ['a resumed step with minutes left', { rampPercentage: 25, pauseDuration: '10m' }, 90_000, 'ramp 25% for 1m30s more (resumed)'],
+    ['remaining equal to the full duration is not a resume', { rampPercentage: 25, pauseDuration: '2m' }, 120_000, 'ramp 25% for 2m'],
+    ['remaining longer than the step is not a resume', { rampPercentage: 25, pauseDuration: '2m' }, 300_000, 'ramp 25% for 2m'],
+  ])('%s', (_name, step, remainingMs, expected) => {
+    expect(stepSummary(RolloutStep.parse(step), remainingMs)).toBe(expected);
+  });
+});
+
+describe('drainPollDelay', () => {
+  test.each([
+    [0, 60_000, 1_000],
+    [1, 60_000, 2_000],
+    [2, 60_000, 4_000],
+    [5, 60_000, 32_000],
+    [6, 60_000, 60_000],
+    [1_000, 60_000, 60_000],
+    [3, 5_000, 5_000],
+  ])('attempt %i (max %i ms) waits %i ms', (attempt, maxMs, expected) => {
+    expect(drainPollDelay(attempt, maxMs)).toBe(expected);
+  });
+});
+
+describe('sunsetAction', () => {
+  const standard = { scaledownDelay: '1h', deleteDelay: '24h' };
+  const drained = (extra: Partial<SunsetVersion> = {}) => deprecated('v1', { drainedSince: now.toISOString(), ...extra });
+
+  test.each<[string, SunsetVersion, { scaledownDelay: string; deleteDelay: string }, Date, SunsetAction]>([
+    ['not drained: wait for it (never an early scale-down)', deprecated('v1', { status: 'Draining' }), standard, at(48 * hour), { kind: 'waitForDrained' }],
+    ['not drained with zero delays: still wait', deprecated('v1'), { scaledownDelay: '0s', deleteDelay: '0s' }, now, { kind: 'waitForDrained' }],
+    ['drained, before scaledownDelay: wait until scale-down time', drained(), standard, at(30 * minute), { kind: 'waitUntil', atMs: t0 + hour, then: 'scaleDown' }],
+    ['drained, exactly at scaledownDelay: scale down', drained(), standard, at(hour), { kind: 'scaleDown' }],
+    ['drained, after scaledownDelay: scale down', drained(), standard, at(2 * hour), { kind: 'scaleDown' }],
+    ['not scaled down yet although past deleteDelay: scale down first', drained(), standard, at(48 * hour), { kind: 'scaleDown' }],
+    ['scaled down, before deleteDelay: wait until delete time', drained({ scaledDown: true }), standard, at(2 * hour), { kind: 'waitUntil', atMs: t0 + 24 * hour, then: 'delete' }],
+    ['scaled down, at deleteDelay: delete', drained({ scaledDown: true }), standard, at(24 * hour), { kind: 'delete' }],
+    ['scaled down, after deleteDelay: delete', drained({ scaledDown: true }), standard, at(30 * hour), { kind: 'delete' }],
+    [
+      'deleteDelay shorter than scaledownDelay: delete waits for the scale-down time',
+      drained({ scaledDown: true }),
+      { scaledownDelay: '1h', deleteDelay: '10m' },
+      at(30 * minute),
+      { kind: 'waitUntil', atMs: t0 + hour, then: 'delete' },
+    ],
+    [
+      'deleteDelay shorter than scaledownDelay, not scaled down: wait for scale-down',
+      drained(),
+      { scaledownDelay: '1h', deleteDelay: '10m' },
+      at(30 * minute),
+      { kind: 'waitUntil', atMs: t0 + hour, then: 'scaleDown' },
+    ],
+    ['zero scaledownDelay: scale down as soon as drained', drained(), { scaledownDelay: '0s', deleteDelay: '24h' }, now, { kind: 'scaleDown' }],
+  ])('%s', (_name, version, sunset, when, expected) => {
+    expect(sunsetAction(version, sunset, when)).toEqual(expected);
+  });
+});
+
+describe('isDrained', () => {
+  test.each([
+    ['Drained', true],
+    ['Inactive', true],
+    ['NotRegistered', true],
+    ['Current', false],
+    ['Ramping', false],
+    ['Draining', false],
+    [undefined, false],
+  ])('%s → %s', (status, expected) => {
+    expect(isDrained(status)).toBe(expected);
+  });
+});
+
+describe('versionsToMakeRoom', () => {
+  const v = (buildId: string, status: string) => ({ buildId, status });
+
+  test.each<[string, { buildId: string; status: string }[], string[], number, { remove: string[]; atCap: boolean }]>([
+    ['well under the cap: nothing', [v('a', 'Drained'), v('b', 'Drained')], [], 5, { remove: [], atCap: false }],
+    ['one below the cap (room for exactly one more): nothing', [v('a', 'Drained'), v('b', 'Drained'), v('c', 'Current')], [], 4, { remove: [], atCap: false }],
+    [
+      'at the cap: removes one drained version',
+      [v('cur', 'Current'), v('old', 'Drained'), v('idle', 'Inactive'), v('dr', 'Draining')],
+      ['cur'],
+      4,
+      { remove: ['old'], atCap: false },
+    ],
+    [
+      'over the cap: removes oldest-first as listed, as many as needed',
+      [v('old1', 'Drained'), v('old2', 'Inactive'), v('old3', 'Drained'), v('cur', 'Current'), v('new', 'Inactive')],
+      ['new', 'cur'],
+      4,
+      { remove: ['old1', 'old2'], atCap: false },
+    ],
+    ['never removes a kept version even if drained', [v('kept', 'Drained'), v('other', 'Drained')], ['kept'], 2, { remove: ['other'], atCap: false }],
+    [
+      'never removes Current, Ramping or Draining even if not kept; not enough room → atCap',
+      [v('a', 'Current'), v('b', 'Ramping'), v('c', 'Draining'), v('d', 'Drained')],
+      [],
+      3,
+      { remove: ['d'], atCap: true },
+    ],
+    ['nothing removable → atCap', [v('a', 'Current'), v('b', 'Ramping')], [], 2, { remove: [], atCap: true }],
+    ['only kept versions are drained → atCap', [v('a', 'Inactive'), v('b', 'Drained')], ['a', 'b'], 2, { remove: [], atCap: true }],
+  ])('%s', (_name, versions, keep, maxVersions, expected) => {
+    expect(versionsToMakeRoom(versions, keep, maxVersions)).toEqual(expected);
+  });
+});
+
+describe('renderStatus', () => {
+  const conditionStatus = (s: ReturnType<typeof renderStatus>, type: string) => s.conditions?.find((c) => c.type === type)?.status;
+
+  test.each<[Phase, 'True' | 'False', 'True' | 'False']>([
+    ['Ready', 'True', 'False'],
+    ['Pending', 'False', 'True'],
+    ['Deploying', 'False', 'True'],
+    ['WaitingForPollers', 'False', 'True'],
+    ['Gating', 'False', 'True'],
+    ['Ramping', 'False', 'True'],
+    ['AwaitingPromotion', 'False', 'True'],
+    ['Deleting', 'False', 'True'],
+    ['Paused', 'False', 'False'],
+    ['Aborted', 'False', 'False'],
+    ['Failed', 'False', 'False'],
+    ['InvalidSpec', 'False', 'False'],
+  ])('phase %s: Ready=%s, Progressing=%s', (phase, ready, progressing) => {
+    const status = renderStatus(state({ phase, desired: desired('v1', 1) }));
+    expect(status.phase).toBe(phase);
+    expect(conditionStatus(status, 'Ready')).toBe(ready);
+    expect(conditionStatus(status, 'Progressing')).toBe(progressing);
+  });
+
+  test('conditions carry reason, message, lastTransitionTime and observedGeneration', () => {
+    const status = renderStatus(
+      state({ phase: 'Ramping', reason: 'Ramping', message: 'ramp 25% for 2m', since: iso(-minute), desired: desired('v2', 7) }),
+    );
+    expect(status.conditions).toEqual([
+      { type: 'Ready', status: 'False', reason: 'Ramping', message: 'ramp 25% for 2m', lastTransitionTime: iso(-minute), observedGeneration: 7 },
+      { type: 'Progressing', status: 'True', reason: 'Ramping', message: 'ramp 25% for 2m', lastTransitionTime: iso(-minute), observedGeneration: 7 },
+    ]);
+    expect(status.observedGeneration).toBe(7);
+    expect(status.message).toBe('ramp 25% for 2m');
+  });
+
+  test('without a spec, conditions have no observedGeneration', () => {
+    const status = renderStatus(state({ phase: 'Pending', reason: 'Deploying', message: 'waiting' }));
+    expect(status.observedGeneration).toBeUndefined();
+    for (const c of status.conditions ?? []) expect(c).not.toHaveProperty('observedGeneration');
+    expect(status.currentVersion).toBeUndefined();
+    expect(status.targetVersion).toBeUndefined();
+    expect(status.deprecatedVersions).toBeUndefined();
+    expect(status.lastAbortReason).toBeUndefined();
+  });
+
+  test.each<[string, RolloutState['target'], { status: 'Ramping' | 'Inactive'; rampPercentage?: number; stepIndex?: number; rampingSince?: string }]>([
+    ['a ramping target is Ramping', { buildId: 'v2', generation: 2, rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }, { status: 'Ramping', rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }],
+    ['a target without a ramp is Inactive', { buildId: 'v2', generation: 2 }, { status: 'Inactive' }],
+  ])('targetVersion: %s', (_name, target, expected) => {
+    const status = renderStatus(state({ desired: desired('v2', 2), target }));
+    expect(status.targetVersion).toEqual({ buildID: 'v2', deploymentName: 'orders-v2', ...expected });
+  });
+
+  test('versions: current, target and deprecated with their Deployment names, and the abort reason', () => {
+    const status = renderStatus(
+      state({
+        phase: 'Aborted',
+        reason: 'GateFailed',
+        message: 'gate Smoke failed',
+        desired: desired('v3', 4),
+        current: { buildId: 'v1', since: earlier },
+        target: { buildId: 'v3', generation: 4 },
+        deprecated: [deprecated('V2.0_rc', { status: 'Drained', drainedSince: iso(-hour) }), deprecated('v0', { status: 'Draining' })],
+        aborted: { buildId: 'V2.0_rc', reason: 'gate Smoke failed', cause: 'GateFailed' },
+      }),
+    );
+    expect(status.currentVersion).toEqual({ buildID: 'v1', deploymentName: 'orders-v1', status: 'Current', since: earlier });
+    expect(status.targetVersion).toEqual({ buildID: 'v3', deploymentName: 'orders-v3', status: 'Inactive' });
+    expect(status.deprecatedVersions).toEqual([
+      { buildID: 'V2.0_rc', deploymentName: versionedDeploymentName('orders', 'V2.0_rc'), status: 'Drained', deprecatedSince: earlier, drainedSince: iso(-hour) },
+      { buildID: 'v0', deploymentName: 'orders-v0', status: 'Draining', deprecatedSince: earlier },
+    ]);
+    // A build ID that is not DNS-safe gets a hashed, valid Deployment name, not the raw one.
+    expect(status.deprecatedVersions?.[0]?.deploymentName).not.toBe('orders-V2.0_rc');
+    expect(status.lastAbortReason).toBe('gate Smoke failed');
+    // What is rendered is a valid status for the CRD.
+    expect(() => TemporalWorkerDeploymentStatus.parse(status)).not.toThrow();
+  });
+});
