@@ -90,10 +90,13 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
       deploymentName: workerDeploymentName(owner.namespace, owner.name),
     };
   };
+  /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
+  const removing = new Set<string>();
   const isLive = (buildId: string) =>
-    state.current?.buildId === buildId ||
-    state.target?.buildId === buildId ||
-    state.deprecated.some((v) => v.buildId === buildId);
+    !removing.has(buildId) &&
+    (state.current?.buildId === buildId ||
+      state.target?.buildId === buildId ||
+      state.deprecated.some((v) => v.buildId === buildId));
 
   // ---- messages ----
   setHandler(messages.specChanged, (desired) => {
@@ -119,7 +122,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   setHandler(messages.resync, () => void (resyncRequested = true));
   setHandler(messages.pause, (req) => void (state.pausedBy = { reason: req?.reason ?? 'paused by signal' }));
   setHandler(messages.resume, () => void (state.pausedBy = undefined));
-  setHandler(messages.promote, (req) => void (promoteRequest = { full: req?.full ?? false }));
+  setHandler(messages.promote, (req) => {
+    // Only a rollout in progress can be promoted: a stray promote must not approve a later one.
+    if (state.target && !state.deleting) promoteRequest = { full: req?.full ?? false };
+  });
   setHandler(messages.abort, (req) => {
     const target = state.target;
     if (!target || state.deleting) return;
@@ -223,13 +229,18 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
           await busy(() => Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionScaledDown', message: `${buildId} scaled to 0` })]));
           break;
         case 'delete':
-          await busy(async () => {
-            await kube.deleteDeployment(owner, buildId);
-            await temporal.deleteVersion(temporalTarget(), buildId);
-            state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-            delete state.deployments[buildId];
-            await Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionDeleted', message: `${buildId} deleted` })]);
-          });
+          removing.add(buildId);
+          try {
+            await busy(async () => {
+              await kube.deleteDeployment(owner, buildId);
+              await temporal.deleteVersion(temporalTarget(), buildId);
+              state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
+              delete state.deployments[buildId];
+              await Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionDeleted', message: `${buildId} deleted` })]);
+            });
+          } finally {
+            removing.delete(buildId);
+          }
           return;
       }
     }
@@ -412,7 +423,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   /** Live Deployments and the replicas each should have. */
   const liveVersions = () => [
     ...[state.current?.buildId, state.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: state.desired!.spec.replicas })),
-    ...state.deprecated.map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : state.desired!.spec.replicas })),
+    ...state.deprecated.filter((v) => !removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : state.desired!.spec.replicas })),
   ];
 
   /** Level-triggered self-healing: recreates a live Deployment deleted by hand. Reads only, unless one is missing. */
@@ -465,6 +476,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
         if (!isCancellation(err)) throw err;
       } finally {
         rolloutScope = undefined;
+        promoteRequest = undefined; // a promote not taken by this rollout is not carried to the next
       }
       if (state.deleting) break;
       if (state.target?.buildId !== buildId && state.current?.buildId !== buildId) {

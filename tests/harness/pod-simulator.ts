@@ -47,7 +47,7 @@ export class PodSimulator {
       log?: (message: string) => void;
       /** Only these namespaces (default: all). */
       namespaces?: string[];
-      /** Called before a Deployment's pods go down to 0 (tests check drainage here). */
+      /** Called before a Deployment is scaled to 0 pods (not deleted): tests check drainage here. */
       beforeScaleToZero?: (deployment: k8s.V1Deployment) => Promise<void>;
     } = {},
   ) {
@@ -108,7 +108,7 @@ export class PodSimulator {
       await Promise.all(sim.pods.splice(0).map(stopPod));
       sim.templateKey = templateKey;
     }
-    if (want === 0 && sim.pods.length > 0) await this.options.beforeScaleToZero?.(d);
+    if (want === 0 && sim.pods.length > 0 && !deleted) await this.options.beforeScaleToZero?.(d);
     while (sim.pods.length > want) await stopPod(sim.pods.pop()!);
     while (sim.pods.length < want) {
       const worker = await createExampleWorker(env);

@@ -78,7 +78,7 @@ describe('planSpecChange', () => {
     superseded?: string;
     target?: string;
     targetGeneration?: number;
-    deprecated: { buildId: string; deprecatedSince: string }[];
+    deprecated: SunsetVersion[];
     aborted?: string;
   }
   const current = { buildId: 'v1', since: earlier };
@@ -156,7 +156,7 @@ describe('planSpecChange', () => {
       name: 'a deprecated build brought back leaves deprecated and becomes the target',
       before: state({ desired: desired('v1', 4), current, deprecated: [deprecated('v0'), deprecated('v9', { drainedSince: earlier })] }),
       spec: desired('v0', 5),
-      expected: { reapply: false, target: 'v0', targetGeneration: 5, deprecated: [{ buildId: 'v9', deprecatedSince: earlier }] },
+      expected: { reapply: false, target: 'v0', targetGeneration: 5, deprecated: [{ buildId: 'v9', deprecatedSince: earlier, drainedSince: earlier }] },
     },
     {
       name: 'the aborted build re-applied stays aborted, gets no target and stays deprecated',
@@ -399,6 +399,8 @@ describe('renderStatus', () => {
   test.each<[string, RolloutState['target'], { status: 'Ramping' | 'Inactive'; rampPercentage?: number; stepIndex?: number; rampingSince?: string }]>([
     ['a ramping target is Ramping', { buildId: 'v2', generation: 2, rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }, { status: 'Ramping', rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }],
     ['a target without a ramp is Inactive', { buildId: 'v2', generation: 2 }, { status: 'Inactive' }],
+    ['a ramp without a step index (not Progressive) is Ramping', { buildId: 'v2', generation: 2, rampPercentage: 100 }, { status: 'Ramping', rampPercentage: 100 }],
+    ['a step index without a ramp is Inactive', { buildId: 'v2', generation: 2, stepIndex: 0 }, { status: 'Inactive', stepIndex: 0 }],
   ])('targetVersion: %s', (_name, target, expected) => {
     const status = renderStatus(state({ desired: desired('v2', 2), target }));
     expect(status.targetVersion).toEqual({ buildID: 'v2', deploymentName: 'orders-v2', ...expected });

@@ -1,0 +1,182 @@
+/**
+ * RolloutWorkflow end to end: real kube-apiserver + etcd, real Temporal dev server, the controller
+ * (watcher + worker) and simulated pods running real versioned workers. Every test also checks that no
+ * Deployment lost its pods while its version was not drained.
+ */
+import { group, version } from '../../api/common.js';
+import { promote } from '../../workflows/messages.js';
+import {
+  apply,
+  deployments,
+  eventually,
+  plural,
+  resource,
+  routing,
+  startRolloutEnv,
+  taskQueueOf,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
+
+let env: RolloutEnv;
+
+beforeAll(async () => {
+  env = await startRolloutEnv('rollout');
+});
+afterAll(async () => {
+  await env?.stop();
+});
+afterEach(() => {
+  expect(env.violations).toEqual([]);
+});
+
+/** Waits until the resource reports `buildId` current and returns the status. */
+async function currentIs(name: string, buildId?: string, timeoutMs = 30_000) {
+  return eventually(`${name} current = ${buildId ?? 'any'}`, async () => {
+    const s = await twdStatus(env, name);
+    const current = s?.currentVersion?.buildID;
+    return s?.phase === 'Ready' && current && (!buildId || current === buildId) ? s : undefined;
+  }, timeoutMs);
+}
+
+async function startPinned(name: string, id: string) {
+  const handle = await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, name), workflowId: `${env.namespace}-${id}` });
+  const buildId = await eventually(`${id} to start on a version`, async () => {
+    const d = await handle.describe();
+    return d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
+  });
+  return { handle, buildId };
+}
+
+test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a pinned workflow runs, then scaled to 0, then deleted', async () => {
+  await apply(env, resource(env, 'aao', { env: { VERSION: 'v1' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }));
+  const v1 = (await currentIs('aao')).currentVersion!.buildID;
+  expect((await routing(env, 'aao')).current).toBe(v1);
+
+  const pinned = await startPinned('aao', 'pinned-aao');
+  expect(pinned.buildId).toBe(v1);
+
+  await apply(env, resource(env, 'aao', { env: { VERSION: 'v2' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }));
+  const status = await eventually('v2 current', async () => {
+    const s = await twdStatus(env, 'aao');
+    return s?.currentVersion && s.currentVersion.buildID !== v1 && s.phase === 'Ready' ? s : undefined;
+  });
+  const v2 = status.currentVersion!.buildID;
+  expect((await routing(env, 'aao')).current).toBe(v2);
+  expect(status.deprecatedVersions?.map((v) => v.buildID)).toContain(v1);
+
+  // New work goes to v2 while the pinned execution keeps v1 alive.
+  const fresh = await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, 'aao'), workflowId: `${env.namespace}-fresh` });
+  await fresh.signal('finish');
+  expect(await fresh.result()).toBe(v2);
+  await new Promise((r) => setTimeout(r, 3000));
+  const v1Deployment = (await deployments(env, 'aao')).get(v1);
+  expect(v1Deployment?.spec?.replicas).toBe(1);
+  expect(env.simulator.podCount(env.namespace, v1Deployment!.metadata!.name!)).toBe(1);
+
+  await pinned.handle.signal('finish');
+  expect(await pinned.handle.result()).toBe(v1);
+  await eventually('v1 scaled to 0', async () => (await deployments(env, 'aao')).get(v1)?.spec?.replicas === 0);
+  await eventually('v1 deleted', async () => !(await deployments(env, 'aao')).has(v1));
+  const scaleDown = env.simulator.scaleEvents.find((e) => e.buildId === v1 && e.to === 0);
+  expect(scaleDown).toBeDefined();
+  await eventually('v1 gone from the status', async () => ((await twdStatus(env, 'aao'))?.deprecatedVersions ?? []).length === 0);
+});
+
+test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pause honoured within a second, then current', async () => {
+  const steps = [
+    { rampPercentage: 10, pauseDuration: '2s' },
+    { rampPercentage: 40, pauseDuration: '2s' },
+    { rampPercentage: 70, pauseDuration: '2s' },
+  ];
+  await apply(env, resource(env, 'prog', { strategy: 'Progressive', steps, env: { VERSION: 'v1' } }));
+  const v1 = (await currentIs('prog')).currentVersion!.buildID;
+
+  await apply(env, resource(env, 'prog', { strategy: 'Progressive', steps, env: { VERSION: 'v2' } }));
+  const seen: { percentage: number; at: number }[] = [];
+  const v2 = await eventually('v2 current', async () => {
+    const r = await routing(env, 'prog');
+    if (r.ramping && seen.at(-1)?.percentage !== r.percentage) seen.push({ percentage: r.percentage, at: Date.now() });
+    return r.current && r.current !== v1 ? r.current : undefined;
+  }, 60_000, 50);
+  const done = Date.now();
+  expect(seen.map((s) => s.percentage)).toEqual([10, 40, 70]);
+  const held = [seen[1]!.at - seen[0]!.at, seen[2]!.at - seen[1]!.at, done - seen[2]!.at];
+  for (const ms of held) {
+    expect(ms).toBeGreaterThanOrEqual(2000 - 100);
+    expect(ms).toBeLessThanOrEqual(2000 + 1000);
+  }
+  await currentIs('prog', v2);
+});
+
+test('Manual: nothing is routed to the new version until promote', async () => {
+  await apply(env, resource(env, 'manual', { strategy: 'Manual', env: { VERSION: 'v1' } }));
+  const v1 = (await currentIs('manual')).currentVersion!.buildID; // the very first version, with no unversioned pollers
+  await apply(env, resource(env, 'manual', { strategy: 'Manual', env: { VERSION: 'v2' } }));
+  const waiting = await eventually('awaiting promotion', async () => {
+    const s = await twdStatus(env, 'manual');
+    return s?.phase === 'AwaitingPromotion' ? s : undefined;
+  });
+  const v2 = waiting.targetVersion!.buildID;
+  await new Promise((r) => setTimeout(r, 2000));
+  expect(await routing(env, 'manual')).toEqual({ current: v1, ramping: undefined, percentage: 0 });
+
+  await workflowHandle(env, 'manual').signal(promote, {});
+  await currentIs('manual', v2);
+  expect((await routing(env, 'manual')).current).toBe(v2);
+});
+
+test('v3 applied during v2’s ramp: v2 is abandoned (ramp cleared) and sunset, v3 becomes current', async () => {
+  const steps = [{ rampPercentage: 50, pauseDuration: '1m' }];
+  await apply(env, resource(env, 'super', { strategy: 'Progressive', steps, env: { VERSION: 'v1' } }));
+  const v1 = (await currentIs('super')).currentVersion!.buildID;
+  await apply(env, resource(env, 'super', { strategy: 'Progressive', steps, env: { VERSION: 'v2' } }));
+  const v2 = await eventually('v2 ramping', async () => (await routing(env, 'super')).ramping);
+
+  await apply(env, resource(env, 'super', { strategy: 'Progressive', steps, env: { VERSION: 'v3' } }));
+  const v3 = await eventually('v3 ramping', async () => {
+    const r = await routing(env, 'super');
+    return r.ramping && r.ramping !== v2 ? r.ramping : undefined;
+  });
+  expect((await routing(env, 'super')).current).toBe(v1);
+  await workflowHandle(env, 'super').signal(promote, { full: true });
+  await currentIs('super', v3);
+  await eventually('v2 and v1 sunset (Deployments deleted)', async () => {
+    const ds = await deployments(env, 'super');
+    return !ds.has(v2) && !ds.has(v1) && ds.has(v3);
+  });
+});
+
+test('a Deployment deleted by hand is recreated', async () => {
+  await apply(env, resource(env, 'heal', { env: { VERSION: 'v1' } }));
+  const v1 = (await currentIs('heal')).currentVersion!.buildID;
+  const d = (await deployments(env, 'heal')).get(v1)!;
+  await env.apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: env.namespace });
+  const recreated = await eventually('the Deployment recreated', async () => {
+    const again = (await deployments(env, 'heal')).get(v1);
+    return again && again.metadata!.uid !== d.metadata!.uid ? again : undefined;
+  });
+  expect(recreated.spec?.replicas).toBe(1);
+});
+
+test('deleting the resource cleans up Temporal and Kubernetes, then the finalizer goes', async () => {
+  await apply(env, resource(env, 'gone', { env: { VERSION: 'v1' } }));
+  await currentIs('gone');
+  env.deleting.add('gone');
+  await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'gone' });
+  await eventually('the resource gone (finalizer removed)', async () => (await twdStatus(env, 'gone')) === undefined && !(await exists('gone')));
+  expect((await deployments(env, 'gone')).size).toBe(0);
+  expect(await routing(env, 'gone')).toEqual({ percentage: 0 });
+  const run = await workflowHandle(env, 'gone').describe();
+  expect(run.status.name).toBe('COMPLETED');
+});
+
+async function exists(name: string): Promise<boolean> {
+  try {
+    await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name });
+    return true;
+  } catch {
+    return false;
+  }
+}

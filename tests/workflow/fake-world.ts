@@ -1,0 +1,271 @@
+/**
+ * An in-memory "world" for RolloutWorkflow tests: fake Kubernetes Deployments and fake Temporal routing
+ * behind the real activity signatures. Every activity call is recorded (name, arguments, wall-clock time),
+ * and the world talks back the way the real watcher does: each change to a versioned Deployment is sent to
+ * the workflow as a `deploymentObserved` signal (a new one becomes available shortly after it is applied).
+ */
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
+import type { KubeEvent } from '../../activities/kubernetes/activities.js';
+import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
+import type { TemporalWorkerDeploymentStatus, VersionStatus } from '../../api/temporal-worker-deployment.js';
+import { deploymentObserved } from '../../workflows/messages.js';
+import type { DeploymentObservation, Owner } from '../../workflows/state.js';
+
+export interface Call {
+  name: string;
+  args: unknown[];
+  /** Date.now() when the activity ran. */
+  at: number;
+}
+
+interface FakeDeployment {
+  name: string;
+  replicas: number;
+  generation: number;
+  available: boolean;
+}
+
+/** Calls that change routing in Temporal. */
+export const routingCalls = ['setRamping', 'setCurrent', 'clearRampIf', 'routeAway'];
+
+export class FakeWorld {
+  readonly calls: Call[] = [];
+  readonly statuses: TemporalWorkerDeploymentStatus[] = [];
+  readonly events: KubeEvent[] = [];
+  /** Kubernetes: versioned Deployments by build ID. */
+  readonly deployments = new Map<string, FakeDeployment>();
+  /** Temporal: routing of the worker deployment, and the status of each registered version. */
+  current?: string;
+  ramping?: string;
+  rampPercentage = 0;
+  readonly versions = new Map<string, VersionStatus>();
+
+  /** What awaitVersionRegistered answers. */
+  registration: VersionRegistration = { taskQueues: ['example'], unversionedPollers: false };
+  /** Results runGate hands out, first to last; then every gate passes. */
+  gateResults: { passed: boolean; message: string }[] = [];
+  /** A newly applied Deployment becomes available on its own (as pods come up). */
+  autoAvailable = true;
+  /** The status a version gets when it stops being current or ramping (the test flips it to Drained). */
+  statusWhenRoutedAway: VersionStatus = 'Draining';
+
+  constructor(
+    readonly owner: Owner,
+    readonly workflowId: string,
+    private readonly client: Client,
+  ) {}
+
+  record(name: string, args: unknown[]): void {
+    this.calls.push({ name, args, at: Date.now() });
+  }
+
+  callsOf(name: string): Call[] {
+    return this.calls.filter((c) => c.name === name);
+  }
+
+  /** Names of the calls in order, optionally only the given ones (and only those about `buildId`). */
+  sequence(names: string[], buildId?: string): string[] {
+    return this.calls.filter((c) => names.includes(c.name) && (buildId === undefined || c.args.includes(buildId))).map((c) => c.name);
+  }
+
+  /** The watcher's view of a Deployment (what `observeDeployment` reads off it). */
+  observation(buildId: string): DeploymentObservation {
+    const d = this.deployments.get(buildId);
+    const name = versionedDeploymentName(this.owner.name, buildId);
+    if (!d) return { buildId, name, exists: false };
+    return {
+      buildId,
+      name,
+      exists: true,
+      generation: d.generation,
+      observedGeneration: d.available ? d.generation : d.generation - 1,
+      replicas: d.replicas,
+      availableReplicas: d.available ? d.replicas : 0,
+    };
+  }
+
+  /** Sends the current observation of a Deployment to the workflow, as the watcher does on every change. */
+  async notify(buildId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(this.workflowId).signal(deploymentObserved, this.observation(buildId));
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
+  }
+
+  /** Pods of a Deployment are up: it reports all replicas available. */
+  async makeAvailable(buildId: string): Promise<void> {
+    const d = this.deployments.get(buildId);
+    if (!d) throw new Error(`no Deployment for ${buildId}`);
+    d.available = true;
+    this.record('available', [buildId]);
+    await this.notify(buildId);
+  }
+
+  apply(buildId: string, replicas: number): DeploymentObservation {
+    const existing = this.deployments.get(buildId);
+    if (existing && existing.replicas === replicas) return this.observation(buildId);
+    this.deployments.set(buildId, {
+      name: versionedDeploymentName(this.owner.name, buildId),
+      replicas,
+      generation: (existing?.generation ?? 0) + 1,
+      available: false,
+    });
+    const seen = this.observation(buildId);
+    if (this.autoAvailable) {
+      setTimeout(() => void this.makeAvailable(buildId).catch(() => {}), 50);
+    }
+    return seen;
+  }
+
+  routedAway(buildId: string | undefined): void {
+    if (buildId && this.versions.has(buildId)) this.versions.set(buildId, this.statusWhenRoutedAway);
+  }
+}
+
+/** The worlds of one test file, found by owner (Kubernetes activities) or worker deployment (Temporal ones). */
+export class FakeWorlds {
+  private readonly byKey = new Map<string, FakeWorld>();
+
+  constructor(private readonly client: Client) {}
+
+  create(owner: Owner, workflowId: string): FakeWorld {
+    const world = new FakeWorld(owner, workflowId, this.client);
+    this.byKey.set(workerDeploymentName(owner.namespace, owner.name), world);
+    return world;
+  }
+
+  private of(owner: Owner): FakeWorld {
+    return this.at(workerDeploymentName(owner.namespace, owner.name));
+  }
+
+  private at(key: string): FakeWorld {
+    const world = this.byKey.get(key);
+    if (!world) throw new Error(`no fake world for ${key}`);
+    return world;
+  }
+
+  /** Activities with the real signatures, acting on the world they are about. */
+  activities(): Activities {
+    const kube = (owner: Owner, name: string, args: unknown[]) => {
+      const w = this.of(owner);
+      w.record(name, args);
+      return w;
+    };
+    const temporal = (t: TemporalTarget, name: string, args: unknown[]) => {
+      const w = this.at(t.deploymentName);
+      w.record(name, args);
+      return w;
+    };
+    return {
+      // ---- Kubernetes ----
+      ensureVersionedDeployment: async (input) => {
+        const w = kube(input.owner, 'ensureVersionedDeployment', [input.buildId, input.desired.generation]);
+        return w.apply(input.buildId, input.replicas ?? input.desired.spec.replicas);
+      },
+      ensureDeploymentsExist: async (input) => {
+        const w = kube(input.owner, 'ensureDeploymentsExist', [input.versions.map((v) => v.buildId)]);
+        const recreated: string[] = [];
+        for (const v of input.versions) {
+          if (w.deployments.has(v.buildId)) continue;
+          w.apply(v.buildId, v.replicas);
+          recreated.push(versionedDeploymentName(input.owner.name, v.buildId));
+        }
+        return recreated;
+      },
+      scaleDeployment: async (owner, buildId, replicas) => {
+        const w = kube(owner, 'scaleDeployment', [buildId, replicas]);
+        const d = w.deployments.get(buildId);
+        if (d) {
+          d.replicas = replicas;
+          void w.notify(buildId).catch(() => {});
+        }
+      },
+      deleteDeployment: async (owner, buildId) => {
+        const w = kube(owner, 'deleteDeployment', [buildId]);
+        if (w.deployments.delete(buildId)) await w.notify(buildId); // the watcher's DELETE event
+      },
+      scaleOwnedDeployments: async (owner, replicas) => {
+        const w = kube(owner, 'scaleOwnedDeployments', [replicas]);
+        for (const d of w.deployments.values()) d.replicas = replicas;
+      },
+      deleteOwnedDeployments: async (owner) => {
+        kube(owner, 'deleteOwnedDeployments', []).deployments.clear();
+      },
+      writeStatus: async (owner, status) => {
+        this.of(owner).statuses.push(status);
+      },
+      recordEvent: async (owner, event) => {
+        this.of(owner).events.push(event);
+      },
+      readGateInput: async () => ({ from: 'configMap' }),
+      removeFinalizer: async (owner) => {
+        kube(owner, 'removeFinalizer', []);
+      },
+
+      // ---- Temporal ----
+      describeRouting: async (t): Promise<Routing> => {
+        const w = this.at(t.deploymentName);
+        return {
+          current: w.current,
+          ramping: w.ramping,
+          rampPercentage: w.rampPercentage,
+          versions: [...w.versions].map(([buildId, status]) => ({ buildId, status })),
+        };
+      },
+      awaitVersionRegistered: async (t, buildId) => {
+        const w = temporal(t, 'awaitVersionRegistered', [buildId]);
+        if (!w.versions.has(buildId)) w.versions.set(buildId, 'Inactive');
+        return w.registration;
+      },
+      setRamping: async (t, buildId, percentage) => {
+        const w = temporal(t, 'setRamping', [buildId, percentage]);
+        if (w.ramping !== buildId) w.routedAway(w.ramping);
+        w.ramping = buildId || undefined;
+        w.rampPercentage = percentage;
+        if (buildId) w.versions.set(buildId, 'Ramping');
+      },
+      setCurrent: async (t, buildId) => {
+        const w = temporal(t, 'setCurrent', [buildId]);
+        if (w.current === buildId) return;
+        w.routedAway(w.current);
+        w.current = buildId;
+        w.versions.set(buildId, 'Current');
+        if (w.ramping === buildId) {
+          w.ramping = undefined;
+          w.rampPercentage = 0;
+        }
+      },
+      clearRampIf: async (t, buildId) => {
+        const w = temporal(t, 'clearRampIf', [buildId]);
+        if (w.ramping !== buildId) return;
+        w.ramping = undefined;
+        w.rampPercentage = 0;
+        w.routedAway(buildId);
+      },
+      versionStatus: async (t, buildId) => {
+        const w = temporal(t, 'versionStatus', [buildId]);
+        return w.versions.get(buildId) ?? 'NotRegistered';
+      },
+      deleteVersion: async (t, buildId) => {
+        temporal(t, 'deleteVersion', [buildId]).versions.delete(buildId);
+      },
+      routeAway: async (t) => {
+        const w = temporal(t, 'routeAway', []);
+        w.routedAway(w.ramping);
+        w.routedAway(w.current);
+        w.ramping = undefined;
+        w.rampPercentage = 0;
+        w.current = undefined;
+      },
+      deleteWorkerDeployment: async (t) => {
+        temporal(t, 'deleteWorkerDeployment', []).versions.clear();
+      },
+      runGate: async (t, gate: GateRun) => {
+        const w = temporal(t, 'runGate', [gate.buildId, gate]);
+        return w.gateResults.shift() ?? { passed: true, message: `${gate.workflowType} completed` };
+      },
+    };
+  }
+}

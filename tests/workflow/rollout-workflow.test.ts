@@ -1,0 +1,437 @@
+/**
+ * RolloutWorkflow against the real Temporal dev server, its activities stubbed by an in-memory world (fake
+ * Deployments, fake Temporal routing; see ./fake-world.ts). The world answers like the real watcher: a new
+ * Deployment becomes available through `deploymentObserved` signals. No time skipping: pauses and sunset
+ * delays are a second or two.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { rolloutWorkflowId } from '../../api/names.js';
+import { temporalBinary } from '../../scripts/servers/servers.js';
+import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { Desired, RolloutStatus } from '../../workflows/state.js';
+import { FakeWorlds, routingCalls, type FakeWorld } from './fake-world.js';
+
+const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+const taskQueue = `rollout-workflow-test-${randomUUID().slice(0, 8)}`;
+const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
+const fixture = fileURLToPath(new URL('../replay/histories/all-at-once-v1-v2.json', import.meta.url));
+
+let connection: Connection;
+let nativeConnection: NativeConnection;
+let client: Client;
+let worlds: FakeWorlds;
+let worker: Worker;
+let running: Promise<void>;
+const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address });
+  client = new Client({ connection, namespace });
+  worlds = new FakeWorlds(client);
+  nativeConnection = await NativeConnection.connect({ address });
+  worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+    activities: worlds.activities(),
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  // Nothing of one test file may linger: end every rollout still open.
+  await Promise.all(handles.map((h) => h.terminate('test file done').catch(() => {})));
+  worker?.shutdown();
+  await running;
+  await nativeConnection?.close();
+  await connection?.close();
+});
+
+// ---- helpers ----
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
+function desired(generation: number, buildId: string, rollout: TemporalWorkerDeploymentSpecInput['rollout']): Desired {
+  const spec = TemporalWorkerDeploymentSpec.parse({
+    replicas: 2,
+    template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
+    rollout,
+    sunset: { scaledownDelay: '0s', deleteDelay: '1s' },
+    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'default' },
+  } satisfies TemporalWorkerDeploymentSpecInput);
+  return { generation, spec, buildId, connection: { hostPort: 'x:1' }, connectionVersion: '1' };
+}
+
+interface Rollout {
+  world: FakeWorld;
+  handle: WorkflowHandle<typeof RolloutWorkflow>;
+  spec(d: Desired): Promise<void>;
+  status(): Promise<RolloutStatus>;
+  /** The status once `probe` holds. */
+  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
+}
+
+async function startRollout(label: string): Promise<Rollout> {
+  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = worlds.create(owner, workflowId);
+  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+    taskQueue,
+    workflowId,
+    args: [{ owner, timings }],
+  });
+  handles.push(handle);
+  const status = () => handle.query(messages.status);
+  return {
+    world,
+    handle,
+    spec: (d) => handle.signal(messages.specChanged, d),
+    status,
+    until: async (what, probe) =>
+      eventually(what, async () => {
+        const s = await status();
+        return probe(s) ? s : undefined;
+      }),
+  };
+}
+
+/** A rollout whose first version v1 (AllAtOnce, generation 1) is current. */
+async function withCurrentV1(label: string): Promise<Rollout> {
+  const r = await startRollout(label);
+  await r.spec(desired(1, 'v1', { strategy: 'AllAtOnce' }));
+  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  return r;
+}
+
+const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
+const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
+const indexOf = (w: FakeWorld, name: string, buildId: string) => w.calls.findIndex((c) => c.name === name && c.args[0] === buildId);
+
+// ---- behaviours ----
+
+test('1. the first version, with no unversioned pollers, becomes current at once', async () => {
+  const r = await startRollout('first');
+  await r.spec(desired(1, 'v1', { strategy: 'Progressive', steps: [{ rampPercentage: 10, pauseDuration: '1s' }] }));
+  const s = await r.until('phase Ready', (s) => s.phase === 'Ready');
+
+  expect(s).toMatchObject({ phase: 'Ready', reason: 'RolloutComplete', current: 'v1', paused: false, generation: 1, deprecated: [] });
+  expect(s.target).toBeUndefined();
+  expect(argsOf(r.world, 'setCurrent')).toEqual([['v1']]);
+  expect(r.world.callsOf('setRamping')).toEqual([]);
+  // Applied, available (watcher's signal), registered, then routed.
+  expect(r.world.sequence(['ensureVersionedDeployment', 'available', 'awaitVersionRegistered', 'setCurrent'])).toEqual([
+    'ensureVersionedDeployment',
+    'available',
+    'awaitVersionRegistered',
+    'setCurrent',
+  ]);
+  expect(r.world.current).toBe('v1');
+});
+
+test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to 0, delete Deployment, delete version)', async () => {
+  const r = await withCurrentV1('all-at-once');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce' }));
+  let s = await r.until('v2 to be current', (s) => s.current === 'v2');
+  expect(s.phase).toBe('Ready');
+  expect(buildsOf(s)).toEqual(['v1']);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+  expect(w.callsOf('setRamping')).toEqual([]);
+
+  // Draining: polled again and again, never scaled down.
+  await eventually('several drainage checks of v1', () => w.callsOf('versionStatus').filter((c) => c.args[0] === 'v1').length >= 3);
+  s = await r.status();
+  expect(s.deprecated[0]).toMatchObject({ buildId: 'v1', status: 'Draining' });
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
+  expect(w.deployments.get('v1')?.replicas).toBe(2);
+
+  const drainedAt = Date.now();
+  w.versions.set('v1', 'Drained');
+  s = await r.until('v1 to be deleted', (s) => s.deprecated.length === 0);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  const [scale] = w.callsOf('scaleDeployment');
+  const [del] = w.callsOf('deleteDeployment');
+  expect(scale!.args).toEqual(['v1', 0]);
+  expect(scale!.at).toBeGreaterThanOrEqual(drainedAt);
+  expect(del!.at - drainedAt).toBeGreaterThanOrEqual(1000); // deleteDelay, counted from drained
+  expect(w.versions.has('v1')).toBe(false);
+  expect(w.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown', 'VersionDeleted']));
+
+  // The watcher's "v1 Deployment deleted" must not bring it back: a resync sees only live versions.
+  const resyncs = w.callsOf('ensureDeploymentsExist').length;
+  await r.handle.signal(messages.resync);
+  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
+  expect(w.callsOf('ensureDeploymentsExist').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1'))).toEqual([]);
+  expect([...w.deployments.keys()]).toEqual(['v2']);
+
+  // 12 (recording half): a finished run's history is the committed replay fixture.
+  await r.handle.signal(messages.deleted);
+  await r.handle.result();
+  if (!existsSync(fixture)) {
+    // `temporal workflow show --output json`: the format histories downloaded from any server have.
+    // (The SDK's historyToJSON cannot be used: it fails with two protobufjs copies installed.)
+    const json = execFileSync(temporalBinary(), ['workflow', 'show', '--workflow-id', r.handle.workflowId, '--address', address, '--namespace', namespace, '--output', 'json'], {
+      encoding: 'utf8',
+    });
+    const events = (JSON.parse(json) as { events: unknown[] }).events.length;
+    mkdirSync(dirname(fixture), { recursive: true });
+    writeFileSync(fixture, json.endsWith('\n') ? json : `${json}\n`);
+    console.log(`wrote the replay fixture ${fixture} (${events} events); commit it`);
+  }
+});
+
+test('3. Progressive 10/50/90: ramps in order, each held for its pause, then current', async () => {
+  const r = await withCurrentV1('progressive');
+  const w = r.world;
+  const steps = [10, 50, 90].map((rampPercentage) => ({ rampPercentage, pauseDuration: '1s' }));
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
+
+  expect(argsOf(w, 'setRamping')).toEqual([
+    ['v2', 10],
+    ['v2', 50],
+    ['v2', 90],
+  ]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+  const ramps = w.callsOf('setRamping');
+  const promoted = w.callsOf('setCurrent')[1]!;
+  const times = [...ramps.map((c) => c.at), promoted.at];
+  for (let i = 1; i < times.length; i++) expect(times[i]! - times[i - 1]!).toBeGreaterThanOrEqual(1000);
+  expect(w.calls.indexOf(promoted)).toBeGreaterThan(w.calls.indexOf(ramps[2]!));
+  // The resource showed each step.
+  const shown = w.statuses.filter((st) => st.phase === 'Ramping').map((st) => st.targetVersion?.rampPercentage);
+  expect([...new Set(shown)]).toEqual([10, 50, 90]);
+});
+
+test('4. pause stops the step clock; the status says Paused; resume carries on with the time left', async () => {
+  const r = await withCurrentV1('pause');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 50, pauseDuration: '2s' }] }));
+  await r.until('step 1 ramping', (s) => s.phase === 'Ramping');
+  const ramp = w.callsOf('setRamping')[0]!;
+  await sleep(300);
+
+  const pausedAt = Date.now();
+  await r.handle.signal(messages.pause, { reason: 'looking at dashboards' });
+  let s = await r.until('phase Paused', (s) => s.phase === 'Paused');
+  expect(s).toMatchObject({ phase: 'Paused', reason: 'Paused', paused: true, message: 'looking at dashboards', current: 'v1' });
+  expect(s.target).toMatchObject({ buildId: 'v2', rampPercentage: 50, stepIndex: 0 });
+
+  // Paused for longer than the step had left: nothing moves.
+  await sleep(2500);
+  s = await r.status();
+  expect(s).toMatchObject({ phase: 'Paused', paused: true, current: 'v1' });
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
+
+  const resumedAt = Date.now();
+  await r.handle.signal(messages.resume);
+  s = await r.until('phase Ramping again', (s) => s.phase !== 'Paused');
+  expect(s.paused).toBe(false);
+  await r.until('v2 to be current', (s) => s.current === 'v2');
+  const promoted = w.callsOf('setCurrent')[1]!;
+  // The rest of the step (≈1.7s) ran after resume; the paused time did not count.
+  expect(promoted.at - resumedAt).toBeGreaterThanOrEqual(1000);
+  expect(promoted.at - ramp.at - (resumedAt - pausedAt)).toBeGreaterThanOrEqual(1800);
+  expect(argsOf(w, 'setRamping')).toEqual([['v2', 50]]);
+});
+
+test('5. promote ends a step without pauseDuration; promote {full:true} skips the remaining steps', async () => {
+  const r = await withCurrentV1('promote');
+  const w = r.world;
+  const steps = [10, 50, 90].map((rampPercentage) => ({ rampPercentage }));
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps }));
+  let s = await r.until('step 1 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 1/3'));
+  expect(s.target).toMatchObject({ buildId: 'v2', rampPercentage: 10 });
+  await sleep(500);
+  expect(argsOf(w, 'setRamping')).toEqual([['v2', 10]]);
+
+  await r.handle.signal(messages.promote);
+  s = await r.until('step 2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'));
+  expect(argsOf(w, 'setRamping')).toEqual([
+    ['v2', 10],
+    ['v2', 50],
+  ]);
+
+  await r.handle.signal(messages.promote, { full: true });
+  await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  expect(argsOf(w, 'setRamping')).toEqual([
+    ['v2', 10],
+    ['v2', 50],
+  ]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+});
+
+test('6. Manual: no routing call for the new version until promote', async () => {
+  const r = await withCurrentV1('manual');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  const s = await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  expect(s).toMatchObject({ current: 'v1', target: { buildId: 'v2' } });
+  await sleep(1000);
+  expect(w.sequence(routingCalls, 'v2')).toEqual([]);
+  expect(w.deployments.has('v2')).toBe(true);
+
+  await r.handle.signal(messages.promote);
+  await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  expect(w.sequence(routingCalls, 'v2')).toEqual(['setCurrent']);
+});
+
+test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, phase Aborted', async () => {
+  const r = await withCurrentV1('abort');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 50, pauseDuration: '1m' }] }));
+  await r.until('ramping', (s) => s.phase === 'Ramping');
+  expect(w.ramping).toBe('v2');
+
+  await r.handle.signal(messages.abort, { reason: 'error rate too high' });
+  const s = await r.until('phase Aborted', (s) => s.phase === 'Aborted');
+  expect(s).toMatchObject({ reason: 'Aborted', current: 'v1', lastAbortReason: 'error rate too high' });
+  expect(s.target).toBeUndefined();
+  expect(buildsOf(s)).toEqual(['v2']);
+  expect(argsOf(w, 'clearRampIf')).toEqual([['v2']]);
+  expect(w.ramping).toBeUndefined();
+  expect(w.current).toBe('v1');
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
+
+  // The aborted target is sunset like any other version once drained; v1 is left alone.
+  w.versions.set('v2', 'Drained');
+  await r.until('v2 deleted', (s) => s.deprecated.length === 0);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual([]);
+  expect((await r.status()).phase).toBe('Aborted');
+});
+
+test('8. a newer spec with another build supersedes the ramping target', async () => {
+  const r = await withCurrentV1('supersede');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25 }] }));
+  await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  expect(w.ramping).toBe('v2');
+
+  await r.spec(desired(3, 'v3', { strategy: 'AllAtOnce' }));
+  const s = await r.until('v3 to be current', (s) => s.current === 'v3' && s.phase === 'Ready');
+  expect(s.generation).toBe(3);
+  expect(buildsOf(s).sort()).toEqual(['v1', 'v2']);
+  expect(argsOf(w, 'clearRampIf')).toEqual([['v2']]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v3']]);
+  expect(indexOf(w, 'clearRampIf', 'v2')).toBeLessThan(indexOf(w, 'setCurrent', 'v3'));
+  expect(w.ramping).toBeUndefined();
+  expect(w.current).toBe('v3');
+});
+
+describe('9. a failed gate', () => {
+  const gate = { workflowType: 'smokeTest', input: { orders: 3 } };
+
+  test('with policy Abort aborts the rollout before any routing', async () => {
+    const r = await withCurrentV1('gate-abort');
+    const w = r.world;
+    w.gateResults = [{ passed: false, message: 'smoke test failed' }];
+    await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce', gate, gateFailurePolicy: 'Abort' }));
+    const s = await r.until('phase Aborted', (s) => s.phase === 'Aborted');
+    expect(s).toMatchObject({ reason: 'GateFailed', current: 'v1' });
+    expect(s.lastAbortReason).toContain('smoke test failed');
+    expect(buildsOf(s)).toEqual(['v2']);
+    expect(w.sequence(['setRamping', 'setCurrent'], 'v2')).toEqual([]);
+    expect(w.callsOf('runGate')).toHaveLength(1);
+    expect(w.callsOf('runGate')[0]!.args[1]).toMatchObject({
+      buildId: 'v2',
+      workflowType: 'smokeTest',
+      taskQueue: 'example',
+      input: { orders: 3 },
+      workflowId: `glidepath-gate/shop/${w.owner.name}/v2/rollout`,
+    });
+  });
+
+  test('with policy Pause waits; resume runs it again, and a pass carries on', async () => {
+    const r = await withCurrentV1('gate-pause');
+    const w = r.world;
+    w.gateResults = [{ passed: false, message: 'smoke test failed' }];
+    await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce', gate, gateFailurePolicy: 'Pause' }));
+    const s = await r.until('phase Paused', (s) => s.phase === 'Paused');
+    expect(s).toMatchObject({ reason: 'GateFailed', paused: true, current: 'v1', target: { buildId: 'v2' } });
+    await sleep(500);
+    expect(w.callsOf('runGate')).toHaveLength(1);
+    expect(w.sequence(['setRamping', 'setCurrent'], 'v2')).toEqual([]);
+
+    await r.handle.signal(messages.resume);
+    await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    expect(w.callsOf('runGate')).toHaveLength(2);
+    expect(indexOf(w, 'setCurrent', 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
+  });
+});
+
+test('10. deleted: routes away, scales down and deletes everything, drops the finalizer, and completes', async () => {
+  const r = await withCurrentV1('deleted');
+  const w = r.world;
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 50 }] }));
+  await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+
+  await r.handle.signal(messages.deleted);
+  await r.handle.result();
+  const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteWorkerDeployment', 'deleteOwnedDeployments', 'removeFinalizer'];
+  expect(w.sequence(cleanup)).toEqual(cleanup);
+  expect(argsOf(w, 'scaleOwnedDeployments')).toEqual([[0]]);
+  expect(w.deployments.size).toBe(0);
+  expect(w.current).toBeUndefined();
+  expect(w.ramping).toBeUndefined();
+  expect(w.sequence(['setCurrent'], 'v2')).toEqual([]);
+  expect(w.statuses.at(-1)?.phase).toBe('Deleting');
+  expect((await r.handle.describe()).status.name).toBe('COMPLETED');
+});
+
+test('11. a stale or duplicate specChanged (same or older generation) is ignored', async () => {
+  const r = await startRollout('stale');
+  const w = r.world;
+  await r.spec(desired(2, 'v1', { strategy: 'AllAtOnce' }));
+  await r.until('v1 to be current', (s) => s.current === 'v1' && s.phase === 'Ready');
+
+  await r.spec(desired(2, 'v1', { strategy: 'AllAtOnce' })); // a duplicate
+  await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce' })); // same generation, other build
+  await r.spec(desired(1, 'v3', { strategy: 'AllAtOnce' })); // older
+  // Signals are handled in order: once the resync they precede has run, they have been seen.
+  await r.handle.signal(messages.resync);
+  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > 0);
+
+  const s = await r.status();
+  expect(s).toMatchObject({ phase: 'Ready', current: 'v1', generation: 2, deprecated: [] });
+  expect(s.target).toBeUndefined();
+  expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([['v1', 2]]);
+  expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1']]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
+  expect(argsOf(w, 'ensureDeploymentsExist')).toEqual([[['v1']]]);
+});
+
+test('a promote sent while nothing awaits it does not approve a later Manual rollout', async () => {
+  const r = await withCurrentV1('stray-promote');
+  const w = r.world;
+  await r.handle.signal(messages.promote);
+  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  await sleep(500);
+  expect((await r.status()).current).toBe('v1');
+  expect(w.sequence(routingCalls, 'v2')).toEqual([]);
+
+  await r.handle.signal(messages.promote);
+  await r.until('v2 to be current', (s) => s.current === 'v2');
+});
