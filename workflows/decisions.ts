@@ -13,7 +13,7 @@ export interface SpecDecision {
   state: RolloutState;
   /** The in-flight target this spec replaces; it is sunset like any other non-current version. */
   superseded?: string;
-  /** Re-apply the live Deployment(s) of this build (replicas or connection changed, same build). */
+  /** Re-apply live Deployments: the connection changed (all of them), or the Deployment settings of the desired build. */
   reapply: boolean;
   /** The spec is older than (or the same as) what the workflow already has. */
   ignored: boolean;
@@ -45,9 +45,17 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
     next.deprecated = next.deprecated.filter((v) => v.buildId !== desired.buildId);
     next.target = { buildId: desired.buildId, generation: desired.generation };
   }
+  next.templates = { ...state.templates, [desired.buildId]: desired.spec.template };
+  // A new connection reaches every live Deployment; new Deployment settings reach the desired build's.
   const changedConnection = known !== undefined && known.connectionVersion !== desired.connectionVersion;
-  const changedReplicas = known !== undefined && known.spec.replicas !== desired.spec.replicas;
-  return { state: next, superseded, reapply: (isCurrent || isTarget) && (changedConnection || changedReplicas || superseded !== undefined), ignored: false };
+  const changedSettings = known !== undefined && deploymentSettings(known) !== deploymentSettings(desired);
+  return { state: next, superseded, reapply: changedConnection || ((isCurrent || isTarget) && changedSettings), ignored: false };
+}
+
+/** What of a spec, besides the template, shapes a versioned Deployment. */
+function deploymentSettings(d: Desired): string {
+  const { replicas, minReadySeconds, progressDeadlineSeconds, workerOptions } = d.spec;
+  return JSON.stringify([replicas, minReadySeconds, progressDeadlineSeconds, workerOptions.temporalNamespace]);
 }
 
 /** Whether a rollout should run now: there is a target, and it is not the aborted build. */

@@ -236,6 +236,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
               await temporal.deleteVersion(temporalTarget(), buildId);
               state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
               delete state.deployments[buildId];
+              delete state.templates?.[buildId];
               await Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionDeleted', message: `${buildId} deleted` })]);
             });
           } finally {
@@ -383,7 +384,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
 
     await makeRoomForVersion(buildId);
     await transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
-    const observed = await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId });
+    const observed = await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template: templateOf(buildId)! });
     state.deployments[buildId] = pickNewer(state.deployments[buildId], observed);
     await waitUntilAvailable(buildId);
 
@@ -420,11 +421,18 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   }
 
   // ---- housekeeping ----
-  /** Live Deployments and the replicas each should have. */
-  const liveVersions = () => [
-    ...[state.current?.buildId, state.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: state.desired!.spec.replicas })),
-    ...state.deprecated.filter((v) => !removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : state.desired!.spec.replicas })),
-  ];
+  /** A build's own pod template (unknown for a version adopted from Temporal, which we then never re-apply). */
+  const templateOf = (buildId: string) => state.templates?.[buildId];
+
+  /** Live Deployments, with the replicas and template each should have. */
+  const liveVersions = () =>
+    [
+      ...[state.current?.buildId, state.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: state.desired!.spec.replicas })),
+      ...state.deprecated.filter((v) => !removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : state.desired!.spec.replicas })),
+    ].flatMap((v) => {
+      const template = templateOf(v.buildId);
+      return template ? [{ ...v, template }] : [];
+    });
 
   /** Level-triggered self-healing: recreates a live Deployment deleted by hand. Reads only, unless one is missing. */
   async function resyncLoop(): Promise<never> {
@@ -437,10 +445,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     }
   }
 
-  /** Same build, new replicas or connection: re-apply the live Deployments that are not scaled down. */
+  /** New connection or Deployment settings: re-apply the live Deployments that are not scaled down. */
   async function reapplyLive(): Promise<void> {
-    for (const { buildId, replicas } of liveVersions()) {
-      if (replicas > 0) await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId });
+    for (const { buildId, replicas, template } of liveVersions()) {
+      if (replicas > 0) await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template });
     }
   }
 

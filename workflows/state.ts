@@ -2,7 +2,7 @@
  * What RolloutWorkflow knows, carried across ContinueAsNew. Plain data: decisions are pure functions of it.
  */
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import type { Phase, Reason, TemporalWorkerDeploymentSpec, VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { Phase, PodTemplate, Reason, TemporalWorkerDeploymentSpec, VersionStatus } from '../api/temporal-worker-deployment.js';
 
 /** The resource a workflow rolls out. */
 export interface Owner {
@@ -84,6 +84,8 @@ export interface RolloutState {
   since: string;
   deleting: boolean;
   deployments: Record<string, DeploymentObservation>;
+  /** The pod template of each live build: a build's Deployment is only ever rendered from its own. */
+  templates?: Record<string, PodTemplate>;
   timings: Timings;
 }
 

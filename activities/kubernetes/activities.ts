@@ -5,7 +5,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, version } from '../../api/common.js';
 import { versionedDeploymentName } from '../../api/names.js';
-import type { TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
+import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from './client.js';
 import { Labels, managerName, renderVersionedDeployment } from './versioned-deployment.js';
@@ -32,6 +32,8 @@ export interface EnsureDeploymentInput {
   owner: Owner;
   desired: Desired;
   buildId: string;
+  /** The build's own pod template (the desired spec's is another build's unless this is the desired build). */
+  template: PodTemplate;
   replicas?: number;
 }
 
@@ -50,7 +52,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   async function apply(input: EnsureDeploymentInput): Promise<k8s.V1Deployment> {
     const body = renderVersionedDeployment({
       owner: input.owner,
-      spec: input.desired.spec,
+      spec: { ...input.desired.spec, template: input.template },
       connection: input.desired.connection,
       buildId: input.buildId,
       replicas: input.replicas,
@@ -68,13 +70,13 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /** Recreates live Deployments that are missing (deleted by hand); returns the names recreated. */
-    async ensureDeploymentsExist(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number }[] }): Promise<string[]> {
+    async ensureDeploymentsExist(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate }[] }): Promise<string[]> {
       const recreated: string[] = [];
       for (const v of input.versions) {
         const name = versionedDeploymentName(input.owner.name, v.buildId);
         const existing = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: input.owner.namespace }));
         if (existing && !existing.metadata?.deletionTimestamp) continue;
-        await apply({ owner: input.owner, desired: input.desired, buildId: v.buildId, replicas: v.replicas });
+        await apply({ owner: input.owner, desired: input.desired, buildId: v.buildId, template: v.template, replicas: v.replicas });
         recreated.push(name);
       }
       return recreated;

@@ -115,6 +115,12 @@ describe('planSpecChange', () => {
       expected: { reapply: true, target: 'v2', targetGeneration: 3, deprecated: [] },
     },
     {
+      name: 'a new connection re-applies live Deployments even while the desired build is the aborted one',
+      before: state({ desired: desired('v2', 3), current, aborted: { buildId: 'v2', reason: 'x' } }),
+      spec: desired('v2', 3, { connectionVersion: 'c2' }),
+      expected: { reapply: true, aborted: 'v2', deprecated: [] },
+    },
+    {
       name: 'a new build with no target becomes the target (current stays)',
       before: state({ desired: desired('v1', 1), current }),
       spec: desired('v2', 2),
@@ -147,10 +153,10 @@ describe('planSpecChange', () => {
       },
     },
     {
-      name: 'the desired build equal to current clears the in-flight target (superseded) and re-applies',
+      name: 'the desired build equal to current clears the in-flight target (superseded); its Deployment needs no re-apply',
       before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 50 } }),
       spec: desired('v1', 3),
-      expected: { reapply: true, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
+      expected: { reapply: false, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
     },
     {
       name: 'a deprecated build brought back leaves deprecated and becomes the target',
@@ -430,5 +436,18 @@ describe('renderStatus', () => {
     expect(status.lastAbortReason).toBe('gate Smoke failed');
     // What is rendered is a valid status for the CRD.
     expect(() => TemporalWorkerDeploymentStatus.parse(status)).not.toThrow();
+  });
+});
+
+describe('planSpecChange keeps each build’s own pod template', () => {
+  test('another build is never rendered from the desired template', () => {
+    const v1 = desired('v1', 1);
+    const base = desired('v2', 2);
+    const v2 = { ...base, spec: { ...base.spec, template: { spec: { containers: [{ name: 'w', image: 'img:2' }] } } } };
+    const first = planSpecChange(state({}), v1, now).state;
+    const second = planSpecChange(first, v2, now).state;
+    expect(second.templates?.v1).toBe(v1.spec.template);
+    expect(second.templates?.v2).toBe(v2.spec.template);
+    expect(second.templates?.v1).not.toEqual(second.templates?.v2);
   });
 });
