@@ -27,4 +27,6 @@ export default {
     },
   ],
   testTimeout: 120_000,
+  // Two cores: test files run one at a time, so timing checks measure Glidepath, not contention.
+  maxWorkers: 1,
 };

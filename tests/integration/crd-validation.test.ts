@@ -525,7 +525,7 @@ describe('samples', () => {
 
   test('temporal-connection.yaml is the local demo connection', () => {
     const doc = parseAllDocuments(readFileSync(join(samplesDir, 'temporal-connection.yaml'), 'utf8'))[0]!.toJS();
-    expect(doc).toMatchObject({ kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: 'localhost:7233' } });
+    expect(doc).toMatchObject({ kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: '127.0.0.1:7233' } });
   });
 });
 

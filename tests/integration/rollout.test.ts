@@ -103,10 +103,9 @@ test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pau
   const done = Date.now();
   expect(seen.map((s) => s.percentage)).toEqual([10, 40, 70]);
   const held = [seen[1]!.at - seen[0]!.at, seen[2]!.at - seen[1]!.at, done - seen[2]!.at];
-  for (const ms of held) {
-    expect(ms).toBeGreaterThanOrEqual(2000 - 100);
-    expect(ms).toBeLessThanOrEqual(2000 + 1000);
-  }
+  // Each step holds its 2 s pause, give or take a second.
+  const honoured = held.every((ms) => ms >= 2000 - 100 && ms <= 2000 + 1000);
+  expect(honoured ? 'each pause within a second' : `steps held ${held.join(' / ')} ms`).toBe('each pause within a second');
   await currentIs('prog', v2);
 });
 
