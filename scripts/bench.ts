@@ -1,0 +1,146 @@
+/**
+ * `npm run bench`: the latencies and idle cost of rollouts, measured end to end against real servers (started
+ * on free ports like the tests), the in-process controller and simulated pods. Prints figures; asserts nothing.
+ *
+ *   apply → versioned Deployment exists      time from the create call until the Deployment is readable
+ *   available → routing changed               from the workflow's deploymentObserved(available) signal to setCurrent done
+ *   step transition beyond its pause          from a step's timer firing to the next setRamping done
+ *   idle cost                                 workflow history events and Kubernetes writes over an idle window
+ */
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { group, version } from '../api/common.js';
+import { rolloutWorkflowId } from '../api/names.js';
+import { Labels } from '../activities/kubernetes/versioned-deployment.js';
+import { PodSimulator } from '../tests/harness/pod-simulator.js';
+import { startController } from '../worker/controller.js';
+import { installCrds } from './servers/install-crds.js';
+import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
+
+const resources = Number(process.env.BENCH_RESOURCES ?? 10);
+const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
+const dir = mkdtempSync(join(tmpdir(), 'glidepath-bench-'));
+const temporal = await startTemporal({ dir });
+const kube = await startKube({ dir });
+installCrds(kube.kubeconfig, kube.kubectl);
+const kc = new k8s.KubeConfig();
+kc.loadFromFile(kube.kubeconfig);
+const namespace = 'bench';
+await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+const apps = kc.makeApiClient(k8s.AppsV1Api);
+await custom.createNamespacedCustomObject({
+  group, version, namespace, plural: 'temporalconnections',
+  body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: temporal.address } },
+});
+const simulator = new PodSimulator(kc, { namespaces: [namespace] });
+await simulator.start();
+const controller = await startController({ kubeConfig: kc, temporal: { address: temporal.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 } });
+const connection = await Connection.connect({ address: temporal.address });
+const client = new Client({ connection });
+
+const twd = (name: string, marker: string) => ({
+  apiVersion: `${group}/${version}`,
+  kind: 'TemporalWorkerDeployment',
+  metadata: { name, namespace },
+  spec: {
+    replicas: 1,
+    rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 20, pauseDuration: '1s' }, { rampPercentage: 60, pauseDuration: '1s' }] },
+    sunset: { scaledownDelay: '0s', deleteDelay: '0s' },
+    workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: 'default' },
+    template: { spec: { containers: [{ name: 'w', image: 'bench:1', env: [{ name: 'EXAMPLE_TASK_QUEUE', value: `bench-${name}` }, { name: 'MARKER', value: marker }] }] } },
+  },
+});
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+async function until<T>(probe: () => Promise<T | undefined>, everyMs = 2, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v !== undefined) return v;
+    if (Date.now() > deadline) throw new Error('timed out');
+    await sleep(everyMs);
+  }
+}
+const status = async (name: string) =>
+  ((await custom.getNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name })) as { status?: { phase?: string; currentVersion?: { buildID: string }; deprecatedVersions?: unknown[] } }).status;
+const pct = (xs: number[], p: number) => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]!;
+const ms = (x: number) => `${x.toFixed(0)} ms`;
+
+const applyToDeployment: number[] = [];
+for (let i = 0; i < resources; i++) {
+  const name = `r${i}`;
+  const t0 = performance.now();
+  await custom.createNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', body: twd(name, 'v1') });
+  await until(async () => ((await apps.listNamespacedDeployment({ namespace, labelSelector: `${Labels.workerDeployment}=${name}` })).items.length ? true : undefined));
+  applyToDeployment.push(performance.now() - t0);
+}
+for (let i = 0; i < resources; i++) await until(async () => ((await status(`r${i}`))?.phase === 'Ready' ? true : undefined), 50);
+
+// v2 for every resource: a Progressive rollout with two 1 s steps.
+const v1 = new Map<string, string>();
+for (let i = 0; i < resources; i++) v1.set(`r${i}`, (await status(`r${i}`))!.currentVersion!.buildID);
+for (let i = 0; i < resources; i++) {
+  await custom.patchNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name: `r${i}`, body: { spec: twd(`r${i}`, 'v2').spec } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+}
+for (let i = 0; i < resources; i++) {
+  await until(async () => {
+    const s = await status(`r${i}`);
+    return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1.get(`r${i}`) && !(s.deprecatedVersions ?? []).length ? true : undefined;
+  }, 100);
+}
+
+// Figures from the workflow histories (server timestamps).
+const availableToRouting: number[] = [];
+const stepOverrun: number[] = [];
+const idleEvents: number[] = [];
+const at = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+for (let i = 0; i < resources; i++) {
+  const history = await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory();
+  const events = history.events ?? [];
+  const activityName = new Map<string, string>();
+  for (const e of events) if (e.activityTaskScheduledEventAttributes) activityName.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+  const completed = (name: string) => events.filter((e) => e.activityTaskCompletedEventAttributes && activityName.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) === name);
+  // The last "available" signal of the v2 Deployment, then the v2 routing change.
+  const v2Available = events.filter((e) => {
+    const s = e.workflowExecutionSignaledEventAttributes;
+    if (s?.signalName !== 'deploymentObserved') return false;
+    const payload = JSON.parse(Buffer.from(s.input!.payloads![0]!.data!).toString()) as { buildId: string; availableReplicas?: number };
+    return payload.buildId !== v1.get(`r${i}`) && (payload.availableReplicas ?? 0) >= 1;
+  })[0];
+  const firstRamp = completed('setRamping')[0];
+  if (v2Available && firstRamp) availableToRouting.push(at(firstRamp) - at(v2Available));
+  const timers = events.filter((e) => e.timerFiredEventAttributes);
+  const stepTimerStarts = new Map(events.filter((e) => e.timerStartedEventAttributes).map((e) => [String(e.eventId), e]));
+  for (const fired of timers) {
+    const started = stepTimerStarts.get(String(fired.timerFiredEventAttributes!.startedEventId));
+    if (!started || Number(started.timerStartedEventAttributes!.startToFireTimeout?.seconds ?? 0) !== 1) continue;
+    const next = completed('setRamping').concat(completed('setCurrent')).filter((e) => at(e) >= at(fired)).sort((a, b) => at(a) - at(b))[0];
+    if (next) stepOverrun.push(at(next) - at(fired));
+  }
+}
+
+// Idle: nothing changes for a while; count new history events and Kubernetes writes.
+const lengths = async () => Promise.all(Array.from({ length: resources }, async (_, i) => (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).describe()).historyLength));
+const rvBefore = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { metadata: { resourceVersion: string } };
+const before = await lengths();
+await sleep(idleSeconds * 1000);
+const after = await lengths();
+const rvAfter = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { metadata: { resourceVersion: string } };
+after.forEach((n, i) => idleEvents.push(n - before[i]!));
+
+console.log(`\nGlidepath benchmark: ${resources} resources, each v1 → v2 Progressive (2 steps of 1 s), idle window ${idleSeconds} s`);
+console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeployment, 50))}, p95 ${ms(pct(applyToDeployment, 95))}`);
+console.log(`available → routing changed:           p50 ${ms(pct(availableToRouting, 50))}, p95 ${ms(pct(availableToRouting, 95))}  (n=${availableToRouting.length})`);
+console.log(`step transition beyond its pause:      p50 ${ms(pct(stepOverrun, 50))}, p95 ${ms(pct(stepOverrun, 95))}  (n=${stepOverrun.length})`);
+console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (resync every 30 min: 2 timers + 2 read-only activities an hour)`);
+console.log(`idle: Kubernetes writes to resources:  ${rvBefore.metadata.resourceVersion === rvAfter.metadata.resourceVersion ? 0 : 'some (resourceVersion changed)'}`);
+
+await controller.stop();
+await simulator.stop();
+await connection.close();
+await stopProcesses([...kube.processes, temporal.process]);
+rmSync(dir, { recursive: true, force: true });
+process.exit(0);
