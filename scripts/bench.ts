@@ -16,10 +16,11 @@ import { group, version } from '../api/common.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
 import { PodSimulator } from '../tests/harness/pod-simulator.js';
-import { startController } from '../worker/controller.js';
+import { installRuntime, startController } from '../worker/controller.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
 
+installRuntime('ERROR');
 const resources = Number(process.env.BENCH_RESOURCES ?? 10);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const dir = mkdtempSync(join(tmpdir(), 'glidepath-bench-'));

@@ -13,8 +13,9 @@ import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../api/common.js';
 import { ignoreNotFound } from '../activities/kubernetes/client.js';
 import { PodSimulator } from '../tests/harness/pod-simulator.js';
-import { startController } from '../worker/controller.js';
+import { installRuntime, startController } from '../worker/controller.js';
 
+installRuntime('ERROR');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 execFileSync('npx', ['tsx', join(root, 'scripts/servers-up.ts')], { stdio: 'inherit', cwd: root });
 const env = Object.fromEntries(
@@ -48,7 +49,18 @@ const resource = (versionLabel: string) => ({
     rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '3s' }, { rampPercentage: 50, pauseDuration: '3s' }, { rampPercentage: 75, pauseDuration: '3s' }] },
     sunset: { scaledownDelay: '2s', deleteDelay: '4s' },
     workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: 'default' },
-    template: { spec: { containers: [{ name: 'worker', image: `glidepath/example-worker:${versionLabel}`, env: [{ name: 'EXAMPLE_TASK_QUEUE', value: 'demo' }, { name: 'EXAMPLE_WORKFLOW_HOLD', value: '8s' }] }] } },
+    template: {
+      spec: {
+        containers: [
+          {
+            name: 'worker',
+            image: `glidepath/example-worker:${versionLabel}`,
+            // DEMO_RUN makes each run's builds new ones (Temporal keeps what it knows of a build ID).
+            env: [{ name: 'EXAMPLE_TASK_QUEUE', value: 'demo' }, { name: 'EXAMPLE_WORKFLOW_HOLD', value: '8s' }, { name: 'DEMO_RUN', value: String(started) }],
+          },
+        ],
+      },
+    },
   },
 });
 const get = async () => (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace, plural, name: 'demo' }))) as { status?: Record<string, any> } | undefined; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -66,6 +78,12 @@ async function watchUntil(done: (s: Record<string, any> | undefined) => boolean,
 }
 
 try {
+  if (await get()) {
+    log('deleting the resource a previous demo left behind');
+    await custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name: 'demo' });
+    await watchUntil((s) => s === undefined);
+  }
+  last = '';
   execFileSync(join(env.PATH!.split(':')[0]!, 'kubectl'), ['--kubeconfig', env.KUBECONFIG!, '-n', namespace, 'apply', '-f', join(root, 'k8s-manifests/samples/temporal-connection.yaml')], { stdio: 'inherit' });
   log('applying v1 (the first version becomes current at once)');
   await custom.patchNamespacedCustomObject({ group, version, namespace, plural, name: 'demo', body: resource('1.0.0'), fieldManager: 'demo', force: true }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply));
@@ -75,11 +93,11 @@ try {
   log('applying v2: ramp 25% → 50% → 75% → current; v1 drains, then scales to 0, then is deleted');
   await custom.patchNamespacedCustomObject({ group, version, namespace, plural, name: 'demo', body: resource('2.0.0'), fieldManager: 'demo', force: true }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.ServerSideApply));
   await watchUntil((s) => s?.phase === 'Ready' && s.currentVersion?.buildID?.startsWith('2.0.0') && !(s.deprecatedVersions ?? []).length);
-  log(`pinned workflow finished on ${await pinned.result()}`);
+  log(`pinned workflow finished on ${await pinned.result()} (the build it started on)`);
   log('deleting the resource: routing cleared, versions deleted in Temporal, Deployments deleted, finalizer removed');
   await custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name: 'demo' });
   await watchUntil((s) => s === undefined);
-  log(`done. Web UI: ${env.TEMPORAL_ADDRESS!.replace(/:7233$/, ':8233')} (workflow glidepath/${namespace}/demo)`);
+  log(`done. See it in the Web UI: http://127.0.0.1:8233/namespaces/default/workflows?query=WorkflowId%3D%22glidepath%2F${namespace}%2Fdemo%22`);
 } finally {
   await controller.stop();
   await simulator.stop();

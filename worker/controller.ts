@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { NativeConnection, Worker, bundleWorkflowCode, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher } from '../starter/watcher.js';
 import type { Timings } from '../workflows/state.js';
@@ -33,6 +33,17 @@ export interface Controller {
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
   stop(): Promise<void>;
+}
+
+let runtimeInstalled = false;
+/**
+ * Sets the Temporal SDK's log level for this process (activity retries log at WARN, so the demo and tests
+ * use ERROR). Only the first call counts, and it must come before any worker or native connection.
+ */
+export function installRuntime(level: LogLevel): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({ logger: new DefaultLogger(level) });
 }
 
 let bundle: Promise<WorkflowBundle> | undefined;

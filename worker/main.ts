@@ -8,11 +8,13 @@
  *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated)
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
+ * GLIDEPATH_LOG_LEVEL sets the SDK's log level (INFO).
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadKubeConfig } from '../activities/kubernetes/client.js';
-import { startController } from './controller.js';
+import type { LogLevel } from '@temporalio/worker';
+import { installRuntime, startController } from './controller.js';
 
 const { values } = parseArgs({
   options: {
@@ -44,6 +46,7 @@ const tls =
 const log = (message: string, fields?: Record<string, unknown>) =>
   console.log(`${new Date().toISOString()} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
 
+installRuntime((env.GLIDEPATH_LOG_LEVEL ?? 'INFO') as LogLevel);
 const address = values['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? 'default';
 const controller = await startController({

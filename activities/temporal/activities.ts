@@ -92,20 +92,34 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       return routingOf(await describe(t));
     },
 
-    /** Polls (with backoff, heartbeating) until the version is registered with all its task queues. */
-    async awaitVersionRegistered(t: TemporalTarget, buildId: string): Promise<VersionRegistration> {
+    /**
+     * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
+     * queue and, for up to `coverageWaitMs` more, every task queue the current version has (the server refuses
+     * to route to a version that would leave one of those queues unversioned).
+     */
+    async awaitVersionRegistered(t: TemporalTarget, buildId: string, coverageWaitMs = 30_000): Promise<VersionRegistration> {
       const svc = await service(t);
       const ctx = Context.current();
+      const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
+      const describeVersion = async (b: string) => {
+        try {
+          return await svc.describeWorkerDeploymentVersion({ namespace: t.temporalNamespace, deploymentVersion: { deploymentName: t.deploymentName, buildId: b } });
+        } catch (err) {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        }
+      };
+      const current = routingOf(await describe(t)).current;
+      const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
+      let registeredAt: number | undefined;
       for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
         ctx.heartbeat();
-        try {
-          const res = await svc.describeWorkerDeploymentVersion({
-            namespace: t.temporalNamespace,
-            deploymentVersion: { deploymentName: t.deploymentName, buildId },
-          });
-          const queues = res.versionTaskQueues ?? [];
-          const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
-          if (workflowQueues.length > 0) {
+        const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
+        const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
+        if (workflowQueues.length > 0) {
+          registeredAt ??= Date.now();
+          const have = new Set(queues.map(queueKey));
+          if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
             let unversionedPollers = false;
             for (const q of workflowQueues) {
               const tq = await svc.describeTaskQueue({
@@ -117,8 +131,6 @@ export function createTemporalActivities(connections: TemporalConnections, ident
             }
             return { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], unversionedPollers };
           }
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
         }
         await ctx.sleep(delay);
       }
@@ -155,9 +167,15 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         });
         return VersionStatusName[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'Inactive';
       } catch (err) {
-        if (isNotFound(err)) return 'NotRegistered';
-        throw err;
+        if (!isNotFound(err)) throw err;
       }
+      // Unknown to the server (never registered, or deleted and registered anew: seen to happen when a build ID
+      // comes back after its worker deployment was deleted). Only visibility can say whether work is pinned to it.
+      const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+      const open = await client.workflow.count(
+        `TemporalWorkerDeploymentVersion = "${t.deploymentName}:${buildId}" AND ExecutionStatus = "Running"`,
+      );
+      return open.count > 0 ? 'Draining' : 'NotRegistered';
     },
 
     /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */

@@ -10,7 +10,7 @@ import { group, version } from '../../api/common.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
-import { startController, type Controller } from '../../worker/controller.js';
+import { installRuntime, startController, type Controller } from '../../worker/controller.js';
 import { PodSimulator } from './pod-simulator.js';
 
 export const plural = 'temporalworkerdeployments';
@@ -32,6 +32,7 @@ export interface RolloutEnv {
 }
 
 export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean } = {}): Promise<RolloutEnv> {
+  installRuntime('ERROR');
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(process.env.KUBECONFIG!);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -55,9 +56,11 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
       const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? '';
       const buildId = d.metadata?.labels?.[Labels.buildId] ?? '';
       if (deleting.has(owner)) return;
-      const status = await versionStatus(connection, temporalNamespace, workerDeploymentName(namespace, owner), buildId);
-      if (status !== 'DRAINED' && status !== 'INACTIVE' && status !== 'NOT_FOUND') {
-        violations.push(`${d.metadata?.name} scaled to 0 while its version was ${status}`);
+      const deploymentName = workerDeploymentName(namespace, owner);
+      const status = await versionStatus(connection, temporalNamespace, deploymentName, buildId);
+      const open = await client.workflow.count(`TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running"`);
+      if ((status !== 'DRAINED' && status !== 'INACTIVE' && status !== 'NOT_FOUND') || open.count > 0) {
+        violations.push(`${d.metadata?.name} scaled to 0 while its version was ${status} with ${open.count} open executions`);
       }
     },
   });
