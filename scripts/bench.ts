@@ -7,20 +7,23 @@
  *   step transition beyond its pause          from a step's timer firing to the next setRamping done
  *   idle cost                                 workflow history events and Kubernetes writes over an idle window
  */
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../api/common.js';
+import { computeBuildId } from '../api/build-id.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
-import { PodSimulator } from '../tests/harness/pod-simulator.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
 
 installRuntime('ERROR');
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const resources = Number(process.env.BENCH_RESOURCES ?? 10);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
 const dir = mkdtempSync(join(tmpdir(), 'glidepath-bench-'));
@@ -37,8 +40,11 @@ await custom.createNamespacedCustomObject({
   group, version, namespace, plural: 'temporalconnections',
   body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: temporal.address } },
 });
-const simulator = new PodSimulator(kc, { namespaces: [namespace] });
-await simulator.start();
+// The pods run in their own process, as real pods would: their workers must not share the controller's CPU time slice.
+const pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'tests/harness/pods-main.ts')], {
+  env: { ...process.env, KUBECONFIG: kube.kubeconfig, NODE_OPTIONS: '' },
+  stdio: 'ignore',
+});
 const controller = await startController({ kubeConfig: kc, temporal: { address: temporal.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 } });
 const connection = await Connection.connect({ address: temporal.address });
 const client = new Client({ connection });
@@ -86,6 +92,19 @@ for (let i = 0; i < resources; i++) v1.set(`r${i}`, (await status(`r${i}`))!.cur
 for (let i = 0; i < resources; i++) {
   await custom.patchNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name: `r${i}`, body: { spec: twd(`r${i}`, 'v2').spec } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
 }
+// When each v2 is registered with both its task queues (workflow and activity), seen by polling every 10 ms.
+const registrationTimes = new Map<string, number>();
+await Promise.all(
+  Array.from({ length: resources }, (_, i) =>
+    until(async () => {
+      const buildId = computeBuildId(twd(`r${i}`, 'v2').spec.template);
+      const res = await connection.workflowService.describeWorkerDeploymentVersion({ namespace: 'default', deploymentVersion: { deploymentName: `${namespace}/r${i}`, buildId } });
+      if ((res.versionTaskQueues ?? []).length < 2) return undefined;
+      registrationTimes.set(`r${i}`, Date.now());
+      return true;
+    }, 10),
+  ),
+);
 for (let i = 0; i < resources; i++) {
   await until(async () => {
     const s = await status(`r${i}`);
@@ -95,6 +114,7 @@ for (let i = 0; i < resources; i++) {
 
 // Figures from the workflow histories (server timestamps).
 const availableToRouting: number[] = [];
+const readyToRouting: number[] = [];
 const stepOverrun: number[] = [];
 const idleEvents: number[] = [];
 const at = (e: { eventTime?: { seconds?: unknown; nanos?: number | null } | null }) => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
@@ -113,11 +133,14 @@ for (let i = 0; i < resources; i++) {
   })[0];
   const firstRamp = completed('setRamping')[0];
   if (v2Available && firstRamp) availableToRouting.push(at(firstRamp) - at(v2Available));
+  const registeredAt = registrationTimes.get(`r${i}`);
+  if (v2Available && firstRamp && registeredAt) readyToRouting.push(at(firstRamp) - Math.max(at(v2Available), registeredAt));
   const timers = events.filter((e) => e.timerFiredEventAttributes);
   const stepTimerStarts = new Map(events.filter((e) => e.timerStartedEventAttributes).map((e) => [String(e.eventId), e]));
   for (const fired of timers) {
     const started = stepTimerStarts.get(String(fired.timerFiredEventAttributes!.startedEventId));
-    if (!started || Number(started.timerStartedEventAttributes!.startToFireTimeout?.seconds ?? 0) !== 1) continue;
+    const summary = started?.userMetadata?.summary?.data ? Buffer.from(started.userMetadata.summary.data).toString() : '';
+    if (!summary.includes('ramp ')) continue; // only the steps' pause timers
     const next = completed('setRamping').concat(completed('setCurrent')).filter((e) => at(e) >= at(fired)).sort((a, b) => at(a) - at(b))[0];
     if (next) stepOverrun.push(at(next) - at(fired));
   }
@@ -125,22 +148,30 @@ for (let i = 0; i < resources; i++) {
 
 // Idle: nothing changes for a while; count new history events and Kubernetes writes.
 const lengths = async () => Promise.all(Array.from({ length: resources }, async (_, i) => (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).describe()).historyLength));
-const rvBefore = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { metadata: { resourceVersion: string } };
+/** resourceVersion of every object Glidepath writes (resources with their status, Deployments, Events). */
+const versions = async () => {
+  const twds = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { items: k8s.KubernetesObject[] };
+  const objects = [...twds.items, ...(await apps.listNamespacedDeployment({ namespace })).items, ...(await kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace })).items];
+  return new Map(objects.map((o) => [`${o.kind ?? ''}/${o.metadata?.name}`, o.metadata?.resourceVersion]));
+};
+const rvBefore = await versions();
 const before = await lengths();
 await sleep(idleSeconds * 1000);
 const after = await lengths();
-const rvAfter = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { metadata: { resourceVersion: string } };
+const rvAfter = await versions();
+const writes = [...rvAfter].filter(([k, v]) => rvBefore.get(k) !== v).length;
 after.forEach((n, i) => idleEvents.push(n - before[i]!));
 
 console.log(`\nGlidepath benchmark: ${resources} resources, each v1 → v2 Progressive (2 steps of 1 s), idle window ${idleSeconds} s`);
 console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeployment, 50))}, p95 ${ms(pct(applyToDeployment, 95))}`);
-console.log(`available → routing changed:           p50 ${ms(pct(availableToRouting, 50))}, p95 ${ms(pct(availableToRouting, 95))}  (n=${availableToRouting.length})`);
+console.log(`Deployment available → first ramp set:  p50 ${ms(pct(availableToRouting, 50))}, p95 ${ms(pct(availableToRouting, 95))}  (includes the workers' own start-up until they poll)`);
+console.log(`available and polling → routing changed: p50 ${ms(pct(readyToRouting, 50))}, p95 ${ms(pct(readyToRouting, 95))}  (n=${readyToRouting.length})`);
 console.log(`step transition beyond its pause:      p50 ${ms(pct(stepOverrun, 50))}, p95 ${ms(pct(stepOverrun, 95))}  (n=${stepOverrun.length})`);
 console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (resync every 30 min: 2 timers + 2 read-only activities an hour)`);
-console.log(`idle: Kubernetes writes to resources:  ${rvBefore.metadata.resourceVersion === rvAfter.metadata.resourceVersion ? 0 : 'some (resourceVersion changed)'}`);
+console.log(`idle: Kubernetes writes (resources, Deployments, Events): ${writes} in ${idleSeconds} s`);
 
 await controller.stop();
-await simulator.stop();
+pods.kill('SIGTERM');
 await connection.close();
 await stopProcesses([...kube.processes, temporal.process]);
 rmSync(dir, { recursive: true, force: true });

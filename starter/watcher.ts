@@ -128,16 +128,24 @@ export class Watcher {
       connectionVersion: connectionObj!.metadata?.resourceVersion ?? '',
     };
     const key = `${desired.generation}/${desired.connectionVersion}`;
-    if (this.signalled.get(uid) === key) return;
-    if (!meta.finalizers?.includes(finalizer)) await this.addFinalizer(obj);
-    await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
-      workflowId,
-      taskQueue: this.options.taskQueue,
-      args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
-      signal: specChanged,
-      signalArgs: [desired],
-    });
-    this.signalled.set(uid, key);
+    const previous = this.signalled.get(uid);
+    if (previous === key) return;
+    this.signalled.set(uid, key); // before awaiting, so the finalizer's own update event does not signal twice
+    try {
+      await Promise.all([
+        meta.finalizers?.includes(finalizer) ? undefined : this.addFinalizer(obj),
+        this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
+          workflowId,
+          taskQueue: this.options.taskQueue,
+          args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
+          signal: specChanged,
+          signalArgs: [desired],
+        }),
+      ]);
+    } catch (err) {
+      if (this.signalled.get(uid) === key) this.signalled.delete(uid); // the next event tries again
+      throw err;
+    }
     this.log('signalled specChanged', { workflowId, generation: desired.generation, buildId: desired.buildId });
   }
 

@@ -11,13 +11,14 @@ import {
   continueAsNew,
   isCancellation,
   log,
+  patched,
   proxyActivities,
   setHandler,
   sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, TemporalTarget, VersionRegistration } from '../activities/index.js';
+import type { Activities, Routing, TemporalTarget, VersionRegistration } from '../activities/index.js';
 import { parseDuration } from '../api/duration.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Gate, Phase, Reason } from '../api/temporal-worker-deployment.js';
@@ -359,9 +360,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   }
 
   /** Makes room under the server's version cap; says so in a condition while none can be made. */
-  async function makeRoomForVersion(buildId: string): Promise<void> {
+  async function makeRoomForVersion(buildId: string, routing?: Routing): Promise<void> {
     for (;;) {
-      const routing = await temporal.describeRouting(temporalTarget());
+      routing ??= await temporal.describeRouting(temporalTarget());
       if (routing.versions.some((v) => v.buildId === buildId)) return;
       const keep = [buildId, ...[state.current?.buildId, routing.current, routing.ramping].filter((b): b is string => !!b)];
       const plan = versionsToMakeRoom(routing.versions, keep, state.timings.maxVersions);
@@ -369,6 +370,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
       if (!plan.atCap) return;
       await transition('Deploying', 'VersionLimitReached', `the worker deployment has ${routing.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`, 'Warning');
       await sleep('1m', { summary: 'wait for room under the version cap' });
+      routing = undefined;
     }
   }
 
@@ -376,16 +378,33 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     const target = state.target!;
     const { buildId } = target;
     const spec = state.desired!.spec;
-
+    const ensureDeployment = async () => {
+      const observed = await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template: templateOf(buildId)! });
+      state.deployments[buildId] = pickNewer(state.deployments[buildId], observed);
+    };
     // Adopt what Temporal already routes to (a resource migrated from temporal-worker-controller keeps it).
-    const routing = await temporal.describeRouting(temporalTarget());
-    if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString() };
-    if (state.current?.buildId === buildId) return makeCurrent(buildId);
+    const adopt = (routing: Routing) => {
+      if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString() };
+    };
 
-    await makeRoomForVersion(buildId);
-    await transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
-    const observed = await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template: templateOf(buildId)! });
-    state.deployments[buildId] = pickNewer(state.deployments[buildId], observed);
+    if (patched('deployment-first')) {
+      // The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
+      // meanwhile; pods take far longer to poll (and so to add a version) than the version-cap check takes.
+      const [routing] = await Promise.all([
+        temporal.describeRouting(temporalTarget()),
+        ensureDeployment(),
+        transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`),
+      ]);
+      adopt(routing);
+      if (state.current?.buildId === buildId) return makeCurrent(buildId);
+      await makeRoomForVersion(buildId, routing);
+    } else {
+      adopt(await temporal.describeRouting(temporalTarget()));
+      if (state.current?.buildId === buildId) return makeCurrent(buildId);
+      await makeRoomForVersion(buildId);
+      await transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
+      await ensureDeployment();
+    }
     await waitUntilAvailable(buildId);
 
     await transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);

@@ -112,7 +112,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
       let registeredAt: number | undefined;
-      for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
         ctx.heartbeat();
         const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
         const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);

@@ -23,7 +23,7 @@ const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 const taskQueue = `rollout-workflow-test-${randomUUID().slice(0, 8)}`;
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
-const fixture = fileURLToPath(new URL('../replay/histories/all-at-once-v1-v2.json', import.meta.url));
+const fixture = fileURLToPath(new URL('../replay/histories/all-at-once-v1-v2-deployment-first.json', import.meta.url));
 
 let connection: Connection;
 let nativeConnection: NativeConnection;
