@@ -120,10 +120,16 @@ export class Watcher {
         : `TemporalConnection ${ns}/${twd.spec.workerOptions.connectionRef.name} not found`;
       return this.writeCondition(obj, 'Pending', 'ConnectionNotFound', why);
     }
+    let buildId: string;
+    try {
+      buildId = computeBuildId(twd.spec.template, twd.spec.workerOptions.unsafeCustomBuildID);
+    } catch (err) {
+      return this.markInvalid(obj, `spec.workerOptions.unsafeCustomBuildID: ${(err as Error).message}`);
+    }
     const desired: Desired = {
       generation: meta.generation ?? 0,
       spec: twd.spec,
-      buildId: computeBuildId(twd.spec.template, twd.spec.workerOptions.unsafeCustomBuildID),
+      buildId,
       connection: connection.data.spec,
       connectionVersion: connectionObj!.metadata?.resourceVersion ?? '',
     };

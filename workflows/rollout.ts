@@ -482,7 +482,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     await kube.removeFinalizer(owner);
   }
 
-  const continueAsNewDue = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > 10_000;
+  const continueAsNewDue = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (state.timings.historyLimit ?? 10_000);
 
   // ---- main loop ----
   void resyncLoop();
@@ -516,7 +516,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     }
     if (continueAsNewDue()) {
       await condition(() => sunsetActivities === 0 && allHandlersFinished());
-      await continueAsNew<typeof RolloutWorkflow>({ owner, state });
+      await continueAsNew<typeof RolloutWorkflow>({ owner, timings: state.timings });
     }
   }
   await deleteEverything();

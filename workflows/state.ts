@@ -63,9 +63,11 @@ export interface Timings {
   drainPollMaxMs: number;
   /** Versions per worker deployment the server allows (its default is 100). */
   maxVersions: number;
+  /** History length past which the workflow continues as new at its next idle point (or when the server suggests it). */
+  historyLimit?: number;
 }
 
-export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100 };
+export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000 };
 
 export interface RolloutState {
   owner: Owner;
