@@ -459,8 +459,11 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
       await condition(() => resyncRequested, state.timings.resyncIntervalMs, { summary: 'periodic resync' });
       resyncRequested = false;
       if (!state.desired || state.deleting) continue;
-      const recreated = await kube.ensureDeploymentsExist({ owner, desired: state.desired, versions: liveVersions() });
-      for (const name of recreated) await kube.recordEvent(owner, { type: 'Warning', reason: 'DeploymentRecreated', message: `${name} was missing and is recreated` });
+      // Counted with the sunsets' activities: ContinueAsNew waits for it rather than dropping it.
+      await busy(async () => {
+        const recreated = await kube.ensureDeploymentsExist({ owner, desired: state.desired!, versions: liveVersions() });
+        for (const name of recreated) await kube.recordEvent(owner, { type: 'Warning', reason: 'DeploymentRecreated', message: `${name} was missing and is recreated` });
+      });
     }
   }
 
@@ -516,7 +519,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     }
     if (continueAsNewDue()) {
       await condition(() => sunsetActivities === 0 && allHandlersFinished());
-      await continueAsNew<typeof RolloutWorkflow>({ owner, timings: state.timings });
+      // What came in meanwhile and is not in `state` (a re-apply, a promote for the new target) is done here first.
+      if (state.deleting || rolloutPending(state) || reapplyRequested) continue;
+      await continueAsNew<typeof RolloutWorkflow>({ owner, state });
     }
   }
   await deleteEverything();

@@ -86,9 +86,9 @@ test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a
 
 test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pause honoured within a second, then current', async () => {
   const steps = [
-    { rampPercentage: 10, pauseDuration: '2s' },
-    { rampPercentage: 40, pauseDuration: '2s' },
-    { rampPercentage: 70, pauseDuration: '2s' },
+    { rampPercentage: 10, pauseDuration: '3s' },
+    { rampPercentage: 40, pauseDuration: '3s' },
+    { rampPercentage: 70, pauseDuration: '3s' },
   ];
   await apply(env, resource(env, 'prog', { strategy: 'Progressive', steps, env: { VERSION: 'v1' } }));
   const v1 = (await currentIs('prog')).currentVersion!.buildID;
@@ -99,12 +99,12 @@ test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pau
     const r = await routing(env, 'prog');
     if (r.ramping && seen.at(-1)?.percentage !== r.percentage) seen.push({ percentage: r.percentage, at: Date.now() });
     return r.current && r.current !== v1 ? r.current : undefined;
-  }, 60_000, 50);
+  }, 60_000, 20);
   const done = Date.now();
   expect(seen.map((s) => s.percentage)).toEqual([10, 40, 70]);
   const held = [seen[1]!.at - seen[0]!.at, seen[2]!.at - seen[1]!.at, done - seen[2]!.at];
-  // Each step holds its 2 s pause, give or take a second.
-  const honoured = held.every((ms) => ms >= 2000 - 100 && ms <= 2000 + 1000);
+  // Each step holds its 3 s pause, give or take a second.
+  const honoured = held.every((ms) => ms >= 3000 - 100 && ms <= 3000 + 1000);
   expect(honoured ? 'each pause within a second' : `steps held ${held.join(' / ')} ms`).toBe('each pause within a second');
   await currentIs('prog', v2);
 });

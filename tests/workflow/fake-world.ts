@@ -49,6 +49,8 @@ export class FakeWorld {
   autoAvailable = true;
   /** The status a version gets when it stops being current or ramping (the test flips it to Drained). */
   statusWhenRoutedAway: VersionStatus = 'Draining';
+  /** How long versionStatus takes to answer (0: at once), to hold a drainage check in flight. */
+  versionStatusDelayMs = 0;
 
   constructor(
     readonly owner: Owner,
@@ -246,6 +248,7 @@ export class FakeWorlds {
       },
       versionStatus: async (t, buildId) => {
         const w = temporal(t, 'versionStatus', [buildId]);
+        if (w.versionStatusDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.versionStatusDelayMs));
         return w.versions.get(buildId) ?? 'NotRegistered';
       },
       deleteVersion: async (t, buildId) => {

@@ -1,0 +1,278 @@
+/**
+ * RolloutWorkflow continues as new at an idle point once its history passes `timings.historyLimit` (or the
+ * server suggests it), carrying its whole state. Here the limit is tiny, so a couple of rollouts and the
+ * drainage polling of a sunset make it continue as new again and again: what it knew (current version,
+ * generation, a sunset in progress) must survive each new run. Same setup as rollout-workflow.test.ts: a
+ * real dev server, activities stubbed by the in-memory world of ./fake-world.ts.
+ */
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { rolloutWorkflowId } from '../../api/names.js';
+import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import { currentBuildKey } from '../../workflows/search-attributes.js';
+import type { Desired, RolloutStatus } from '../../workflows/state.js';
+import { FakeWorlds, routingCalls, type FakeWorld } from './fake-world.js';
+
+const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+const taskQueue = `continue-as-new-test-${randomUUID().slice(0, 8)}`;
+/** A history limit a single rollout (or a few drainage checks) goes past. */
+const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100, historyLimit: 40 };
+
+let connection: Connection;
+let nativeConnection: NativeConnection;
+let client: Client;
+let worlds: FakeWorlds;
+let worker: Worker;
+let running: Promise<void>;
+const workflowIds: string[] = [];
+
+beforeAll(async () => {
+  connection = await Connection.connect({ address });
+  client = new Client({ connection, namespace });
+  worlds = new FakeWorlds(client);
+  nativeConnection = await NativeConnection.connect({ address });
+  worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+    activities: worlds.activities(),
+  });
+  running = worker.run();
+});
+
+afterAll(async () => {
+  // Nothing of one test file may linger: end every rollout still open (its latest run).
+  await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => {})));
+  worker?.shutdown();
+  await running;
+  await nativeConnection?.close();
+  await connection?.close();
+});
+
+// ---- helpers ----
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function eventually<T>(what: string, probe: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(50);
+  }
+}
+
+/** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
+function desired(generation: number, buildId: string): Desired {
+  const spec = TemporalWorkerDeploymentSpec.parse({
+    replicas: 2,
+    template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
+    rollout: { strategy: 'AllAtOnce' },
+    sunset: { scaledownDelay: '0s', deleteDelay: '1s' },
+    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'default' },
+  } satisfies TemporalWorkerDeploymentSpecInput);
+  return { generation, spec, buildId, connection: { hostPort: 'x:1' }, connectionVersion: '1' };
+}
+
+interface Rollout {
+  world: FakeWorld;
+  firstRunId: string;
+  /** Follows the latest run of the chain (no run ID). */
+  latest(): WorkflowHandle<typeof RolloutWorkflow>;
+  /** The run ID of the latest run. */
+  runId(): Promise<string>;
+  spec(d: Desired): Promise<void>;
+  status(): Promise<RolloutStatus>;
+  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
+  /** Waits until the workflow has continued as new past the run `runId` (the latest run is another one). */
+  continuedPast(runId: string): Promise<string>;
+}
+
+async function startRollout(label: string): Promise<Rollout> {
+  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = worlds.create(owner, workflowId);
+  const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+    taskQueue,
+    workflowId,
+    args: [{ owner, timings }],
+  });
+  workflowIds.push(workflowId);
+  const latest = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
+  const status = () => latest().query(messages.status);
+  const runId = async () => (await latest().describe()).runId;
+  return {
+    world,
+    firstRunId: started.firstExecutionRunId,
+    latest,
+    runId,
+    spec: (d) => latest().signal(messages.specChanged, d),
+    status,
+    until: async (what, probe) =>
+      eventually(what, async () => {
+        const s = await status();
+        return probe(s) ? s : undefined;
+      }),
+    continuedPast: (before) =>
+      eventually(`a ContinueAsNew after run ${before}`, async () => {
+        const now = await runId();
+        return now !== before ? now : undefined;
+      }),
+  };
+}
+
+/** v1 then v2 (AllAtOnce, generations 1 and 2), v2 current. */
+async function rolledToV2(label: string): Promise<Rollout> {
+  const r = await startRollout(label);
+  await r.spec(desired(1, 'v1'));
+  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  await r.spec(desired(2, 'v2'));
+  await r.until('v2 to be current', (s) => s.phase === 'Ready' && s.current === 'v2');
+  return r;
+}
+
+const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
+const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
+
+// ---- behaviours ----
+
+test('1. past its history limit it continues as new, and the new run knows what the old one did', async () => {
+  const r = await rolledToV2('can-carry');
+  const w = r.world;
+
+  // The first run ended by continuing as new.
+  const first = client.workflow.getHandle(r.latest().workflowId, r.firstRunId);
+  await eventually('the first run to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
+  const history = await first.fetchHistory();
+  const last = history.events?.at(-1);
+  expect(last?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+  expect(last?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId).toBeTruthy();
+  expect(history.events!.length).toBeGreaterThan(timings.historyLimit); // not before the limit
+
+  // And again, now that v2 is current (v1's drainage checks fill the history): the latest run still knows it.
+  const runAfterV2 = await r.runId();
+  expect(runAfterV2).not.toBe(r.firstRunId);
+  await r.continuedPast(runAfterV2);
+  const s = await r.status();
+  expect(s).toMatchObject({ phase: 'Ready', reason: 'RolloutComplete', current: 'v2', generation: 2, paused: false });
+  expect(s.target).toBeUndefined();
+  expect(s.deprecated).toEqual([expect.objectContaining({ buildId: 'v1', status: 'Draining' })]);
+  expect((await r.latest().describe()).status.name).toBe('RUNNING');
+  // The search attributes follow the chain.
+  expect((await r.latest().describe()).typedSearchAttributes.get(currentBuildKey)).toBe('v2');
+
+  // Nothing was rolled out again by a new run: each version was applied, registered and made current once.
+  expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([
+    ['v1', 1],
+    ['v2', 2],
+  ]);
+  expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1'], ['v2']]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
+});
+
+test('2. a new spec after continuing as new rolls out, and a sunset in progress survives ContinueAsNew', async () => {
+  const r = await rolledToV2('can-sunset');
+  const w = r.world;
+  // v1's sunset is done with before v3 comes, so what follows is about v2 alone.
+  w.versions.set('v1', 'Drained');
+  await r.until('v1 to be deleted', (s) => s.deprecated.length === 0);
+  // A run after the one that did v2.
+  await r.continuedPast(r.firstRunId);
+
+  await r.spec(desired(3, 'v3'));
+  let s = await r.until('v3 to be current', (s) => s.phase === 'Ready' && s.current === 'v3');
+  expect(s.generation).toBe(3);
+  expect(buildsOf(s)).toEqual(['v2']);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2'], ['v3']]);
+
+  // v2 is draining; its drainage checks carry on across runs, never scaling it down early.
+  const deprecatedIn = await r.runId();
+  const continued = await r.continuedPast(deprecatedIn);
+  await eventually('a drainage check of v2 in a later run', async () => {
+    const checks = w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2').length;
+    await sleep(500);
+    return w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2').length > checks;
+  });
+  s = await r.status();
+  expect(s.deprecated).toEqual([expect.objectContaining({ buildId: 'v2', status: 'Draining' })]);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v2')).toEqual([]);
+  expect(w.deployments.get('v2')?.replicas).toBe(2);
+
+  // Drained: the run that is current now (not the one that deprecated it) scales it down and deletes it.
+  expect(continued).not.toBe(deprecatedIn);
+  const drainedAt = Date.now();
+  w.versions.set('v2', 'Drained');
+  s = await r.until('v2 to be deleted', (s) => s.deprecated.length === 0);
+  expect(s).toMatchObject({ phase: 'Ready', current: 'v3', generation: 3 });
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v2')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(argsOf(w, 'scaleDeployment').filter((a) => a[0] === 'v2')).toEqual([['v2', 0]]);
+  const del = w.callsOf('deleteDeployment').find((c) => c.args[0] === 'v2')!;
+  expect(del.at - drainedAt).toBeGreaterThanOrEqual(1000); // deleteDelay, counted from drained
+  expect(w.versions.has('v2')).toBe(false);
+  expect([...w.deployments.keys()]).toEqual(['v3']);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment'], 'v3')).toEqual([]);
+});
+
+test('3. a duplicate specChanged sent after continuing as new is still ignored', async () => {
+  const r = await rolledToV2('can-dedupe');
+  const w = r.world;
+  await r.continuedPast(await r.runId());
+
+  const before = w.calls.length;
+  const watched = ['ensureVersionedDeployment', 'awaitVersionRegistered', 'describeRouting', ...routingCalls];
+  const resyncs = w.callsOf('ensureDeploymentsExist').length;
+  await r.spec(desired(2, 'v2')); // a duplicate
+  await r.spec(desired(2, 'v9')); // same generation, another build
+  // Signals to one workflow ID are handled in order, across runs: once the resync after them has run, they were seen.
+  await r.latest().signal(messages.resync);
+  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
+  await sleep(300);
+
+  const s = await r.status();
+  expect(s).toMatchObject({ phase: 'Ready', current: 'v2', generation: 2 });
+  expect(s.target).toBeUndefined();
+  expect(buildsOf(s)).toEqual(['v1']);
+  expect(w.calls.slice(before).filter((c) => watched.includes(c.name))).toEqual([]);
+  expect(w.deployments.has('v9')).toBe(false);
+  expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([
+    ['v1', 1],
+    ['v2', 2],
+  ]);
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+});
+
+test('4. a spec change that arrives while it waits to continue as new is acted on, not dropped', async () => {
+  const r = await startRollout('can-reapply');
+  const w = r.world;
+  await r.spec(desired(1, 'v1'));
+  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  // v1's first drainage check (once v2 is current) stays in flight for a while: the run, past its history
+  // limit by then, waits for it at its idle point before continuing as new.
+  w.versionStatusDelayMs = 3000;
+  await r.spec(desired(2, 'v2'));
+  await eventually('v2 to be current, and said so', () => w.events.some((e) => e.reason === 'RolloutComplete' && e.message.startsWith('v2')));
+  await sleep(300);
+  const check = w.callsOf('versionStatus').at(-1);
+  expect(check?.args[0]).toBe('v1');
+  expect(Date.now() - check!.at).toBeLessThan(2000); // still in flight
+  const waiting = await r.latest().describe();
+  expect(waiting.historyLength).toBeGreaterThan(timings.historyLimit);
+  expect(waiting.status.name).toBe('RUNNING');
+
+  // A new connection (same generation, same build): every live Deployment is re-applied.
+  const applied = argsOf(w, 'ensureVersionedDeployment').length;
+  await r.spec({ ...desired(2, 'v2'), connectionVersion: '2' });
+  await r.continuedPast(waiting.runId);
+  await eventually('the live Deployments to be re-applied', () => argsOf(w, 'ensureVersionedDeployment').length > applied);
+  expect(argsOf(w, 'ensureVersionedDeployment').slice(applied)).toEqual(expect.arrayContaining([['v2', 2]]));
+  expect(await r.status()).toMatchObject({ phase: 'Ready', current: 'v2', generation: 2 });
+  expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+});
