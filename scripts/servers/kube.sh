@@ -15,7 +15,7 @@ assets="$GLIDEPATH_CACHE/kube-$KUBE_VERSION-etcd-$ETCD_VERSION"
 if [ -x "$assets/kube-apiserver" ] && [ -x "$assets/etcd" ] && [ -x "$assets/kubectl" ]; then
   echo "$assets"; exit 0
 fi
-require_go "kube-apiserver/etcd" KUBEBUILDER_ASSETS
+require_go "kube-apiserver/etcd" KUBEBUILDER_ASSETS "a folder holding kube-apiserver, etcd and kubectl (the envtest layout)"
 mkdir -p "$assets"
 
 build_etcd() {

@@ -10,7 +10,7 @@ die() { echo "[glidepath] error: $*" >&2; exit 1; }
 
 require_go() {
   command -v go >/dev/null 2>&1 || die "$1 is not cached and Go is not installed to build it.
-  Install Go (https://go.dev/dl, >= 1.24), or set $2 to a folder/binary you already have."
+  Install Go (https://go.dev/dl, >= 1.24), or set $2 to $3."
 }
 
 # run_build NAME CMD...: runs a build with output to a log; on failure names the log.

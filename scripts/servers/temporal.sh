@@ -17,7 +17,7 @@ dir="$GLIDEPATH_CACHE/temporal-$TEMPORAL_CLI_VERSION"
 if [ -x "$dir/temporal" ]; then echo "$dir/temporal"; exit 0; fi
 if command -v temporal >/dev/null 2>&1 && server_ok "$(command -v temporal)"; then command -v temporal; exit 0; fi
 
-require_go "the temporal CLI" TEMPORAL_CLI
+require_go "the temporal CLI" TEMPORAL_CLI "a temporal CLI binary whose dev server is >= 1.29"
 build() {
   mkdir -p "$dir.tmp"
   GOBIN="$dir.tmp" CGO_ENABLED=0 GOFLAGS=-mod=mod \
