@@ -327,7 +327,15 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     };
     if (!step.pauseDuration) {
       await transition('AwaitingPromotion', 'AwaitingPromotion', `${label}: ${stepSummary(step)}`);
-      await condition(() => promoteRequest !== undefined);
+      if (patched('pause-while-awaiting-promotion')) {
+        // A pause shows as Paused here too; a promote still ends the wait.
+        while (promoteRequest === undefined) {
+          await condition(() => promoteRequest !== undefined || isPaused(state));
+          if (promoteRequest === undefined) await waitWhilePaused();
+        }
+      } else {
+        await condition(() => promoteRequest !== undefined);
+      }
       return takePromote();
     }
     let remaining = parseDuration(step.pauseDuration);

@@ -282,6 +282,20 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
 });
 
+test('5b. a pause while a step awaits promotion shows Paused; resume returns to AwaitingPromotion; promote still ends it', async () => {
+  const r = await withCurrentV1('pause-awaiting');
+  await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 20 }] }));
+  await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  await r.handle.signal(messages.pause, { reason: 'on call is busy' });
+  const paused = await r.until('phase Paused', (s) => s.phase === 'Paused');
+  expect(paused).toMatchObject({ paused: true, message: 'on call is busy' });
+  await r.handle.signal(messages.resume);
+  await r.until('awaiting promotion again', (s) => s.phase === 'AwaitingPromotion' && !s.paused);
+  await r.handle.signal(messages.promote);
+  await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  expect(argsOf(r.world, 'setRamping')).toEqual([['v2', 20]]);
+});
+
 test('6. Manual: no routing call for the new version until promote', async () => {
   const r = await withCurrentV1('manual');
   const w = r.world;
