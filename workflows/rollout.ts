@@ -471,6 +471,13 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
       await busy(async () => {
         const recreated = await kube.ensureDeploymentsExist({ owner, desired: state.desired!, versions: liveVersions() });
         for (const name of recreated) await kube.recordEvent(owner, { type: 'Warning', reason: 'DeploymentRecreated', message: `${name} was missing and is recreated` });
+        if (patched('remove-strays')) {
+          // Deployments of ours that no version needs any more, already at 0 pods (a crash between scale-down and
+          // delete, or an older controller's leftovers). One with pods is left alone: work may be pinned to it.
+          const live = [...liveVersions().map((v) => v.buildId), ...removing];
+          const removed = await kube.deleteStrayDeployments(owner, live);
+          for (const name of removed) await kube.recordEvent(owner, { type: 'Normal', reason: 'StrayDeploymentDeleted', message: `${name} belongs to no live version and had no pods` });
+        }
       });
     }
   }

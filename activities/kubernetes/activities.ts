@@ -99,6 +99,14 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       }
     },
 
+    /** Deletes the resource's Deployments of builds not in `liveBuildIds` that are scaled to 0; returns their names. */
+    async deleteStrayDeployments(owner: Owner, liveBuildIds: string[]): Promise<string[]> {
+      const list = await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) });
+      const strays = list.items.filter((d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0);
+      for (const d of strays) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
+      return strays.map((d) => d.metadata!.name!);
+    },
+
     /** Deletes every Deployment of the resource (no garbage collector is assumed). */
     async deleteOwnedDeployments(owner: Owner): Promise<void> {
       const list = await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) });

@@ -4,7 +4,9 @@
  * Deployment lost its pods while its version was not drained.
  */
 import { group, version } from '../../api/common.js';
-import { promote } from '../../workflows/messages.js';
+import type * as k8s from '@kubernetes/client-node';
+import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { promote, resync } from '../../workflows/messages.js';
 import {
   apply,
   deployments,
@@ -157,6 +159,32 @@ test('a Deployment deleted by hand is recreated', async () => {
     return again && again.metadata!.uid !== d.metadata!.uid ? again : undefined;
   });
   expect(recreated.spec?.replicas).toBe(1);
+});
+
+test('a resync deletes a stray Deployment of ours at 0 pods, and leaves one with pods alone', async () => {
+  await apply(env, resource(env, 'strays', { env: { VERSION: 'v1' } }));
+  await currentIs('strays');
+  const stray = (buildId: string, replicas: number): k8s.V1Deployment => ({
+    metadata: {
+      name: `strays-${buildId}`,
+      labels: { [Labels.managedBy]: 'glidepath', [Labels.workerDeployment]: 'strays', [Labels.buildId]: buildId },
+    },
+    spec: {
+      replicas,
+      selector: { matchLabels: { [Labels.buildId]: buildId } },
+      template: {
+        metadata: { labels: { [Labels.buildId]: buildId } },
+        spec: { containers: [{ name: 'w', image: 'x', env: [{ name: 'EXAMPLE_NEVER_READY', value: 'true' }] }] },
+      },
+    },
+  });
+  await env.apps.createNamespacedDeployment({ namespace: env.namespace, body: stray('old-0', 0) });
+  await env.apps.createNamespacedDeployment({ namespace: env.namespace, body: stray('old-1', 1) });
+  await workflowHandle(env, 'strays').signal(resync);
+  await eventually('the stray at 0 pods deleted', async () => !(await deployments(env, 'strays')).has('old-0'));
+  const left = await deployments(env, 'strays');
+  expect(left.has('old-1')).toBe(true);
+  expect(left.size).toBe(2);
 });
 
 test('deleting the resource cleans up Temporal and Kubernetes, then the finalizer goes', async () => {

@@ -176,6 +176,12 @@ export class FakeWorlds {
         }
         return recreated;
       },
+      deleteStrayDeployments: async (owner, live) => {
+        const w = kube(owner, 'deleteStrayDeployments', [live]);
+        const strays = [...w.deployments].filter(([buildId, d]) => !live.includes(buildId) && d.replicas === 0).map(([buildId]) => buildId);
+        for (const buildId of strays) w.deployments.delete(buildId);
+        return strays.map((b) => versionedDeploymentName(owner.name, b));
+      },
       scaleDeployment: async (owner, buildId, replicas) => {
         const w = kube(owner, 'scaleDeployment', [buildId, replicas]);
         const d = w.deployments.get(buildId);
