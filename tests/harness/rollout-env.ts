@@ -187,18 +187,4 @@ export function workflowHandle(env: RolloutEnv, name: string) {
   return env.client.workflow.getHandle(rolloutWorkflowId(env.namespace, name));
 }
 
-/** Polls until `probe` returns something other than undefined/false. */
-export async function eventually<T>(what: string, probe: () => Promise<T | undefined | false>, timeoutMs = 30_000, everyMs = 100): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined && value !== false) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, everyMs));
-  }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
-}
+export { eventually } from './eventually.js';

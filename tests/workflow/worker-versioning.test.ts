@@ -7,6 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import type { Worker } from '@temporalio/worker';
 import { createExampleWorker } from '../../examples/worker/worker.js';
+import { eventually } from '../harness/eventually.js';
 
 const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 const deploymentName = `proof/${randomUUID().slice(0, 8)}`;
@@ -32,20 +33,6 @@ async function describeDeployment() {
   return res;
 }
 
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  while (Date.now() < deadline) {
-    try {
-      const value = await probe();
-      if (value !== undefined) return value;
-    } catch (err) {
-      last = err;
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`timed out waiting for ${what}${last ? `: ${String(last)}` : ''}`);
-}
 
 const identity = 'glidepath-proof';
 
