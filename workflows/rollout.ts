@@ -81,6 +81,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   let promoteRequest: messages.PromoteRequest | undefined;
   let resyncRequested = false;
   let reapplyRequested = false;
+  /** The final routing change of a rollout is in flight. */
+  let promoting = false;
 
   const temporalTarget = (): TemporalTarget => {
     const d = state.desired!;
@@ -129,7 +131,11 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
   });
   setHandler(messages.abort, (req) => {
     const target = state.target;
-    if (!target || state.deleting) return;
+    // Too late once the final routing change is under way: the target is becoming current (a new spec rolls back).
+    if (!target || state.deleting || promoting) {
+      log.warn('abort ignored: no rollout in flight, or its target is already being made current', { reason: req?.reason });
+      return;
+    }
     state.aborted = { buildId: target.buildId, reason: req?.reason ?? 'aborted by signal' };
     retire(target.buildId);
     state.target = undefined;
@@ -358,12 +364,20 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
 
   async function makeCurrent(buildId: string): Promise<void> {
     await waitWhilePaused();
-    await temporal.setCurrent(temporalTarget(), buildId);
-    const previous = state.current;
-    state.current = { buildId, since: now().toISOString() };
-    state.target = undefined;
-    if (previous && previous.buildId !== buildId) retire(previous.buildId);
-    syncSunsets();
+    // Once asked, Temporal makes it current whatever happens here: finish the step and record it, so the
+    // status never disagrees with the routing (an abort arriving now is refused, see its handler).
+    promoting = true;
+    try {
+      await CancellationScope.nonCancellable(() => temporal.setCurrent(temporalTarget(), buildId));
+      const previous = state.current;
+      state.current = { buildId, since: now().toISOString() };
+      if (state.target?.buildId === buildId) state.target = undefined;
+      state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
+      if (previous && previous.buildId !== buildId) retire(previous.buildId);
+      syncSunsets();
+    } finally {
+      promoting = false;
+    }
     await transition('Ready', 'RolloutComplete', `${buildId} is current`);
   }
 

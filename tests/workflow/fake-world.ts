@@ -51,6 +51,8 @@ export class FakeWorld {
   statusWhenRoutedAway: VersionStatus = 'Draining';
   /** How long versionStatus takes to answer (0: at once), to hold a drainage check in flight. */
   versionStatusDelayMs = 0;
+  /** How long setCurrent takes (to race signals against the final routing change). */
+  setCurrentDelayMs = 0;
 
   constructor(
     readonly owner: Owner,
@@ -236,6 +238,7 @@ export class FakeWorlds {
       },
       setCurrent: async (t, buildId) => {
         const w = temporal(t, 'setCurrent', [buildId]);
+        if (w.setCurrentDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.setCurrentDelayMs));
         if (w.current === buildId) return;
         w.routedAway(w.current);
         w.current = buildId;

@@ -326,6 +326,18 @@ test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, ph
   expect((await r.status()).phase).toBe('Aborted');
 });
 
+test('7b. an abort that arrives while the target is being made current is refused: status and routing agree', async () => {
+  const r = await withCurrentV1('abort-late');
+  r.world.setCurrentDelayMs = 1500;
+  await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce' }));
+  await eventually('setCurrent(v2) under way', () => argsOf(r.world, 'setCurrent').some(([b]) => b === 'v2'));
+  await r.handle.signal(messages.abort, { reason: 'too late' });
+  const s = await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  expect(s.lastAbortReason).toBeUndefined();
+  expect(s.deprecated.map((v) => v.buildId)).toEqual(['v1']);
+  expect(r.world.current).toBe('v2');
+});
+
 test('8. a newer spec with another build supersedes the ramping target', async () => {
   const r = await withCurrentV1('supersede');
   const w = r.world;
