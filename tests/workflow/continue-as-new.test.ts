@@ -6,70 +6,36 @@
  * real dev server, activities stubbed by the in-memory world of ./fake-world.ts.
  */
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
-import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
-import { FakeWorlds, routingCalls, type FakeWorld } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 
-const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
-const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 const taskQueue = `continue-as-new-test-${randomUUID().slice(0, 8)}`;
 /** A history limit a single rollout (or a few drainage checks) goes past. */
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100, historyLimit: 40 };
 
-let connection: Connection;
-let nativeConnection: NativeConnection;
+let rig: FakeRig;
 let client: Client;
 let worlds: FakeWorlds;
-let worker: Worker;
-let running: Promise<void>;
 const workflowIds: string[] = [];
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address });
-  client = new Client({ connection, namespace });
-  worlds = new FakeWorlds(client);
-  nativeConnection = await NativeConnection.connect({ address });
-  worker = await Worker.create({
-    connection: nativeConnection,
-    namespace,
-    taskQueue,
-    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-    activities: worlds.activities(),
-  });
-  running = worker.run();
+  rig = await startFakeRig(taskQueue);
+  ({ client, worlds } = rig);
 });
 
 afterAll(async () => {
-  // Nothing of one test file may linger: end every rollout still open (its latest run).
-  await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => {})));
-  worker?.shutdown();
-  await running;
-  await nativeConnection?.close();
-  await connection?.close();
+  await rig?.stop(workflowIds);
 });
 
 // ---- helpers ----
 
 
-/** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
-function desired(generation: number, buildId: string): Desired {
-  const spec = TemporalWorkerDeploymentSpec.parse({
-    replicas: 2,
-    template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
-    rollout: { strategy: 'AllAtOnce' },
-    sunset: { scaledownDelay: '0s', deleteDelay: '1s' },
-    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'default' },
-  } satisfies TemporalWorkerDeploymentSpecInput);
-  return { generation, spec, buildId, connection: { hostPort: 'x:1' }, connectionVersion: '1' };
-}
 
 interface Rollout {
   world: FakeWorld;

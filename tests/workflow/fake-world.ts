@@ -4,13 +4,15 @@
  * and the world talks back the way the real watcher does: each change to a versioned Deployment is sent to
  * the workflow as a `deploymentObserved` signal (a new one becomes available shortly after it is applied).
  */
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { fileURLToPath } from 'node:url';
+import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
 import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
-import type { TemporalWorkerDeploymentStatus, VersionStatus } from '../../api/temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { deploymentObserved } from '../../workflows/messages.js';
-import type { DeploymentObservation, Owner } from '../../workflows/state.js';
+import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
 export interface Call {
   name: string;
@@ -280,4 +282,55 @@ export class FakeWorlds {
       },
     };
   }
+}
+
+/** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
+export function desired(generation: number, buildId: string, rollout: TemporalWorkerDeploymentSpecInput['rollout'] = { strategy: 'AllAtOnce' }): Desired {
+  const spec = TemporalWorkerDeploymentSpec.parse({
+    replicas: 2,
+    template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
+    rollout,
+    sunset: { scaledownDelay: '0s', deleteDelay: '1s' },
+    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'default' },
+  } satisfies TemporalWorkerDeploymentSpecInput);
+  return { generation, spec, buildId, connection: { hostPort: 'x:1' }, connectionVersion: '1' };
+}
+
+/** RolloutWorkflow on the real dev server, its activities played by fake worlds, on a task queue of its own. */
+export interface FakeRig {
+  client: Client;
+  worlds: FakeWorlds;
+  taskQueue: string;
+  /** Terminates the given workflows (their latest runs), stops the worker, closes the connections. */
+  stop(workflowIds: string[]): Promise<void>;
+}
+
+export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
+  const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  const connection = await Connection.connect({ address });
+  const client = new Client({ connection, namespace });
+  const worlds = new FakeWorlds(client);
+  const nativeConnection = await NativeConnection.connect({ address });
+  const worker = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue,
+    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
+    activities: worlds.activities(),
+  });
+  const running = worker.run();
+  return {
+    client,
+    worlds,
+    taskQueue,
+    async stop(workflowIds) {
+      // Nothing of one test file may linger: end every rollout still open.
+      await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => {})));
+      worker.shutdown();
+      await running;
+      await nativeConnection.close();
+      await connection.close();
+    },
+  };
 }

@@ -9,15 +9,13 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
-import { NativeConnection, Worker } from '@temporalio/worker';
+import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { temporalBinary } from '../../scripts/servers/servers.js';
-import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
-import { FakeWorlds, routingCalls, type FakeWorld } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 
 const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
@@ -26,52 +24,23 @@ const taskQueue = `rollout-workflow-test-${randomUUID().slice(0, 8)}`;
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
 const fixture = fileURLToPath(new URL('../replay/histories/all-at-once-v1-v2-deployment-first.json', import.meta.url));
 
-let connection: Connection;
-let nativeConnection: NativeConnection;
+let rig: FakeRig;
 let client: Client;
 let worlds: FakeWorlds;
-let worker: Worker;
-let running: Promise<void>;
 const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
 
 beforeAll(async () => {
-  connection = await Connection.connect({ address });
-  client = new Client({ connection, namespace });
-  worlds = new FakeWorlds(client);
-  nativeConnection = await NativeConnection.connect({ address });
-  worker = await Worker.create({
-    connection: nativeConnection,
-    namespace,
-    taskQueue,
-    workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
-    activities: worlds.activities(),
-  });
-  running = worker.run();
+  rig = await startFakeRig(taskQueue);
+  ({ client, worlds } = rig);
 });
 
 afterAll(async () => {
-  // Nothing of one test file may linger: end every rollout still open.
-  await Promise.all(handles.map((h) => h.terminate('test file done').catch(() => {})));
-  worker?.shutdown();
-  await running;
-  await nativeConnection?.close();
-  await connection?.close();
+  await rig?.stop(handles.map((h) => h.workflowId));
 });
 
 // ---- helpers ----
 
 
-/** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
-function desired(generation: number, buildId: string, rollout: TemporalWorkerDeploymentSpecInput['rollout']): Desired {
-  const spec = TemporalWorkerDeploymentSpec.parse({
-    replicas: 2,
-    template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
-    rollout,
-    sunset: { scaledownDelay: '0s', deleteDelay: '1s' },
-    workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'default' },
-  } satisfies TemporalWorkerDeploymentSpecInput);
-  return { generation, spec, buildId, connection: { hostPort: 'x:1' }, connectionVersion: '1' };
-}
 
 interface Rollout {
   world: FakeWorld;
