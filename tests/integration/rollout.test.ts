@@ -5,6 +5,9 @@
  */
 import { group, version } from '../../api/common.js';
 import type * as k8s from '@kubernetes/client-node';
+import { NativeConnection, Worker } from '@temporalio/worker';
+import { createActivities } from '../../examples/worker/activities.js';
+import { exampleBundle } from '../../examples/worker/worker.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { promote, resync } from '../../workflows/messages.js';
 import {
@@ -109,6 +112,35 @@ test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pau
   const honoured = held.every((ms) => ms >= 3000 - 100 && ms <= 3000 + 1000);
   expect(honoured ? 'each pause within a second' : `steps held ${held.join(' / ')} ms`).toBe('each pause within a second');
   await currentIs('prog', v2);
+});
+
+test('the first version ramps away from unversioned workers still polling its task queue, as the strategy says', async () => {
+  // An unversioned worker of the same task queue: what a team has before it adopts Worker Versioning.
+  const connection = await NativeConnection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  const unversioned = await Worker.create({
+    connection,
+    namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+    taskQueue: taskQueueOf(env, 'adopt'),
+    workflowBundle: await exampleBundle(),
+    activities: createActivities({}),
+  });
+  const running = unversioned.run();
+  try {
+    const steps = [{ rampPercentage: 30, pauseDuration: '2s' }];
+    await apply(env, resource(env, 'adopt', { strategy: 'Progressive', steps, env: { VERSION: 'v1' } }));
+    const ramp = await eventually('v1 ramping from unversioned', async () => {
+      const r = await routing(env, 'adopt');
+      return r.ramping ? r : undefined;
+    });
+    expect(ramp).toMatchObject({ current: undefined, percentage: 30 });
+    const v1 = ramp.ramping!;
+    await currentIs('adopt', v1);
+    expect((await routing(env, 'adopt')).current).toBe(v1);
+  } finally {
+    unversioned.shutdown();
+    await running;
+    await connection.close();
+  }
 });
 
 test('Manual: nothing is routed to the new version until promote', async () => {
