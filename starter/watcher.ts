@@ -44,6 +44,8 @@ export class Watcher {
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
   private readonly observed = new Map<string, string>();
+  /** The condition the watcher last wrote on each resource. */
+  private readonly reported = new Map<string, string>();
   private stopped = false;
   private readonly log: NonNullable<WatcherOptions['log']>;
 
@@ -219,6 +221,10 @@ export class Watcher {
 
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
     const meta = obj.metadata!;
+    // Our own status write comes back as an update event: say each thing once per generation, or it never ends.
+    const said = `${reason}/${meta.generation}/${message}`;
+    if (this.reported.get(meta.uid!) === said) return;
+    this.reported.set(meta.uid!, said);
     const at = new Date().toISOString();
     const cond = (type: string) => ({ type, status: 'False', reason, message, lastTransitionTime: at, observedGeneration: meta.generation });
     await ignoreNotFound(

@@ -39,6 +39,28 @@ test('a spec that got past admission but cannot be rolled out: InvalidSpec condi
   expect((await deployments(env, 'bad')).size).toBe(0);
 });
 
+test('a resource whose TemporalConnection does not exist yet waits (ConnectionNotFound) and rolls out once it appears', async () => {
+  const obj = resource(env, 'early', { env: { VERSION: 'v1' } });
+  obj.spec.workerOptions.connectionRef.name = 'later';
+  await apply(env, obj);
+  const waiting = await eventually('ConnectionNotFound', async () => {
+    const s = await twdStatus(env, 'early');
+    return s?.conditions?.some((c) => c.reason === 'ConnectionNotFound') ? s : undefined;
+  });
+  expect(waiting.phase).toBe('Pending');
+  expect((await deployments(env, 'early')).size).toBe(0);
+  // Said once: the watcher's own status write must not set off another one.
+  const rv = async () => ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: 'temporalworkerdeployments', name: 'early' })) as k8s.KubernetesObject).metadata?.resourceVersion;
+  const before = await rv();
+  await new Promise((r) => setTimeout(r, 2000));
+  expect(await rv()).toBe(before);
+  await env.custom.createNamespacedCustomObject({
+    group, version, namespace: env.namespace, plural: 'temporalconnections',
+    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'later' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+  });
+  await eventually('rolled out', async () => (await twdStatus(env, 'early'))?.phase === 'Ready');
+});
+
 test('a TemporalConnection change reaches the live Deployments of every resource that uses it', async () => {
   await apply(env, resource(env, 'conn-a', { env: { VERSION: 'v1' } }));
   await apply(env, resource(env, 'conn-b', { env: { VERSION: 'v1' } }));
