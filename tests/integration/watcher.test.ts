@@ -33,8 +33,11 @@ test('a spec that got past admission but cannot be rolled out: InvalidSpec condi
   });
   expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
   expect(JSON.stringify(status)).toContain('spec.workerOptions.unsafeCustomBuildID');
-  const events = await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=bad' });
-  expect(events.items.some((e) => e.type === 'Warning' && e.reason === 'InvalidSpec')).toBe(true);
+  // The Event is written just after the status.
+  await eventually('a Warning Event InvalidSpec', async () => {
+    const events = await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=bad' });
+    return events.items.some((e) => e.type === 'Warning' && e.reason === 'InvalidSpec');
+  }, 10_000);
   await expect(workflowHandle(env, 'bad').describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   expect((await deployments(env, 'bad')).size).toBe(0);
 });
