@@ -12,7 +12,7 @@ import { rolloutWorkflowId } from '../api/names.js';
 import { TemporalConnection } from '../api/temporal-connection.js';
 import { TemporalWorkerDeployment } from '../api/temporal-worker-deployment.js';
 import { asApply, asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
-import { finalizer, observeDeployment, plural } from '../activities/kubernetes/activities.js';
+import { createKubernetesActivities, finalizer, observeDeployment, plural, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { deleted, deploymentObserved, specChanged } from '../workflows/messages.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
@@ -40,7 +40,8 @@ export class Watcher {
   private readonly connections: k8s.Informer<Resource> & k8s.ObjectCache<Resource>;
   private readonly deployments: k8s.Informer<k8s.V1Deployment> & k8s.ObjectCache<k8s.V1Deployment>;
   private readonly custom: k8s.CustomObjectsApi;
-  private readonly core: k8s.CoreV1Api;
+  /** The same Kubernetes adapters the activities use (Events). */
+  private readonly kube: KubernetesActivities;
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
   private readonly observed = new Map<string, string>();
@@ -53,7 +54,7 @@ export class Watcher {
     const kc = options.kubeConfig;
     this.log = options.log ?? (() => {});
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    this.core = kc.makeApiClient(k8s.CoreV1Api);
+    this.kube = createKubernetesActivities(kc);
     const apps = kc.makeApiClient(k8s.AppsV1Api);
     const listCustom = (p: string) => () =>
       this.custom.listClusterCustomObject({ group, version, plural: p }) as Promise<k8s.KubernetesListObject<Resource>>;
@@ -200,22 +201,7 @@ export class Watcher {
     const key = `invalid/${meta.generation}`;
     if (this.signalled.get(meta.uid!) === key) return;
     await this.writeCondition(obj, 'InvalidSpec', 'InvalidSpec', problems);
-    await ignoreNotFound(
-      this.core.createNamespacedEvent({
-        namespace: meta.namespace!,
-        body: {
-          metadata: { generateName: `${meta.name}.`, namespace: meta.namespace },
-          involvedObject: { apiVersion, kind: 'TemporalWorkerDeployment', name: meta.name, namespace: meta.namespace, uid: meta.uid },
-          type: 'Warning',
-          reason: 'InvalidSpec',
-          message: problems,
-          source: { component: watcherManager },
-          firstTimestamp: new Date(),
-          lastTimestamp: new Date(),
-          count: 1,
-        },
-      }),
-    );
+    await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason: 'InvalidSpec', message: problems });
     this.signalled.set(meta.uid!, key);
   }
 
