@@ -212,13 +212,12 @@ test('4. a spec change that arrives while it waits to continue as new is acted o
   await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
   // v1's first drainage check (once v2 is current) stays in flight for a while: the run, past its history
   // limit by then, waits for it at its idle point before continuing as new.
-  w.versionStatusDelayMs = 3000;
+  let release!: () => void;
+  w.versionStatusHold = new Promise((resolve) => (release = resolve));
   await r.spec(desired(2, 'v2'));
   await eventually('v2 to be current, and said so', () => w.events.some((e) => e.reason === 'RolloutComplete' && e.message.startsWith('v2')));
-  await sleep(300);
-  const check = w.callsOf('versionStatus').at(-1);
-  expect(check?.args[0]).toBe('v1');
-  expect(Date.now() - check!.at).toBeLessThan(2000); // still in flight
+  await eventually('a drainage check of v1 in flight', () => w.versionStatusInFlight === 1);
+  expect(w.callsOf('versionStatus').at(-1)?.args[0]).toBe('v1');
   const waiting = await r.latest().describe();
   expect(waiting.historyLength).toBeGreaterThan(timings.historyLimit);
   expect(waiting.status.name).toBe('RUNNING');
@@ -226,6 +225,7 @@ test('4. a spec change that arrives while it waits to continue as new is acted o
   // A new connection (same generation, same build): every live Deployment is re-applied.
   const applied = argsOf(w, 'ensureVersionedDeployment').length;
   await r.spec({ ...desired(2, 'v2'), connectionVersion: '2' });
+  release();
   await r.continuedPast(waiting.runId);
   await eventually('the live Deployments to be re-applied', () => argsOf(w, 'ensureVersionedDeployment').length > applied);
   expect(argsOf(w, 'ensureVersionedDeployment').slice(applied)).toEqual(expect.arrayContaining([['v2', 2]]));

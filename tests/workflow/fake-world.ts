@@ -51,8 +51,10 @@ export class FakeWorld {
   autoAvailable = true;
   /** The status a version gets when it stops being current or ramping (the test flips it to Drained). */
   statusWhenRoutedAway: VersionStatus = 'Draining';
-  /** How long versionStatus takes to answer (0: at once), to hold a drainage check in flight. */
-  versionStatusDelayMs = 0;
+  /** While set, versionStatus answers only once it resolves: holds a drainage check in flight. */
+  versionStatusHold?: Promise<void>;
+  /** Drainage checks started and not yet answered. */
+  versionStatusInFlight = 0;
   /** How long setCurrent takes (to race signals against the final routing change). */
   setCurrentDelayMs = 0;
 
@@ -259,7 +261,12 @@ export class FakeWorlds {
       },
       versionStatus: async (t, buildId) => {
         const w = temporal(t, 'versionStatus', [buildId]);
-        if (w.versionStatusDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.versionStatusDelayMs));
+        w.versionStatusInFlight++;
+        try {
+          await w.versionStatusHold;
+        } finally {
+          w.versionStatusInFlight--;
+        }
         return w.versions.get(buildId) ?? 'NotRegistered';
       },
       deleteVersion: async (t, buildId) => {

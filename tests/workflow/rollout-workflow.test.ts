@@ -128,6 +128,8 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   const drainedAt = Date.now();
   w.versions.set('v1', 'Drained');
   s = await r.until('v1 to be deleted', (s) => s.deprecated.length === 0);
+  // The Event is recorded after the state changed: wait for it rather than race it.
+  await eventually('the VersionDeleted Event', () => w.events.some((e) => e.reason === 'VersionDeleted'));
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
   const [scale] = w.callsOf('scaleDeployment');
   const [del] = w.callsOf('deleteDeployment');
