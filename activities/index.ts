@@ -1,25 +1,36 @@
 /** Every activity RolloutWorkflow calls, created with the clients they adapt. */
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { withFailureClassification } from './errors.js';
 import { ignoreNotFound } from './kubernetes/client.js';
-import { createKubernetesActivities } from './kubernetes/activities.js';
+import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
 import { createTemporalActivities } from './temporal/activities.js';
+import { createDrainageActivities } from './temporal/drainage.js';
 import { TemporalConnections } from './temporal/connections.js';
 
 export type { TemporalTarget } from './temporal/connections.js';
 export type { VersionRegistration, Routing, GateRun } from './temporal/activities.js';
+export type { GateInputSource } from './kubernetes/activities.js';
+export { permanentFailureType } from './errors.js';
 
+/**
+ * The activities, each wrapped so that a permanent failure is a non-retryable ApplicationFailure of type
+ * `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
+ */
 export function createActivities(kc: k8s.KubeConfig, identity: string) {
   const core = kc.makeApiClient(CoreV1Api);
-  const connections = new TemporalConnections(async (namespace, name, key) => {
+  const connections = new TemporalConnections(async (namespace, name) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
-    const data = secret?.data?.[key];
-    return data === undefined ? undefined : Buffer.from(data, 'base64');
+    if (!secret) return undefined;
+    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
   });
-  return {
-    activities: { ...createKubernetesActivities(kc), ...createTemporalActivities(connections, identity) },
-    close: () => connections.closeAll(),
-  };
+  const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
+  const activities = withFailureClassification({
+    ...createKubernetesActivities(kc),
+    ...temporal,
+    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId)),
+  });
+  return { activities, close: () => connections.closeAll() };
 }
 
 export type Activities = ReturnType<typeof createActivities>['activities'];

@@ -205,6 +205,10 @@ export const Reason = {
   GateFailed: 'GateFailed',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   VersionLimitReached: 'VersionLimitReached',
+  /** The version's workers did not poll Temporal within the progress deadline. */
+  NoPollers: 'NoPollers',
+  /** A permanent error (refused by Kubernetes or Temporal): waits for a new spec or a control. */
+  Blocked: 'Blocked',
   ConnectionNotFound: 'ConnectionNotFound',
   InvalidSpec: 'InvalidSpec',
   Deleting: 'Deleting',
@@ -212,7 +216,7 @@ export const Reason = {
 export type Reason = (typeof Reason)[keyof typeof Reason];
 
 /** Status of a version in Temporal, as TWC names it. */
-export const VersionStatus = z.enum(['NotRegistered', 'Inactive', 'Ramping', 'Current', 'Draining', 'Drained']);
+export const VersionStatus = z.enum(['NotRegistered', 'Inactive', 'Ramping', 'Current', 'Draining', 'Drained', 'Unknown']);
 export type VersionStatus = z.infer<typeof VersionStatus>;
 
 const VersionRef = {

@@ -2,6 +2,9 @@
  * The watcher: thin and stateless. Informers on TemporalWorkerDeployments, TemporalConnections and the
  * Deployments Glidepath owns turn every change into a signal to the resource's RolloutWorkflow (started on
  * first sight with signalWithStart; the workflow ID deduplicates, so several watchers are harmless).
+ *
+ * Signals wake the workflow; they are not the truth. A failed signal is retried with backoff, and a periodic
+ * resync from the informer caches sends every resource's spec again, so no state depends on one signal.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
@@ -14,9 +17,11 @@ import { TemporalWorkerDeployment } from '../api/temporal-worker-deployment.js';
 import { asApply, asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer, observeDeployment, plural, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
-import { deleted, deploymentObserved, specChanged } from '../workflows/messages.js';
+import { deleted, deploymentObserved, specChanged, type DeletedRequest } from '../workflows/messages.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
 import type { Desired, Timings } from '../workflows/state.js';
+import { holdsProblemStatus } from './condition-ownership.js';
+import { RetryScheduler, type Backoff } from './retry-scheduler.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -25,28 +30,42 @@ export interface WatcherOptions {
   taskQueue: string;
   /** Timings handed to new workflows (tests and demos shorten them). */
   timings?: Partial<Timings>;
-  /** Kubernetes namespaces to act on (default: all). */
+  /** Kubernetes namespaces to act on (default: all). Each gets its own informers, so a namespaced Role suffices. */
   namespaces?: string[];
+  /** How often every cached resource and Deployment is handled again as if new (default 10 minutes). */
+  resyncIntervalMs?: number;
+  /** Backoff of a failed signal or status write (default 200 ms doubling to 30 s). */
+  retryBackoff?: Backoff;
   log?: (message: string, fields?: Record<string, unknown>) => void;
 }
 
 type Resource = k8s.KubernetesObject & { spec?: unknown };
-const watcherManager = `${managerName}-watcher`;
+type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T>;
+
+/** The informers of one namespace, or of the whole cluster (namespace ''). */
+interface Scope {
+  resources: Cache<Resource>;
+  connections: Cache<Resource>;
+  deployments: Cache<k8s.V1Deployment>;
+}
+
+export const watcherManager = `${managerName}-watcher`;
+export const defaultResyncIntervalMs = 10 * 60_000;
 
 export class Watcher {
-  /** Start/stop/error is all the watcher does with them as a group. */
-  private readonly informers: Pick<k8s.Informer<k8s.KubernetesObject>, 'start' | 'stop'>[] = [];
-  private readonly resources: k8s.Informer<Resource> & k8s.ObjectCache<Resource>;
-  private readonly connections: k8s.Informer<Resource> & k8s.ObjectCache<Resource>;
-  private readonly deployments: k8s.Informer<k8s.V1Deployment> & k8s.ObjectCache<k8s.V1Deployment>;
+  /** Keyed by namespace; '' holds the cluster-wide informers. */
+  private readonly scopes = new Map<string, Scope>();
   private readonly custom: k8s.CustomObjectsApi;
   /** The same Kubernetes adapters the activities use (Events). */
   private readonly kube: KubernetesActivities;
+  private readonly retry: RetryScheduler;
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
   private readonly observed = new Map<string, string>();
-  /** The condition the watcher last wrote on each resource. */
+  /** The condition and the Warning Event the watcher last wrote on each resource: said once per generation. */
   private readonly reported = new Map<string, string>();
+  private readonly warned = new Map<string, string>();
+  private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly log: NonNullable<WatcherOptions['log']>;
 
@@ -55,28 +74,71 @@ export class Watcher {
     this.log = options.log ?? (() => {});
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.kube = createKubernetesActivities(kc);
-    const apps = kc.makeApiClient(k8s.AppsV1Api);
-    const listCustom = (p: string) => () =>
-      this.custom.listClusterCustomObject({ group, version, plural: p }) as Promise<k8s.KubernetesListObject<Resource>>;
-    this.resources = k8s.makeInformer(kc, `/apis/${group}/${version}/${plural}`, listCustom(plural));
-    this.connections = k8s.makeInformer(kc, `/apis/${group}/${version}/temporalconnections`, listCustom('temporalconnections'));
-    const selector = `${Labels.managedBy}=${managerName}`;
-    this.deployments = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
+    this.retry = new RetryScheduler({
+      backoff: options.retryBackoff,
+      onRetry: (key, err, delayMs) => this.log(`${key} failed, retrying in ${delayMs} ms: ${(err as Error).message}`),
+    });
+    const namespaces = options.namespaces?.length ? options.namespaces : [''];
+    for (const ns of namespaces) this.scopes.set(ns, this.makeScope(ns));
+  }
 
-    const watched = (obj: k8s.KubernetesObject) => !options.namespaces || options.namespaces.includes(obj.metadata?.namespace ?? '');
-    const guard =
-      <T extends k8s.KubernetesObject>(what: string, fn: (obj: T) => Promise<void>) =>
-      (obj: T) =>
-        void (watched(obj) ? fn(obj) : Promise.resolve()).catch((err: Error) => this.log(`handling ${what} failed: ${err.message}`));
-    this.resources.on('add', guard<Resource>('resource', (o) => this.onResource(o)));
-    this.resources.on('update', guard<Resource>('resource', (o) => this.onResource(o)));
-    this.connections.on('add', guard<Resource>('connection', (o) => this.onConnection(o)));
-    this.connections.on('update', guard<Resource>('connection', (o) => this.onConnection(o)));
-    this.deployments.on('add', guard<k8s.V1Deployment>('deployment', (d) => this.onDeployment(d, true)));
-    this.deployments.on('update', guard<k8s.V1Deployment>('deployment', (d) => this.onDeployment(d, true)));
-    this.deployments.on('delete', guard<k8s.V1Deployment>('deployment', (d) => this.onDeployment(d, false)));
-    this.informers.push(this.connections, this.resources, this.deployments);
-    for (const informer of [this.connections, this.resources, this.deployments] as k8s.Informer<k8s.KubernetesObject>[]) {
+  /** Starts the informers: connections first, so resources find their connection on first sight. */
+  async start(): Promise<void> {
+    for (const kind of ['connections', 'resources', 'deployments'] as const) {
+      for (const scope of this.scopes.values()) await scope[kind].start();
+    }
+    const every = this.options.resyncIntervalMs ?? defaultResyncIntervalMs;
+    this.resyncTimer = setInterval(() => this.resync(), every).unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    clearInterval(this.resyncTimer);
+    this.retry.stop();
+    await Promise.allSettled([...this.scopes.values()].flatMap((s) => [s.connections.stop(), s.resources.stop(), s.deployments.stop()]));
+  }
+
+  /**
+   * Handles every cached resource and Deployment again as if new. Connections need no pass of their own: all
+   * they do is re-handle their resources. Reads the informer caches only; the apiserver is not listed.
+   */
+  resync(): void {
+    if (this.stopped) return;
+    for (const scope of this.scopes.values()) {
+      for (const obj of scope.resources.list()) this.scheduleResource(obj, { force: true });
+      for (const d of scope.deployments.list()) this.scheduleDeployment(d, true, { force: true });
+    }
+  }
+
+  private makeScope(namespace: string): Scope {
+    const kc = this.options.kubeConfig;
+    const apps = kc.makeApiClient(k8s.AppsV1Api);
+    // Listing and watching inside the namespace: a namespaced Role allows nothing cluster-wide.
+    const at = namespace ? `/namespaces/${namespace}` : '';
+    const listCustom = (p: string) => () =>
+      (namespace
+        ? this.custom.listNamespacedCustomObject({ group, version, namespace, plural: p })
+        : this.custom.listClusterCustomObject({ group, version, plural: p })) as Promise<k8s.KubernetesListObject<Resource>>;
+    const selector = `${Labels.managedBy}=${managerName}`;
+    const scope: Scope = {
+      resources: k8s.makeInformer(kc, `/apis/${group}/${version}${at}/${plural}`, listCustom(plural)),
+      connections: k8s.makeInformer(kc, `/apis/${group}/${version}${at}/temporalconnections`, listCustom('temporalconnections')),
+      deployments: k8s.makeInformer(
+        kc,
+        `/apis/apps/v1${at}/deployments`,
+        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: selector }) : apps.listDeploymentForAllNamespaces({ labelSelector: selector })),
+        selector,
+      ),
+    };
+    scope.resources.on('add', (o) => this.scheduleResource(o));
+    scope.resources.on('update', (o) => this.scheduleResource(o));
+    scope.resources.on('delete', (o) => this.scheduleResourceGone(o));
+    scope.connections.on('add', (o) => this.onConnection(o));
+    scope.connections.on('update', (o) => this.onConnection(o));
+    scope.deployments.on('add', (d) => this.scheduleDeployment(d, true));
+    scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
+    scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
+    for (const informer of [scope.connections, scope.resources, scope.deployments] as Cache<k8s.KubernetesObject>[]) {
       // An informer stops on a watch error; start it again after a pause.
       informer.on('error', (err) => {
         if (this.stopped) return;
@@ -84,64 +146,74 @@ export class Watcher {
         setTimeout(() => void informer.start().catch(() => {}), 1000);
       });
     }
+    return scope;
   }
 
-  /** Starts the informers: connections first, so resources find their connection on first sight. */
-  async start(): Promise<void> {
-    for (const informer of this.informers) await informer.start();
+  private scopeOf(namespace: string): Scope | undefined {
+    return this.scopes.get(namespace) ?? this.scopes.get('');
   }
 
-  async stop(): Promise<void> {
-    this.stopped = true;
-    await Promise.allSettled(this.informers.map((i) => i.stop()));
+  // Work is keyed by uid: a namesake created after a deletion is another object with its own queue.
+  private scheduleResource(obj: Resource, opts: { force?: boolean } = {}): void {
+    const m = obj.metadata ?? {};
+    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResource(this.latest(obj), opts.force ?? false));
   }
 
-  private async onResource(obj: Resource): Promise<void> {
+  /** The cached copy of `obj` if newer: a retry must not repeat a write made from a stale resourceVersion. */
+  private latest(obj: Resource): Resource {
+    const { namespace = '', name = '', uid } = obj.metadata ?? {};
+    const cached = this.scopeOf(namespace)?.resources.get(name, namespace);
+    return cached && cached.metadata?.uid === uid ? cached : obj;
+  }
+
+  private scheduleResourceGone(obj: Resource): void {
+    const m = obj.metadata ?? {};
+    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResourceGone(obj));
+  }
+
+  private scheduleDeployment(d: k8s.V1Deployment, exists: boolean, opts: { force?: boolean } = {}): void {
+    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () => this.onDeployment(d, exists, opts.force ?? false));
+  }
+
+  /** `force`: send the spec even if this generation was sent already (resync). */
+  private async onResource(obj: Resource, force: boolean): Promise<void> {
     const meta = obj.metadata!;
     const [ns, name, uid] = [meta.namespace!, meta.name!, meta.uid!];
-    const workflowId = rolloutWorkflowId(ns, name);
     if (meta.deletionTimestamp) {
-      if (!meta.finalizers?.includes(finalizer) || this.signalled.get(uid) === 'deleted') return;
-      await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, []>('RolloutWorkflow', {
-        workflowId,
-        taskQueue: this.options.taskQueue,
-        args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
-        signal: deleted,
-        signalArgs: [],
-      });
-      this.signalled.set(uid, 'deleted');
-      return;
+      // With our finalizer the workflow must run to remove it (start it if need be); without, only tell a running one.
+      return this.signalDeleted(obj, { start: !!meta.finalizers?.includes(finalizer), force });
     }
     const parsed = TemporalWorkerDeployment.safeParse(obj);
-    if (!parsed.success) return this.markInvalid(obj, describeIssues(parsed.error));
+    if (!parsed.success) return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', describeIssues(parsed.error));
     const twd = parsed.data;
-    const connectionObj = this.connections.get(twd.spec.workerOptions.connectionRef.name, ns);
+    const connectionObj = this.scopeOf(ns)?.connections.get(twd.spec.workerOptions.connectionRef.name, ns);
     const connection = connectionObj && TemporalConnection.safeParse(connectionObj);
     if (!connection?.success) {
       const why = connectionObj
         ? `TemporalConnection ${ns}/${connectionObj.metadata?.name} is invalid: ${connection && !connection.success ? describeIssues(connection.error) : ''}`
         : `TemporalConnection ${ns}/${twd.spec.workerOptions.connectionRef.name} not found`;
-      return this.writeCondition(obj, 'Pending', 'ConnectionNotFound', why);
+      return this.reportProblem(obj, 'Pending', 'ConnectionNotFound', why);
     }
     let buildId: string;
     try {
       buildId = computeBuildId(twd.spec.template, twd.spec.workerOptions.unsafeCustomBuildID);
     } catch (err) {
-      return this.markInvalid(obj, `spec.workerOptions.unsafeCustomBuildID: ${(err as Error).message}`);
+      return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', `spec.workerOptions.unsafeCustomBuildID: ${(err as Error).message}`);
     }
+    // `uid` tells the workflow a spec of a namesake (another object under the same name) from its own.
     const desired: Desired = {
       generation: meta.generation ?? 0,
       spec: twd.spec,
       buildId,
       connection: connection.data.spec,
       connectionVersion: connectionObj!.metadata?.resourceVersion ?? '',
+      uid,
     };
     const key = `${desired.generation}/${desired.connectionVersion}`;
-    const previous = this.signalled.get(uid);
-    if (previous === key) return;
-    this.signalled.set(uid, key); // before awaiting, so the finalizer's own update event does not signal twice
-    try {
-      await Promise.all([
+    if (force || this.signalled.get(uid) !== key) {
+      const workflowId = rolloutWorkflowId(ns, name);
+      // allSettled: a retry must not start while the other call is still in flight.
+      const results = await Promise.allSettled([
         meta.finalizers?.includes(finalizer) ? undefined : this.addFinalizer(obj),
         this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
           workflowId,
@@ -151,37 +223,75 @@ export class Watcher {
           signalArgs: [desired],
         }),
       ]);
-    } catch (err) {
-      if (this.signalled.get(uid) === key) this.signalled.delete(uid); // the next event tries again
-      throw err;
+      for (const r of results) if (r.status === 'rejected') throw r.reason;
+      // Set only once sent: work for one resource never runs twice at once, and a failure is retried.
+      this.signalled.set(uid, key);
+      this.log('signalled specChanged', { workflowId, generation: desired.generation, buildId: desired.buildId });
     }
-    this.log('signalled specChanged', { workflowId, generation: desired.generation, buildId: desired.buildId });
+    // Checked on every event, not only after a signal: the object that shows our condition may come after it.
+    if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.releaseProblem(obj);
+  }
+
+  /** The resource is gone (deleted before our finalizer was on it, or after someone removed it). */
+  private async onResourceGone(obj: Resource): Promise<void> {
+    const uid = obj.metadata!.uid!;
+    await this.signalDeleted(obj, { start: false, force: true });
+    for (const memo of [this.signalled, this.reported, this.warned]) memo.delete(uid);
+  }
+
+  /**
+   * Tells the workflow to clean up and end; `start` when it must run even if it is not running now. The uid
+   * lets the workflow ignore the deletion of a namesake.
+   */
+  private async signalDeleted(obj: Resource, opts: { start: boolean; force: boolean }): Promise<void> {
+    const meta = obj.metadata!;
+    const [ns, name, uid] = [meta.namespace!, meta.name!, meta.uid!];
+    if (!opts.force && this.signalled.get(uid) === 'deleted') return;
+    const workflowId = rolloutWorkflowId(ns, name);
+    if (opts.start) {
+      await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest?]>('RolloutWorkflow', {
+        workflowId,
+        taskQueue: this.options.taskQueue,
+        args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
+        signal: deleted,
+        signalArgs: [{ uid }],
+      });
+    } else {
+      try {
+        await this.options.client.workflow.getHandle(workflowId).signal(deleted, { uid });
+      } catch (err) {
+        if (!(err instanceof WorkflowNotFoundError)) throw err;
+        return; // no workflow running: nothing to clean up
+      }
+    }
+    this.signalled.set(uid, 'deleted');
+    this.log('signalled deleted', { workflowId, uid });
   }
 
   /** A connection changed: every resource that uses it hears about it. */
-  private async onConnection(conn: Resource): Promise<void> {
-    const ns = conn.metadata?.namespace;
-    for (const obj of this.resources.list(ns)) {
+  private onConnection(conn: Resource): void {
+    const ns = conn.metadata?.namespace ?? '';
+    for (const obj of this.scopeOf(ns)?.resources.list(ns) ?? []) {
       const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string } } } | undefined)?.workerOptions?.connectionRef?.name;
-      if (ref === conn.metadata?.name) await this.onResource(obj);
+      if (ref === conn.metadata?.name) this.scheduleResource(obj);
     }
   }
 
-  private async onDeployment(d: k8s.V1Deployment, exists: boolean): Promise<void> {
+  private async onDeployment(d: k8s.V1Deployment, exists: boolean, force: boolean): Promise<void> {
     const ns = d.metadata?.namespace ?? '';
     const owner = d.metadata?.labels?.[Labels.workerDeployment];
     if (!owner) return;
     const obs = { ...observeDeployment(d), exists: exists && !d.metadata?.deletionTimestamp };
     const key = `${ns}/${obs.name}`;
     const text = JSON.stringify(obs);
-    if (this.observed.get(key) === text) return;
-    this.observed.set(key, text);
-    if (!exists) this.observed.delete(key);
+    if (!force && this.observed.get(key) === text) return;
     try {
       await this.options.client.workflow.getHandle(rolloutWorkflowId(ns, owner)).signal(deploymentObserved, obs);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
+    if (exists) this.observed.set(key, text);
+    else this.observed.delete(key);
   }
 
   private async addFinalizer(obj: Resource): Promise<void> {
@@ -195,29 +305,47 @@ export class Watcher {
     );
   }
 
-  /** Invalid spec: say so on the resource and in a Warning Event; no workflow is started or signalled. */
-  private async markInvalid(obj: Resource, problems: string): Promise<void> {
+  /**
+   * A spec the watcher cannot hand to a workflow: a condition on the resource and a Warning Event, each said
+   * once per generation and message (our own status write comes back as an update event).
+   */
+  private async reportProblem(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
     const meta = obj.metadata!;
-    const key = `invalid/${meta.generation}`;
-    if (this.signalled.get(meta.uid!) === key) return;
-    await this.writeCondition(obj, 'InvalidSpec', 'InvalidSpec', problems);
-    await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason: 'InvalidSpec', message: problems });
-    this.signalled.set(meta.uid!, key);
+    const said = `${reason}/${meta.generation}/${message}`;
+    if (this.reported.get(meta.uid!) !== said) {
+      await this.writeCondition(obj, phase, reason, message);
+      this.reported.set(meta.uid!, said);
+    }
+    if (this.warned.get(meta.uid!) !== said) {
+      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason, message });
+      this.warned.set(meta.uid!, said);
+    }
   }
 
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
     const meta = obj.metadata!;
-    // Our own status write comes back as an update event: say each thing once per generation, or it never ends.
-    const said = `${reason}/${meta.generation}/${message}`;
-    if (this.reported.get(meta.uid!) === said) return;
-    this.reported.set(meta.uid!, said);
     const at = new Date().toISOString();
     const cond = (type: string) => ({ type, status: 'False', reason, message, lastTransitionTime: at, observedGeneration: meta.generation });
+    await this.applyStatus(obj, { phase, message, observedGeneration: meta.generation, conditions: [cond('Ready'), cond('Progressing')] });
+  }
+
+  /**
+   * The problem is gone and the workflow has the spec: apply the watcher's status without phase, message and
+   * conditions, so server-side apply drops those the workflow has not written since (it owns the rest).
+   */
+  private async releaseProblem(obj: Resource): Promise<void> {
+    await this.applyStatus(obj, { observedGeneration: obj.metadata!.generation });
+    this.reported.delete(obj.metadata!.uid!);
+    this.log('cleared the watcher\'s condition', { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
+  }
+
+  private async applyStatus(obj: Resource, status: Record<string, unknown>): Promise<void> {
+    const meta = obj.metadata!;
     await ignoreNotFound(
       this.custom.patchNamespacedCustomObjectStatus(
         {
           group, version, plural, namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, force: true,
-          body: { apiVersion, kind: 'TemporalWorkerDeployment', metadata: { name: meta.name, namespace: meta.namespace }, status: { phase, message, observedGeneration: meta.generation, conditions: [cond('Ready'), cond('Progressing')] } },
+          body: { apiVersion, kind: 'TemporalWorkerDeployment', metadata: { name: meta.name, namespace: meta.namespace }, status },
         },
         asApply,
       ),

@@ -8,7 +8,8 @@ import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
-import { Watcher } from '../starter/watcher.js';
+import { Watcher, type WatcherOptions } from '../starter/watcher.js';
+import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
@@ -23,6 +24,8 @@ export interface ControllerOptions {
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to watch (default: all). */
   namespaces?: string[];
+  /** How often the watcher sends every resource's spec again (default 10 minutes). */
+  resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   /** A prebuilt bundle (tests build it once for many controllers). */
   workflowBundle?: WorkflowBundle;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -69,8 +72,27 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
   });
-  const done = worker.run();
-  const watcher = new Watcher({ kubeConfig: options.kubeConfig, client, taskQueue, timings: options.timings, namespaces: options.namespaces, log: options.log });
+  // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
+  // slots that status writes and routing calls need.
+  const waits = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue: waitsTaskQueue(taskQueue),
+    identity,
+    activities,
+    maxConcurrentActivityTaskExecutions: 1000,
+  });
+  const workers = [worker, waits];
+  const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);
+  const watcher = new Watcher({
+    kubeConfig: options.kubeConfig,
+    client,
+    taskQueue,
+    timings: options.timings,
+    namespaces: options.namespaces,
+    resyncIntervalMs: options.resyncIntervalMs,
+    log: options.log,
+  });
   await watcher.start();
   let stopping: Promise<void> | undefined;
   return {
@@ -79,7 +101,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     stop() {
       stopping ??= (async () => {
         await watcher.stop();
-        if (worker.getState() === 'RUNNING') worker.shutdown();
+        for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => {});
         await close();
         await connection.close();

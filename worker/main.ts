@@ -5,7 +5,9 @@
  *   --temporal-address H:P      default $TEMPORAL_ADDRESS or localhost:7233
  *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
  *   --task-queue NAME           default "glidepath"
- *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated)
+ *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated);
+ *                               with it the controller needs only the namespaced Role (k8s-manifests/rbac/namespaced/)
+ *   --resync-interval DURATION  how often every resource's spec is sent again, e.g. 10m (the default)
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
  * GLIDEPATH_LOG_LEVEL sets the SDK's log level (INFO).
@@ -13,6 +15,7 @@
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { parseDuration } from '../api/duration.js';
 import type { LogLevel } from '@temporalio/worker';
 import { installRuntime, startController } from './controller.js';
 
@@ -23,11 +26,12 @@ const { values } = parseArgs({
     'temporal-namespace': { type: 'string' },
     'task-queue': { type: 'string' },
     namespace: { type: 'string', multiple: true },
+    'resync-interval': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]...');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION]');
   process.exit(0);
 }
 
@@ -54,6 +58,7 @@ const controller = await startController({
   temporal: { address, namespace, tls, apiKey: env.TEMPORAL_API_KEY },
   taskQueue: values['task-queue'],
   namespaces: values.namespace ?? env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean),
+  resyncIntervalMs: values['resync-interval'] ? parseDuration(values['resync-interval']) : undefined,
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });

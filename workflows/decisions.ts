@@ -5,37 +5,96 @@
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { versionedDeploymentName } from '../api/names.js';
 import type { Condition } from '../api/common.js';
-import type { RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
-import type { Desired, RolloutState, SunsetVersion } from './state.js';
+import type { Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
+import type { Desired, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+
+const strategies = new Set(['AllAtOnce', 'Progressive', 'Manual']);
+const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
+
+/**
+ * Why a `specChanged` payload cannot be used, or undefined when it can. The watcher sends only parsed specs,
+ * but a signal can come from anyone (`temporal workflow signal`): what the workflow reads is checked here, so
+ * no input can fail a workflow task.
+ */
+export function problemWithDesired(x: unknown): string | undefined {
+  if (!isObject(x)) return 'the payload is not an object';
+  if (!Number.isInteger(x.generation)) return 'generation is not an integer';
+  if (typeof x.buildId !== 'string' || x.buildId === '') return 'buildId is not a non-empty string';
+  if (typeof x.connectionVersion !== 'string') return 'connectionVersion is not a string';
+  if (x.uid !== undefined && typeof x.uid !== 'string') return 'uid is not a string';
+  if (!isObject(x.connection) || typeof x.connection.hostPort !== 'string') return 'connection.hostPort is not a string';
+  const spec = x.spec;
+  if (!isObject(spec)) return 'spec is not an object';
+  if (!Number.isInteger(spec.replicas) || (spec.replicas as number) < 0) return 'spec.replicas is not an integer ≥ 0';
+  if (typeof spec.progressDeadlineSeconds !== 'number') return 'spec.progressDeadlineSeconds is not a number';
+  if (!isObject(spec.template)) return 'spec.template is not an object';
+  if (!isObject(spec.workerOptions) || typeof spec.workerOptions.temporalNamespace !== 'string') return 'spec.workerOptions.temporalNamespace is not a string';
+  if (!isObject(spec.sunset) || !isDuration(spec.sunset.scaledownDelay) || !isDuration(spec.sunset.deleteDelay)) return 'spec.sunset delays are not durations';
+  const rollout = spec.rollout;
+  if (!isObject(rollout) || !strategies.has(rollout.strategy as string)) return 'spec.rollout.strategy is not AllAtOnce, Progressive or Manual';
+  if (rollout.strategy === 'Progressive') {
+    const steps = rollout.steps;
+    if (!Array.isArray(steps) || steps.length === 0) return 'spec.rollout.steps: Progressive needs at least one step';
+    let last = 0;
+    for (const [i, step] of steps.entries()) {
+      if (!isObject(step) || typeof step.rampPercentage !== 'number' || step.rampPercentage <= last || step.rampPercentage >= 100) {
+        return `spec.rollout.steps[${i}].rampPercentage must be between 1 and 99 and above the previous step's`;
+      }
+      if (step.pauseDuration !== undefined && !isDuration(step.pauseDuration)) return `spec.rollout.steps[${i}].pauseDuration is not a duration`;
+      if (step.gate !== undefined && !isGate(step.gate)) return `spec.rollout.steps[${i}].gate has no workflowType`;
+      last = step.rampPercentage;
+    }
+  }
+  if (rollout.gate !== undefined && !isGate(rollout.gate)) return 'spec.rollout.gate has no workflowType';
+  return undefined;
+}
+
+function isDuration(x: unknown): boolean {
+  if (typeof x !== 'string') return false;
+  try {
+    parseDuration(x);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+const isGate = (g: unknown) => isObject(g) && typeof g.workflowType === 'string' && (g.timeout === undefined || isDuration(g.timeout));
 
 /** What a new spec means for the versions the workflow knows. */
 export interface SpecDecision {
   state: RolloutState;
   /** The in-flight target this spec replaces; it is sunset like any other non-current version. */
   superseded?: string;
-  /** Re-apply live Deployments: the connection changed (all of them), or the Deployment settings of the desired build. */
+  /** Re-apply live Deployments: the connection changed, or the Deployment settings or template of the desired build. */
   reapply: boolean;
   /** The spec is older than (or the same as) what the workflow already has. */
   ignored: boolean;
+  /** The spec belongs to another object under the same name (another UID): a new lifecycle. */
+  newLifecycle?: boolean;
 }
+
+/** Where a desired spec puts its versions in Temporal. */
+export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connection, temporalNamespace: d.spec.workerOptions.temporalNamespace });
 
 /**
  * Folds a new spec into the state: the same build re-applies, a new build becomes the target (superseding
  * an in-flight one), a deprecated build brought back stops being sunset.
  */
 export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
+  if (desired.uid && desired.uid !== state.owner.uid) return { state: { ...state, nextLifecycle: desired }, reapply: false, ignored: false, newLifecycle: true };
   const known = state.desired;
   if (known && (desired.generation < known.generation || (desired.generation === known.generation && desired.connectionVersion === known.connectionVersion))) {
     return { state, reapply: false, ignored: true };
   }
   const next: RolloutState = { ...state, desired, deprecated: [...state.deprecated] };
   let superseded: string | undefined;
-  const retire = (buildId: string) => {
-    if (!next.deprecated.some((v) => v.buildId === buildId)) next.deprecated.push({ buildId, deprecatedSince: now.toISOString() });
+  const retire = (buildId: string, place: TemporalPlace | undefined) => {
+    if (!next.deprecated.some((v) => v.buildId === buildId)) next.deprecated.push({ buildId, deprecatedSince: now.toISOString(), ...(place ? { place } : {}) });
   };
   if (next.target && next.target.buildId !== desired.buildId) {
     superseded = next.target.buildId;
-    retire(superseded);
+    retire(superseded, known ? placeOf(known) : undefined);
     next.target = undefined;
   }
   const isCurrent = next.current?.buildId === desired.buildId;
@@ -45,17 +104,59 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
     next.deprecated = next.deprecated.filter((v) => v.buildId !== desired.buildId);
     next.target = { buildId: desired.buildId, generation: desired.generation };
   }
+  const knownTemplate = state.templates?.[desired.buildId];
   next.templates = { ...state.templates, [desired.buildId]: desired.spec.template };
-  // A new connection reaches every live Deployment; new Deployment settings reach the desired build's.
+  // A blocked sunset tries again with a new spec.
+  next.deprecated = next.deprecated.map((v) => (v.blocked ? { ...v, blocked: undefined } : v));
+  // A new connection reaches the current and target Deployments; new Deployment settings, or a new template
+  // under the same (custom) build ID, reach the desired build's: a rolling update of the same version.
   const changedConnection = known !== undefined && known.connectionVersion !== desired.connectionVersion;
   const changedSettings = known !== undefined && deploymentSettings(known) !== deploymentSettings(desired);
-  return { state: next, superseded, reapply: changedConnection || ((isCurrent || isTarget) && changedSettings), ignored: false };
+  const changedTemplate = knownTemplate !== undefined && JSON.stringify(knownTemplate) !== JSON.stringify(desired.spec.template);
+  return { state: next, superseded, reapply: changedConnection || ((isCurrent || isTarget) && (changedSettings || changedTemplate)), ignored: false };
 }
 
 /** What of a spec, besides the template, shapes a versioned Deployment. */
 function deploymentSettings(d: Desired): string {
   const { replicas, minReadySeconds, progressDeadlineSeconds, workerOptions } = d.spec;
   return JSON.stringify([replicas, minReadySeconds, progressDeadlineSeconds, workerOptions.temporalNamespace]);
+}
+
+/** What a Progressive, Manual or AllAtOnce rollout does next, from the live ramp (so a spec edited mid-rollout is safe). */
+export type RampPlan = { kind: 'current' } | { kind: 'awaitPromotion' } | { kind: 'step'; index: number; rampNow: boolean };
+
+/**
+ * The next routing step of the target, from the spec in force and where the ramp is now: AllAtOnce → current
+ * now; Manual → wait for promote where it is; Progressive → the step at the live ramp if it is not done, else
+ * the first step above it, else current. Edited steps so continue from the live ramp, never backwards.
+ */
+export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, target: Pick<Target, 'rampPercentage' | 'stepDone'>): RampPlan {
+  if (rollout.strategy === 'AllAtOnce') return { kind: 'current' };
+  if (rollout.strategy === 'Manual') return { kind: 'awaitPromotion' };
+  const steps = rollout.steps ?? [];
+  const live = target.rampPercentage;
+  if (live === undefined) return steps.length ? { kind: 'step', index: 0, rampNow: true } : { kind: 'current' };
+  const index = steps.findIndex((s) => s.rampPercentage >= live);
+  if (index === -1) return { kind: 'current' };
+  if (steps[index]!.rampPercentage > live) return { kind: 'step', index, rampNow: true };
+  if (!target.stepDone) return { kind: 'step', index, rampNow: false };
+  return index + 1 < steps.length ? { kind: 'step', index: index + 1, rampNow: true } : { kind: 'current' };
+}
+
+/** Delay before backstop read number `attempt` (0-based) of a wait: 1s, 2s, 4s, … up to `maxMs`. */
+export function recheckDelay(attempt: number, maxMs: number): number {
+  return Math.min(1000 * 2 ** Math.min(attempt, 20), maxMs);
+}
+
+/**
+ * The fresher of two observations of one Deployment (signals and reads arrive in any order): by
+ * resourceVersion when both have one (etcd revisions, compared as numbers), else by observedGeneration.
+ */
+export function newerObservation<T extends { resourceVersion?: string; observedGeneration?: number }>(a: T | undefined, b: T): T {
+  if (!a) return b;
+  const [ra, rb] = [Number(a.resourceVersion), Number(b.resourceVersion)];
+  if (a.resourceVersion && b.resourceVersion && Number.isFinite(ra) && Number.isFinite(rb)) return ra > rb ? a : b;
+  return (a.observedGeneration ?? 0) > (b.observedGeneration ?? 0) ? a : b;
 }
 
 /** Whether a rollout should run now: there is a target, and it is not the aborted build. */
@@ -110,7 +211,7 @@ export function sunsetAction(version: SunsetVersion, sunset: { scaledownDelay: s
   return now.getTime() < deleteAt ? { kind: 'waitUntil', atMs: deleteAt, then: 'delete' } : { kind: 'delete' };
 }
 
-/** Drainage as the server reports it, reduced to what sunset needs. */
+/** Drainage as the server reports it, reduced to what sunset needs: an unknown status is never drained. */
 export function isDrained(status: string | undefined): boolean {
   return status === 'Drained' || status === 'Inactive' || status === 'NotRegistered';
 }
@@ -143,10 +244,11 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   });
   const target = state.target;
+  const retrying = state.retrying ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})` : '';
   return {
     observedGeneration: generation,
     phase: state.phase,
-    message: state.message,
+    message: `${state.message}${retrying}`,
     conditions: [condition('Ready', state.phase === 'Ready'), condition('Progressing', progressingPhases.has(state.phase))],
     currentVersion: state.current
       ? { buildID: state.current.buildId, deploymentName: versionedDeploymentName(owner, state.current.buildId), status: 'Current', since: state.current.since }

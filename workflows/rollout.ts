@@ -1,69 +1,36 @@
 /**
- * RolloutWorkflow: one per TemporalWorkerDeployment, for as long as the resource exists. The code reads as
- * the rollout does: ensure the versioned Deployment → wait until available → wait until registered →
- * gate → route (AllAtOnce / Progressive / Manual) → the version that stopped being current is sunset.
- * Every side effect is an activity; every decision is a pure function in ./decisions.ts.
+ * RolloutWorkflow: one per TemporalWorkerDeployment, for as long as the resource exists. It folds messages
+ * into its state, runs one rollout at a time (./flow.ts), sunsets what is no longer routed to (./sunset.ts),
+ * heals drift (resync), continues as new when its history is long (from any wait: the state says where it
+ * was) and cleans up on deletion (./deletion.ts). Signals wake it; what it waits on is also read.
  */
-import {
-  CancellationScope,
-  allHandlersFinished,
-  condition,
-  continueAsNew,
-  isCancellation,
-  log,
-  patched,
-  proxyActivities,
-  setHandler,
-  sleep,
-  upsertSearchAttributes,
-  workflowInfo,
-} from '@temporalio/workflow';
-import type { Activities, Routing, TemporalTarget, VersionRegistration } from '../activities/index.js';
-import { parseDuration } from '../api/duration.js';
-import { workerDeploymentName } from '../api/names.js';
-import type { Gate, Phase, Reason } from '../api/temporal-worker-deployment.js';
-import {
-  drainPollDelay,
-  firstVersionRouting,
-  isDrained,
-  isPaused,
-  planSpecChange,
-  renderStatus,
-  rolloutPending,
-  stepSummary,
-  sunsetAction,
-  versionsToMakeRoom,
-} from './decisions.js';
+import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, patched, setHandler } from '@temporalio/workflow';
+import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
+import { isPaused, planSpecChange, problemWithDesired, rolloutPending } from './decisions.js';
+import { deleteEverything, type DeletionResult } from './deletion.js';
+import { ensureDeployment, rollOut } from './flow.js';
+import { legacyRolloutWorkflow } from './legacy/rollout-v1.js';
 import * as messages from './messages.js';
-import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
-import { defaultTimings, type Owner, type RolloutState, type Timings } from './state.js';
-
-const kube = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '10s' },
-});
-const temporal = proxyActivities<Activities>({
-  startToCloseTimeout: '30s',
-  retry: { initialInterval: '200ms', backoffCoefficient: 2, maximumInterval: '5s' },
-});
-/** Long waits inside one activity (polling with backoff), which heartbeat so a dead worker is noticed fast. */
-const watching = proxyActivities<Activities>({
-  startToCloseTimeout: '24h',
-  heartbeatTimeout: '20s',
-  retry: { initialInterval: '1s', maximumInterval: '10s' },
-});
+import { Sunsets } from './sunset.js';
+import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type Timings } from './state.js';
+import { observe } from './waiting.js';
 
 export interface RolloutInput {
   owner: Owner;
   /** Carried across ContinueAsNew. */
   state?: RolloutState;
   timings?: Partial<Timings>;
+  /** The first spec of a new lifecycle (an object re-created under the same name). */
+  desired?: Desired;
 }
 
 const now = () => new Date();
 
-export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
-  let state: RolloutState = input.state ?? {
+export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResult | void> {
+  // Runs started before this code keep the code they started with until their next ContinueAsNew.
+  if (!patched('core-v2')) return legacyRolloutWorkflow(input);
+
+  const initial: RolloutState = input.state ?? {
     owner: input.owner,
     deprecated: [],
     phase: 'Pending',
@@ -74,489 +41,277 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<void> {
     deployments: {},
     timings: { ...defaultTimings, ...input.timings },
   };
-  const { owner } = state;
+  const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
+  const { owner } = ctx;
+  const state = () => ctx.state;
+  const sunsets = new Sunsets(ctx);
   let rolloutScope: CancellationScope | undefined;
-  const sunsets = new Map<string, CancellationScope>();
-  let sunsetActivities = 0;
-  let promoteRequest: messages.PromoteRequest | undefined;
-  let resyncRequested = false;
-  let reapplyRequested = false;
-  /** The final routing change of a rollout is in flight. */
-  let promoting = false;
+  /** A resume or promote lets a Blocked rollout try again. */
+  let unblocked = false;
+  let housekeeping = 0;
 
-  const temporalTarget = (): TemporalTarget => {
-    const d = state.desired!;
-    return {
-      connection: d.connection,
-      k8sNamespace: owner.namespace,
-      temporalNamespace: d.spec.workerOptions.temporalNamespace,
-      deploymentName: workerDeploymentName(owner.namespace, owner.name),
+  // ---- messages: each checked, so no input can fail a workflow task ----
+  const safely =
+    <A extends unknown[]>(name: string, handler: (...args: A) => void) =>
+    (...args: A) => {
+      try {
+        handler(...args);
+      } catch (err) {
+        log.warn('message ignored', { name, error: err instanceof Error ? err.message : String(err) });
+      }
     };
+  const refuse = (control: string, why: string) => {
+    log.warn(`${control} refused`, { why });
+    ctx.event('Warning', 'ControlRefused', `${control} refused: ${why}`);
   };
-  /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
-  const removing = new Set<string>();
-  const isLive = (buildId: string) =>
-    !removing.has(buildId) &&
-    (state.current?.buildId === buildId ||
-      state.target?.buildId === buildId ||
-      state.deprecated.some((v) => v.buildId === buildId));
-
-  // ---- messages ----
-  setHandler(messages.specChanged, (desired) => {
-    const decision = planSpecChange(state, desired, now());
-    if (decision.ignored) return;
-    state = decision.state;
-    if (decision.superseded) {
-      log.info('target superseded', { superseded: decision.superseded, target: desired.buildId });
-      rolloutScope?.cancel();
-    }
-    if (decision.reapply) reapplyRequested = true;
-    syncSunsets();
-  });
-  setHandler(messages.deleted, () => {
-    state.deleting = true;
-    rolloutScope?.cancel();
-    for (const scope of sunsets.values()) scope.cancel();
-  });
-  setHandler(messages.deploymentObserved, (obs) => {
-    state.deployments[obs.buildId] = obs;
-    if (!obs.exists && isLive(obs.buildId) && !state.deleting) resyncRequested = true;
-  });
-  setHandler(messages.resync, () => void (resyncRequested = true));
-  setHandler(messages.pause, (req) => void (state.pausedBy = { reason: req?.reason ?? 'paused by signal' }));
-  setHandler(messages.resume, () => void (state.pausedBy = undefined));
-  setHandler(messages.promote, (req) => {
-    // Only a rollout in progress can be promoted: a stray promote must not approve a later one.
-    if (state.target && !state.deleting) promoteRequest = { full: req?.full ?? false };
-  });
-  setHandler(messages.abort, (req) => {
-    const target = state.target;
-    // Too late once the final routing change is under way: the target is becoming current (a new spec rolls back).
-    if (!target || state.deleting || promoting) {
-      log.warn('abort ignored: no rollout in flight, or its target is already being made current', { reason: req?.reason });
-      return;
-    }
-    state.aborted = { buildId: target.buildId, reason: req?.reason ?? 'aborted by signal' };
-    retire(target.buildId);
-    state.target = undefined;
-    rolloutScope?.cancel();
-  });
-  setHandler(messages.status, () => ({
-    phase: state.phase,
-    reason: state.reason,
-    message: state.message,
-    paused: isPaused(state),
-    current: state.current?.buildId,
-    target: state.target,
-    deprecated: state.deprecated,
-    generation: state.desired?.generation,
-    lastAbortReason: state.aborted?.reason,
-  }));
-
-  // ---- status ----
-  async function writeStatus(): Promise<void> {
-    await kube.writeStatus(owner, renderStatus(state));
-  }
-
-  /** Records a transition: status on the resource, a K8s Event, search attributes. */
-  async function transition(phase: Phase, reason: Reason, message: string, eventType: 'Normal' | 'Warning' = 'Normal') {
-    Object.assign(state, { phase, reason, message, since: now().toISOString() });
-    upsertSearchAttributes([
-      { key: phaseKey, value: phase },
-      { key: targetBuildKey, value: state.target?.buildId ?? '' },
-      { key: currentBuildKey, value: state.current?.buildId ?? '' },
-    ]);
-    await Promise.all([writeStatus(), kube.recordEvent(owner, { type: eventType, reason, message })]);
-  }
-
-  // ---- sunset ----
-  function retire(buildId: string) {
-    if (!state.deprecated.some((v) => v.buildId === buildId)) state.deprecated.push({ buildId, deprecatedSince: now().toISOString() });
-  }
-
-  /** Starts a sunset for every deprecated version that has none, and stops those brought back. */
-  function syncSunsets() {
-    for (const [buildId, scope] of sunsets) {
-      if (!state.deprecated.some((v) => v.buildId === buildId)) {
-        scope.cancel();
-        sunsets.delete(buildId);
-      }
-    }
-    for (const v of state.deprecated) {
-      if (sunsets.has(v.buildId) || state.deleting) continue;
-      const scope = new CancellationScope();
-      sunsets.set(v.buildId, scope);
-      scope
-        .run(() => sunset(v.buildId))
-        .catch((err) => {
-          if (!isCancellation(err)) throw err;
-        })
-        .finally(() => {
-          if (sunsets.get(v.buildId) === scope) sunsets.delete(v.buildId);
-        });
-    }
-  }
-
-  async function busy<T>(work: () => Promise<T>): Promise<T> {
-    sunsetActivities++;
-    try {
-      return await work();
-    } finally {
-      sunsetActivities--;
-    }
-  }
-
-  /** Wait for DRAINED (backed-off polling, never an early scale-down), scale to 0, then delete. */
-  async function sunset(buildId: string): Promise<void> {
-    let attempt = 0;
-    for (;;) {
-      const version = state.deprecated.find((v) => v.buildId === buildId);
-      if (!version || !state.desired) return;
-      const action = sunsetAction(version, state.desired.spec.sunset, now());
-      switch (action.kind) {
-        case 'waitForDrained': {
-          const status = await busy(() => temporal.versionStatus(temporalTarget(), buildId));
-          if (status !== version.status) {
-            version.status = status;
-            if (isDrained(status)) {
-              version.drainedSince = now().toISOString();
-              await busy(() => kube.recordEvent(owner, { type: 'Normal', reason: 'VersionDrained', message: `${buildId} is drained` }));
-            }
-            await busy(writeStatus);
-          }
-          if (!isDrained(status)) await sleep(drainPollDelay(attempt++, state.timings.drainPollMaxMs), { summary: `check drainage of ${buildId}` });
-          break;
-        }
-        case 'waitUntil':
-          await sleep(Math.max(0, action.atMs - now().getTime()), { summary: `${action.then === 'scaleDown' ? 'scale to 0' : 'delete'} ${buildId}` });
-          break;
-        case 'scaleDown':
-          await busy(() => kube.scaleDeployment(owner, buildId, 0));
-          version.scaledDown = true;
-          await busy(() => Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionScaledDown', message: `${buildId} scaled to 0` })]));
-          break;
-        case 'delete':
-          removing.add(buildId);
-          try {
-            await busy(async () => {
-              await kube.deleteDeployment(owner, buildId);
-              await temporal.deleteVersion(temporalTarget(), buildId);
-              state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-              delete state.deployments[buildId];
-              delete state.templates?.[buildId];
-              await Promise.all([writeStatus(), kube.recordEvent(owner, { type: 'Normal', reason: 'VersionDeleted', message: `${buildId} deleted` })]);
-            });
-          } finally {
-            removing.delete(buildId);
-          }
-          return;
-      }
-    }
-  }
-
-  // ---- the rollout ----
-  const available = (buildId: string, replicas: number) => {
-    const d = state.deployments[buildId];
-    return !!d?.exists && (d.observedGeneration ?? 0) >= (d.generation ?? 0) && (d.availableReplicas ?? 0) >= replicas;
+  const reasonOf = (req: unknown, fallback: string) => {
+    const reason = (req as { reason?: unknown } | undefined)?.reason;
+    return typeof reason === 'string' && reason ? reason : fallback;
+  };
+  const meantFor = (control: string, req: unknown): boolean => {
+    const buildId = (req as { buildId?: unknown } | undefined)?.buildId;
+    if (buildId === undefined || buildId === state().target?.buildId) return true;
+    refuse(control, `it names build ${String(buildId)}, but the target is ${state().target?.buildId ?? 'none'}`);
+    return false;
   };
 
-  async function waitWhilePaused(): Promise<void> {
-    if (!isPaused(state)) return;
-    const before = { phase: state.phase, reason: state.reason, message: state.message };
-    await transition('Paused', 'Paused', state.pausedBy?.reason ?? 'paused by spec.rollout.paused');
-    await condition(() => !isPaused(state) || promoteRequest !== undefined);
-    await transition(before.phase, before.reason, `${before.message} (resumed)`);
-  }
-
-  /** Waits for the Deployment to be available; the progress deadline excludes paused time. */
-  async function waitUntilAvailable(buildId: string): Promise<void> {
-    const spec = state.desired!.spec;
-    let remaining = spec.progressDeadlineSeconds * 1000;
-    while (!available(buildId, spec.replicas)) {
-      const started = Date.now();
-      const woke = await condition(() => available(buildId, spec.replicas) || isPaused(state), remaining, {
-        summary: `wait for ${buildId} to be available`,
-      });
-      remaining -= Date.now() - started;
-      if (!woke || remaining <= 0) {
-        await transition('Failed', 'ProgressDeadlineExceeded', `${buildId} not available after ${spec.progressDeadlineSeconds}s`, 'Warning');
-        await condition(() => available(buildId, spec.replicas));
+  setHandler(
+    messages.specChanged,
+    safely('specChanged', (desired: unknown) => {
+      const problem = problemWithDesired(desired);
+      if (problem) return refuse('specChanged', problem);
+      const decision = planSpecChange(state(), desired as Desired, now());
+      if (decision.ignored) return;
+      Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
+      if (decision.newLifecycle) {
+        log.info('a new object under the same name: cleaning up the old one first', { uid: (desired as Desired).uid });
+        state().deleting = true;
+        rolloutScope?.cancel();
         return;
       }
-      if (isPaused(state)) await condition(() => !isPaused(state));
-    }
-  }
-
-  /** Runs a gate workflow pinned to the target; returns whether the rollout goes on. */
-  async function passGate(gate: Gate, registration: VersionRegistration, label: string): Promise<boolean> {
-    const buildId = state.target!.buildId;
-    for (;;) {
-      await transition('Gating', 'Gating', `running ${gate.workflowType} on ${buildId} (${label})`);
-      const input = gate.inputFrom ? await kube.readGateInput(owner.namespace, gate.inputFrom) : gate.input;
-      const result = await watching.runGate(temporalTarget(), {
-        buildId,
-        workflowType: gate.workflowType,
-        taskQueue: gate.taskQueue ?? registration.taskQueues[0] ?? '',
-        input,
-        workflowId: `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}`,
-        timeoutMs: parseDuration(gate.timeout ?? '10m'),
-      });
-      if (result.passed) return true;
-      const why = `gate ${gate.workflowType} failed on ${buildId}: ${result.message}`;
-      if (state.desired!.spec.rollout.gateFailurePolicy === 'Abort') {
-        // The main loop clears its ramp, sunsets it and reports the abort.
-        state.aborted = { buildId, reason: why, cause: 'GateFailed' };
-        retire(buildId);
-        state.target = undefined;
-        return false;
+      if (decision.superseded) {
+        log.info('target superseded', { superseded: decision.superseded, target: (desired as Desired).buildId });
+        rolloutScope?.cancel();
       }
-      state.pausedBy = { reason: why };
-      await transition('Paused', 'GateFailed', `${why}; resume to run it again, promote to skip it`, 'Warning');
-      await condition(() => !isPaused(state) || promoteRequest !== undefined);
-      if (promoteRequest) {
-        promoteRequest = undefined;
-        state.pausedBy = undefined;
-        return true;
-      }
-    }
-  }
+      if (decision.reapply) state().reapplyDue = true;
+      unblocked = true;
+      sunsets.sync();
+      ctx.markDirty(); // observedGeneration follows every accepted spec
+    }),
+  );
+  setHandler(
+    messages.deleted,
+    safely('deleted', (req?: messages.DeletedRequest) => {
+      if (req !== undefined && (typeof req !== 'object' || req === null)) return refuse('deleted', 'its argument is not an object');
+      if (req?.uid && req.uid !== owner.uid) return;
+      state().deleting = true;
+      rolloutScope?.cancel();
+    }),
+  );
+  setHandler(
+    messages.deploymentObserved,
+    safely('deploymentObserved', (input: unknown) => {
+      const obs = input as DeploymentObservation;
+      if (typeof obs?.buildId !== 'string' || typeof obs.exists !== 'boolean') throw new Error('not a Deployment observation');
+      if (obs.ownerUid && obs.ownerUid !== owner.uid) return;
+      observe(ctx, obs);
+      const live = !ctx.removing.has(obs.buildId) && [state().current?.buildId, state().target?.buildId, ...state().deprecated.map((v) => v.buildId)].includes(obs.buildId);
+      if (!obs.exists && live && !state().deleting) state().resyncDue = true;
+    }),
+  );
+  setHandler(messages.resync, safely('resync', () => void (state().resyncDue = true)));
+  setHandler(
+    messages.pause,
+    safely('pause', (req?: messages.PauseRequest) => {
+      state().pausedBy ??= { reason: reasonOf(req, 'paused by signal') };
+    }),
+  );
+  setHandler(
+    messages.resume,
+    safely('resume', () => {
+      state().pausedBy = undefined;
+      unblocked = true;
+    }),
+  );
+  setHandler(
+    messages.promote,
+    safely('promote', (req?: messages.PromoteRequest) => {
+      if (!state().target || state().deleting) return refuse('promote', 'no rollout is in flight');
+      if (!meantFor('promote', req)) return;
+      state().promote = { full: req?.full === true || state().promote?.full === true };
+      unblocked = true;
+    }),
+  );
+  setHandler(
+    messages.abort,
+    safely('abort', (req?: messages.AbortRequest) => {
+      const target = state().target;
+      if (!target || state().deleting) return refuse('abort', 'no rollout is in flight');
+      if (!meantFor('abort', req)) return;
+      // Too late once the final routing change is under way: the target is becoming current (a new spec rolls back).
+      if (ctx.promoting) return refuse('abort', `${target.buildId} is already being made current`);
+      state().aborted = { buildId: target.buildId, reason: reasonOf(req, 'aborted by signal') };
+      state().pausedBy = undefined; // a pause does not outlive the rollout it held
+      state().promote = undefined;
+      sunsets.retire(target.buildId);
+      state().target = undefined;
+      rolloutScope?.cancel();
+    }),
+  );
+  setHandler(messages.status, () => ({
+    phase: state().phase,
+    reason: state().reason,
+    message: state().message,
+    paused: isPaused(state()),
+    current: state().current?.buildId,
+    target: state().target,
+    deprecated: state().deprecated,
+    generation: state().desired?.generation,
+    lastAbortReason: state().aborted?.reason,
+    retrying: state().retrying,
+  }));
 
-  /** Holds a Progressive step for its pause (paused time excluded), or until promoted. */
-  async function holdStep(stepIndex: number): Promise<'elapsed' | 'promoted' | 'promotedFully'> {
-    const steps = state.desired!.spec.rollout.steps ?? [];
-    const step = steps[stepIndex]!;
-    const label = `step ${stepIndex + 1}/${steps.length}`;
-    const takePromote = () => {
-      const full = promoteRequest?.full;
-      promoteRequest = undefined;
-      return full ? 'promotedFully' : 'promoted';
-    };
-    if (!step.pauseDuration) {
-      await transition('AwaitingPromotion', 'AwaitingPromotion', `${label}: ${stepSummary(step)}`);
-      if (patched('pause-while-awaiting-promotion')) {
-        // A pause shows as Paused here too; a promote still ends the wait.
-        while (promoteRequest === undefined) {
-          await condition(() => promoteRequest !== undefined || isPaused(state));
-          if (promoteRequest === undefined) await waitWhilePaused();
-        }
-      } else {
-        await condition(() => promoteRequest !== undefined);
-      }
-      return takePromote();
-    }
-    let remaining = parseDuration(step.pauseDuration);
-    for (;;) {
-      await waitWhilePaused();
-      if (promoteRequest) return takePromote();
-      if (remaining <= 0) return 'elapsed';
-      const started = Date.now();
-      const interrupted = await condition(() => isPaused(state) || promoteRequest !== undefined, remaining, {
-        summary: stepSummary(step, remaining),
-      });
-      if (!interrupted) return 'elapsed';
-      remaining -= Date.now() - started;
-    }
-  }
-
-  async function clearRampIf(buildId: string) {
-    await CancellationScope.nonCancellable(() => temporal.clearRampIf(temporalTarget(), buildId));
-  }
-
-  async function makeCurrent(buildId: string): Promise<void> {
-    await waitWhilePaused();
-    // Once asked, Temporal makes it current whatever happens here: finish the step and record it, so the
-    // status never disagrees with the routing (an abort arriving now is refused, see its handler).
-    promoting = true;
+  // ---- housekeeping, beside the rollout ----
+  const quietly = async (what: string, work: () => Promise<void>) => {
+    housekeeping++;
     try {
-      await CancellationScope.nonCancellable(() => temporal.setCurrent(temporalTarget(), buildId));
-      const previous = state.current;
-      state.current = { buildId, since: now().toISOString() };
-      if (state.target?.buildId === buildId) state.target = undefined;
-      state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-      if (previous && previous.buildId !== buildId) retire(previous.buildId);
-      syncSunsets();
+      await work();
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      if (err instanceof Blocked) ctx.event('Warning', 'Blocked', err.message);
+      else if (!(err instanceof ContinueAsNewDue)) log.warn(`${what} failed`, { error: String(err) });
     } finally {
-      promoting = false;
+      housekeeping--;
     }
-    await transition('Ready', 'RolloutComplete', `${buildId} is current`);
-  }
-
-  /** Makes room under the server's version cap; says so in a condition while none can be made. */
-  async function makeRoomForVersion(buildId: string, routing?: Routing): Promise<void> {
-    for (;;) {
-      routing ??= await temporal.describeRouting(temporalTarget());
-      if (routing.versions.some((v) => v.buildId === buildId)) return;
-      const keep = [buildId, ...[state.current?.buildId, routing.current, routing.ramping].filter((b): b is string => !!b)];
-      const plan = versionsToMakeRoom(routing.versions, keep, state.timings.maxVersions);
-      for (const b of plan.remove) await temporal.deleteVersion(temporalTarget(), b);
-      if (!plan.atCap) return;
-      await transition('Deploying', 'VersionLimitReached', `the worker deployment has ${routing.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`, 'Warning');
-      await sleep('1m', { summary: 'wait for room under the version cap' });
-      routing = undefined;
-    }
-  }
-
-  async function rollOut(): Promise<void> {
-    const target = state.target!;
-    const { buildId } = target;
-    const spec = state.desired!.spec;
-    const ensureDeployment = async () => {
-      const observed = await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template: templateOf(buildId)! });
-      state.deployments[buildId] = pickNewer(state.deployments[buildId], observed);
-    };
-    // Adopt what Temporal already routes to (a resource migrated from temporal-worker-controller keeps it).
-    const adopt = (routing: Routing) => {
-      if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString() };
-    };
-
-    if (patched('deployment-first')) {
-      // The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
-      // meanwhile; pods take far longer to poll (and so to add a version) than the version-cap check takes.
-      const [routing] = await Promise.all([
-        temporal.describeRouting(temporalTarget()),
-        ensureDeployment(),
-        transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`),
-      ]);
-      adopt(routing);
-      if (state.current?.buildId === buildId) return makeCurrent(buildId);
-      await makeRoomForVersion(buildId, routing);
-    } else {
-      adopt(await temporal.describeRouting(temporalTarget()));
-      if (state.current?.buildId === buildId) return makeCurrent(buildId);
-      await makeRoomForVersion(buildId);
-      await transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
-      await ensureDeployment();
-    }
-    await waitUntilAvailable(buildId);
-
-    await transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);
-    const registration = await watching.awaitVersionRegistered(temporalTarget(), buildId);
-
-    if (spec.rollout.gate && !target.gatePassed) {
-      if (!(await passGate(spec.rollout.gate, registration, 'rollout'))) return;
-      target.gatePassed = true;
-    }
-
-    if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow') return makeCurrent(buildId);
-    if (spec.rollout.strategy === 'AllAtOnce') return makeCurrent(buildId);
-    if (spec.rollout.strategy === 'Manual') {
-      await transition('AwaitingPromotion', 'AwaitingPromotion', `${buildId} is ready; send promote to make it current`);
-      await condition(() => promoteRequest !== undefined);
-      promoteRequest = undefined;
-      return makeCurrent(buildId);
-    }
-    const steps = spec.rollout.steps ?? [];
-    for (let i = target.stepIndex ?? 0; i < steps.length; i++) {
-      const step = steps[i]!;
-      if (target.stepIndex !== i || target.rampPercentage !== step.rampPercentage) {
-        await waitWhilePaused();
-        await temporal.setRamping(temporalTarget(), buildId, step.rampPercentage);
-        Object.assign(target, { stepIndex: i, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? now().toISOString() });
-      }
-      await transition('Ramping', 'Ramping', `step ${i + 1}/${steps.length}: ${stepSummary(step)}`);
-      const outcome = await holdStep(i);
-      if (step.gate && outcome === 'elapsed' && !(await passGate(step.gate, registration, `step-${i + 1}`))) return;
-      if (outcome === 'promotedFully') break;
-    }
-    return makeCurrent(buildId);
-  }
-
-  // ---- housekeeping ----
-  /** A build's own pod template (unknown for a version adopted from Temporal, which we then never re-apply). */
-  const templateOf = (buildId: string) => state.templates?.[buildId];
+  };
 
   /** Live Deployments, with the replicas and template each should have. */
-  const liveVersions = () =>
-    [
-      ...[state.current?.buildId, state.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: state.desired!.spec.replicas })),
-      ...state.deprecated.filter((v) => !removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : state.desired!.spec.replicas })),
+  const liveVersions = () => {
+    const s = state();
+    return [
+      ...[s.current?.buildId, s.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas })),
+      ...s.deprecated.filter((v) => !ctx.removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
     ].flatMap((v) => {
-      const template = templateOf(v.buildId);
+      const template = s.templates?.[v.buildId];
       return template ? [{ ...v, template }] : [];
     });
+  };
 
-  /** Level-triggered self-healing: recreates a live Deployment deleted by hand. Reads only, unless one is missing. */
+  /** Level-triggered self-healing: recreates a live Deployment deleted by hand, removes strays. Reads only, unless one is missing. */
   async function resyncLoop(): Promise<never> {
     for (;;) {
-      await condition(() => resyncRequested, state.timings.resyncIntervalMs, { summary: 'periodic resync' });
-      resyncRequested = false;
-      if (!state.desired || state.deleting) continue;
-      // Counted with the sunsets' activities: ContinueAsNew waits for it rather than dropping it.
-      await busy(async () => {
-        const recreated = await kube.ensureDeploymentsExist({ owner, desired: state.desired!, versions: liveVersions() });
-        for (const name of recreated) await kube.recordEvent(owner, { type: 'Warning', reason: 'DeploymentRecreated', message: `${name} was missing and is recreated` });
-        if (patched('remove-strays')) {
-          // Deployments of ours that no version needs any more, already at 0 pods (a crash between scale-down and
-          // delete, or an older controller's leftovers). One with pods is left alone: work may be pinned to it.
-          const live = [...liveVersions().map((v) => v.buildId), ...removing];
-          const removed = await kube.deleteStrayDeployments(owner, live);
-          for (const name of removed) await kube.recordEvent(owner, { type: 'Normal', reason: 'StrayDeploymentDeleted', message: `${name} belongs to no live version and had no pods` });
+      await condition(() => state().resyncDue === true, state().timings.resyncIntervalMs, { summary: 'periodic resync' });
+      state().resyncDue = false;
+      if (!state().desired || state().deleting) continue;
+      await quietly('resync', async () => {
+        const recreated = await ctx.kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() });
+        for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
+        // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
+        const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing];
+        const removed = await ctx.kube.deleteStrayDeployments(owner, live);
+        for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
+      });
+    }
+  }
+
+  /** New connection, Deployment settings or template: the current and target Deployments are applied again at once. */
+  async function reapplyLoop(): Promise<never> {
+    for (;;) {
+      await condition(() => state().reapplyDue === true && !state().deleting);
+      state().reapplyDue = false;
+      await quietly('re-apply', async () => {
+        for (const buildId of [state().current?.buildId, state().target?.buildId]) {
+          if (buildId) await ensureDeployment(ctx, buildId);
         }
       });
     }
   }
 
-  /** New connection or Deployment settings: re-apply the live Deployments that are not scaled down. */
-  async function reapplyLive(): Promise<void> {
-    for (const { buildId, replicas, template } of liveVersions()) {
-      if (replicas > 0) await kube.ensureVersionedDeployment({ owner, desired: state.desired!, buildId, template });
+  /** Runs the rollout of the target; a permanent error or a bug shows as Blocked rather than failing the workflow task. */
+  async function runRollout(): Promise<'done' | 'continueAsNew' | Blocked> {
+    rolloutScope = new CancellationScope();
+    try {
+      await rolloutScope.run(() => rollOut(ctx, sunsets));
+      return 'done';
+    } catch (err) {
+      if (isCancellation(err)) return 'done';
+      if (err instanceof ContinueAsNewDue) return 'continueAsNew';
+      if (err instanceof Blocked) return err;
+      log.error('rollout failed unexpectedly', { error: String(err) });
+      return new Blocked('the rollout', err instanceof Error ? err.message : String(err));
+    } finally {
+      rolloutScope = undefined;
     }
   }
 
-  async function deleteEverything(): Promise<void> {
-    await transition('Deleting', 'Deleting', 'cleaning up Temporal and Kubernetes');
-    if (state.desired) {
-      await temporal.routeAway(temporalTarget());
-      await kube.scaleOwnedDeployments(owner, 0);
-      await temporal.deleteWorkerDeployment(temporalTarget());
-    }
-    await kube.deleteOwnedDeployments(owner);
-    await kube.removeFinalizer(owner);
+  async function continueAsNewNow(): Promise<never> {
+    await sunsets.stopAll();
+    await condition(() => housekeeping === 0 && allHandlersFinished());
+    await ctx.settled();
+    // What came in meanwhile (a promote, a resync, a new spec, a deletion) is in the state: the next run does it.
+    return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
   }
-
-  const continueAsNewDue = () => workflowInfo().continueAsNewSuggested || workflowInfo().historyLength > (state.timings.historyLimit ?? 10_000);
 
   // ---- main loop ----
+  void ctx.statusWriter();
   void resyncLoop();
-  syncSunsets();
+  void reapplyLoop();
+  if (input.desired) {
+    // A new lifecycle starts with the spec that began it.
+    const decision = planSpecChange(state(), input.desired, now());
+    if (!decision.ignored) Object.assign(ctx.state, decision.state);
+  }
+  sunsets.sync();
   for (;;) {
-    await condition(() => state.deleting || rolloutPending(state) || reapplyRequested || continueAsNewDue());
-    if (state.deleting) break;
-    if (reapplyRequested) {
-      reapplyRequested = false;
-      await reapplyLive();
-    }
-    if (rolloutPending(state)) {
-      const buildId = state.target!.buildId;
-      rolloutScope = new CancellationScope();
-      try {
-        await rolloutScope.run(rollOut);
-      } catch (err) {
-        if (!isCancellation(err)) throw err;
-      } finally {
-        rolloutScope = undefined;
-        promoteRequest = undefined; // a promote not taken by this rollout is not carried to the next
+    await condition(() => state().deleting || rolloutPending(state()) || ctx.continueAsNewDue());
+    if (state().deleting) break;
+    if (rolloutPending(state())) {
+      const buildId = state().target!.buildId;
+      const outcome = await runRollout();
+      if (outcome === 'continueAsNew') await continueAsNewNow();
+      if (outcome instanceof Blocked) {
+        ctx.transition('Failed', 'Blocked', `${outcome.message}; change the spec, or resume to try again`, 'Warning');
+        unblocked = false;
+        await condition(() => unblocked || state().deleting || !rolloutPending(state()) || ctx.continueAsNewDue());
+        if (!unblocked && !state().deleting && rolloutPending(state())) await continueAsNewNow();
+        continue;
       }
-      if (state.deleting) break;
-      if (state.target?.buildId !== buildId && state.current?.buildId !== buildId) {
-        // Superseded or aborted: no new work for it, and it is sunset.
-        await clearRampIf(buildId);
-        syncSunsets();
-        if (state.aborted?.buildId === buildId) await transition('Aborted', state.aborted.cause ?? 'Aborted', state.aborted.reason, 'Warning');
+      if (state().deleting) break;
+      if (state().target?.buildId !== buildId && state().current?.buildId !== buildId) {
+        // Superseded or aborted: no new work for it (the routing call is not cancelled half-way), and it is sunset.
+        await CancellationScope.nonCancellable(() => ctx.call(`clear the ramp of ${buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(), buildId))).catch(
+          (err) => {
+            if (!(err instanceof Blocked) && !(err instanceof ContinueAsNewDue)) throw err;
+            log.warn('ramp not cleared', { buildId, error: String(err) });
+          },
+        );
+        sunsets.sync();
+        const s = state();
+        if (s.aborted?.buildId === buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
+        else if (!s.target && s.current && s.current.buildId === s.desired?.buildId) {
+          ctx.transition('Ready', 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${buildId} is sunset)`);
+        }
       }
       continue;
     }
-    if (continueAsNewDue()) {
-      await condition(() => sunsetActivities === 0 && allHandlersFinished());
-      // What came in meanwhile and is not in `state` (a re-apply, a promote for the new target) is done here first.
-      if (state.deleting || rolloutPending(state) || reapplyRequested) continue;
-      await continueAsNew<typeof RolloutWorkflow>({ owner, state });
-    }
+    await continueAsNewNow();
   }
-  await deleteEverything();
-}
 
-/** The fresher of two observations of one Deployment (signals and activity results can arrive in any order). */
-function pickNewer<T extends { observedGeneration?: number }>(a: T | undefined, b: T): T {
-  return a && (a.observedGeneration ?? 0) > (b.observedGeneration ?? 0) ? a : b;
+  // ---- deletion ----
+  let result: DeletionResult;
+  try {
+    await sunsets.stopAll();
+    result = await deleteEverything(ctx);
+  } catch (err) {
+    if (err instanceof ContinueAsNewDue) return continueAsNewNow();
+    throw err;
+  }
+  await ctx.settled();
+  const next = state().nextLifecycle;
+  if (next) {
+    // The old object is cleaned up; the new one (same name, new UID) starts its own lifecycle.
+    return continueAsNew<typeof RolloutWorkflow>({ owner: { ...owner, uid: next.uid! }, timings: state().timings, desired: next });
+  }
+  if (result.problems.length) log.warn('deleted with problems', { problems: result.problems });
+  return result;
 }

@@ -19,6 +19,8 @@ export interface Desired {
   connection: TemporalConnectionSpec;
   /** The connection object's resourceVersion: a change re-applies the live Deployments. */
   connectionVersion: string;
+  /** The resource's UID: a spec for another UID under the same name starts a new lifecycle. */
+  uid?: string;
 }
 
 /** A versioned Deployment as the watcher last saw it. */
@@ -32,6 +34,10 @@ export interface DeploymentObservation {
   availableReplicas?: number;
   /** Its `Progressing` condition says ProgressDeadlineExceeded. */
   progressDeadlineExceeded?: boolean;
+  /** Orders observations: an older one never overwrites a newer one. */
+  resourceVersion?: string;
+  /** The UID of the resource whose Deployment it is (label `glidepath.dev/owner-uid`). */
+  ownerUid?: string;
 }
 
 /** The version being rolled out. */
@@ -44,6 +50,22 @@ export interface Target {
   rampingSince?: string;
   /** The rollout gate passed (it is not run again after a restart or ContinueAsNew). */
   gatePassed?: boolean;
+  /** Time the step in force has been held so far, paused time excluded (carried across ContinueAsNew). */
+  stepHeldMs?: number;
+  /** The step in force is done (its pause elapsed and its gate passed, or it was promoted). */
+  stepDone?: boolean;
+  /** Time spent waiting for the Deployment to be available, paused time excluded. */
+  availableWaitMs?: number;
+  /** Its Deployment was applied and there is room for it in Temporal (not done again after ContinueAsNew). */
+  applied?: boolean;
+  /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
+  registration?: { taskQueues: string[]; unversionedPollers: boolean };
+}
+
+/** Where in Temporal a version lives: drainage is read there, whatever the spec says now. */
+export interface TemporalPlace {
+  connection: TemporalConnectionSpec;
+  temporalNamespace: string;
 }
 
 /** A version no longer current or targeted, on its way out. */
@@ -53,6 +75,10 @@ export interface SunsetVersion {
   status?: VersionStatus;
   drainedSince?: string;
   scaledDown?: boolean;
+  /** The Temporal it lived on when it was retired (absent in state from before the `core-v2` patch). */
+  place?: TemporalPlace;
+  /** A permanent error stopped its sunset; a new spec tries again. */
+  blocked?: string;
 }
 
 /** Tunables that are fixed per workflow run (passed in, so they are replay-safe). */
@@ -65,9 +91,11 @@ export interface Timings {
   maxVersions: number;
   /** History length past which the workflow continues as new at its next idle point (or when the server suggests it). */
   historyLimit?: number;
+  /** Longest wait between two backstop reads of what a wait depends on (the watcher's signals are faster). */
+  recheckMaxMs?: number;
 }
 
-export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000 };
+export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };
 
 export interface RolloutState {
   owner: Owner;
@@ -79,6 +107,16 @@ export interface RolloutState {
   pausedBy?: { reason: string };
   /** The build whose rollout was aborted: not rolled out again until the spec asks for another build. */
   aborted?: { buildId: string; reason: string; cause?: Reason };
+  /** A promote not yet taken (carried across ContinueAsNew). */
+  promote?: { full: boolean };
+  /** A resync was asked for and not yet done (carried across ContinueAsNew). */
+  resyncDue?: boolean;
+  /** The current and target Deployments are to be applied again (new connection, settings or template). */
+  reapplyDue?: boolean;
+  /** A call that keeps failing transiently: the status says what is retried and why. */
+  retrying?: { what: string; message: string; since: string };
+  /** A spec for a new object under the same name (another UID): cleaned up first, then started anew. */
+  nextLifecycle?: Desired;
   phase: Phase;
   reason: Reason;
   message: string;
@@ -102,4 +140,5 @@ export interface RolloutStatus {
   deprecated: SunsetVersion[];
   generation?: number;
   lastAbortReason?: string;
+  retrying?: { what: string; message: string; since: string };
 }

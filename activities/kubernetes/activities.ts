@@ -7,8 +7,10 @@ import { apiVersion, group, version } from '../../api/common.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
+import { PermanentError, describeFailure } from '../errors.js';
+import { logWarning } from '../log.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from './client.js';
-import { Labels, managerName, renderVersionedDeployment } from './versioned-deployment.js';
+import { Labels, isOwnedBy, managerName, renderVersionedDeployment } from './versioned-deployment.js';
 
 export const plural = 'temporalworkerdeployments';
 /** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
@@ -25,6 +27,49 @@ export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
     replicas: d.spec?.replicas,
     availableReplicas: d.status?.availableReplicas ?? 0,
     progressDeadlineExceeded: d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
+    resourceVersion: d.metadata?.resourceVersion,
+    ownerUid: d.metadata?.labels?.[Labels.ownerUid],
+  };
+}
+
+/** Where a gate's JSON input is: one key of a ConfigMap or Secret in the resource's namespace. */
+export interface GateInputSource {
+  configMapKeyRef?: { name: string; key: string };
+  secretKeyRef?: { name: string; key: string };
+}
+
+/** Reads a gate's JSON input; a missing object or key, or text that is not JSON, is a PermanentError. */
+export type GateInputReader = (namespace: string, source: GateInputSource) => Promise<unknown>;
+
+/** The gate input reader over a CoreV1Api (shared by the Kubernetes and the Temporal activities). */
+export function gateInputReader(core: k8s.CoreV1Api): GateInputReader {
+  // The user named the object: its absence is a mistake in the spec, not a moment to wait out.
+  const mustExist = async <T>(kind: string, namespace: string, name: string, read: Promise<T>) => {
+    const found = await ignoreNotFound(read);
+    if (found === undefined) throw new PermanentError(`${kind} ${namespace}/${name} not found`);
+    return found;
+  };
+  return async (namespace, source) => {
+    let text: string | undefined;
+    let where = '';
+    if (source.configMapKeyRef) {
+      const { name, key } = source.configMapKeyRef;
+      where = `ConfigMap ${namespace}/${name} key "${key}"`;
+      text = (await mustExist('ConfigMap', namespace, name, core.readNamespacedConfigMap({ name, namespace }))).data?.[key];
+      if (text === undefined) throw new PermanentError(`ConfigMap ${namespace}/${name} has no key "${key}"`);
+    } else if (source.secretKeyRef) {
+      const { name, key } = source.secretKeyRef;
+      where = `Secret ${namespace}/${name} key "${key}"`;
+      const data = (await mustExist('Secret', namespace, name, core.readNamespacedSecret({ name, namespace }))).data?.[key];
+      if (data === undefined) throw new PermanentError(`Secret ${namespace}/${name} has no key "${key}"`);
+      text = Buffer.from(data, 'base64').toString('utf8');
+    }
+    try {
+      return JSON.parse(text ?? 'null');
+    } catch {
+      // Never the text itself: it may be a Secret's.
+      throw new PermanentError(`gate input in ${where} is not JSON`);
+    }
   };
 }
 
@@ -48,6 +93,10 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   const selectorOf = (owner: Owner) => `${Labels.workerDeployment}=${owner.name},${Labels.managedBy}=${managerName}`;
+  const readGateInput = gateInputReader(core);
+  /** The resource's Deployments: of this incarnation only (the name may have had an owner before). */
+  const ownedDeployments = async (owner: Owner) =>
+    (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) })).items.filter((d) => isOwnedBy(d, owner));
 
   async function apply(input: EnsureDeploymentInput): Promise<k8s.V1Deployment> {
     const body = renderVersionedDeployment({
@@ -69,13 +118,23 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       return observeDeployment(await apply(input));
     },
 
-    /** Recreates live Deployments that are missing (deleted by hand); returns the names recreated. */
+    /** Reads the versioned Deployment of a build (read-only). */
+    async readDeployment(owner: Owner, buildId: string): Promise<DeploymentObservation> {
+      const name = versionedDeploymentName(owner.name, buildId);
+      const d = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: owner.namespace }));
+      return d ? observeDeployment(d) : { buildId, name, exists: false };
+    },
+
+    /**
+     * Recreates live Deployments that are missing (deleted by hand); returns the names recreated. One of the
+     * same name that another incarnation of the resource owns is left alone (its garbage collection is due).
+     */
     async ensureDeploymentsExist(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate }[] }): Promise<string[]> {
       const recreated: string[] = [];
       for (const v of input.versions) {
         const name = versionedDeploymentName(input.owner.name, v.buildId);
         const existing = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: input.owner.namespace }));
-        if (existing && !existing.metadata?.deletionTimestamp) continue;
+        if (existing && (!isOwnedBy(existing, input.owner) || !existing.metadata?.deletionTimestamp)) continue;
         await apply({ owner: input.owner, desired: input.desired, buildId: v.buildId, template: v.template, replicas: v.replicas });
         recreated.push(name);
       }
@@ -93,44 +152,52 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     async scaleOwnedDeployments(owner: Owner, replicas: number): Promise<void> {
-      const list = await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) });
-      for (const d of list.items) {
+      for (const d of await ownedDeployments(owner)) {
         await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name: d.metadata!.name!, namespace: owner.namespace, body: { spec: { replicas } } }, asMergePatch));
       }
     },
 
     /** Deletes the resource's Deployments of builds not in `liveBuildIds` that are scaled to 0; returns their names. */
     async deleteStrayDeployments(owner: Owner, liveBuildIds: string[]): Promise<string[]> {
-      const list = await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) });
-      const strays = list.items.filter((d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0);
+      const strays = (await ownedDeployments(owner)).filter((d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0);
       for (const d of strays) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
       return strays.map((d) => d.metadata!.name!);
     },
 
     /** Deletes every Deployment of the resource (no garbage collector is assumed). */
     async deleteOwnedDeployments(owner: Owner): Promise<void> {
-      const list = await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) });
-      for (const d of list.items) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
+      for (const d of await ownedDeployments(owner)) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
     },
 
-    /** Writes the whole status with server-side apply, so fields no longer set are removed. */
+    /**
+     * Writes the whole status with server-side apply, so fields no longer set are removed. The body's uid is a
+     * precondition: a new object under the same name refuses it (409), and like a deleted one (404) it is
+     * not ours to report on.
+     */
     async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<void> {
-      const body = { apiVersion, kind: 'TemporalWorkerDeployment', metadata: { name: owner.name, namespace: owner.namespace }, status };
+      const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
+      const body = { apiVersion, kind: 'TemporalWorkerDeployment', metadata, status };
       try {
         await custom.patchNamespacedCustomObjectStatus(
           { group, version, namespace: owner.namespace, plural, name: owner.name, body, fieldManager: managerName, force: true },
           asApply,
         );
       } catch (err) {
-        if (statusCode(err) !== 404) throw err; // the resource is gone: nothing to report on
+        const code = statusCode(err);
+        if (code === 409) logWarning(`writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`);
+        else if (code !== 404) throw err;
       }
     },
 
-    /** Records a core/v1 Event on the resource (what `kubectl describe twd` shows). */
+    /**
+     * Records a core/v1 Event on the resource (what `kubectl describe twd` shows). Best effort and never
+     * throws: Events are advisory (client-go's recorder drops them too), and a terminating namespace or an
+     * Events quota must not hold up a rollout or a deletion.
+     */
     async recordEvent(owner: Owner, event: KubeEvent): Promise<void> {
       const at = new Date();
-      await ignoreNotFound(
-        core.createNamespacedEvent({
+      try {
+        await core.createNamespacedEvent({
           namespace: owner.namespace,
           body: {
             metadata: { generateName: `${owner.name}.`, namespace: owner.namespace },
@@ -144,36 +211,27 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
             lastTimestamp: at,
             count: 1,
           },
-        }),
-      );
-    },
-
-    /** Reads a gate's JSON input from a ConfigMap or Secret key. */
-    async readGateInput(namespace: string, source: { configMapKeyRef?: { name: string; key: string }; secretKeyRef?: { name: string; key: string } }): Promise<unknown> {
-      let text: string | undefined;
-      if (source.configMapKeyRef) {
-        const { name, key } = source.configMapKeyRef;
-        text = (await core.readNamespacedConfigMap({ name, namespace })).data?.[key];
-        if (text === undefined) throw new Error(`ConfigMap ${namespace}/${name} has no key "${key}"`);
-      } else if (source.secretKeyRef) {
-        const { name, key } = source.secretKeyRef;
-        const data = (await core.readNamespacedSecret({ name, namespace })).data?.[key];
-        if (data === undefined) throw new Error(`Secret ${namespace}/${name} has no key "${key}"`);
-        text = Buffer.from(data, 'base64').toString('utf8');
-      }
-      try {
-        return JSON.parse(text ?? 'null');
-      } catch {
-        throw new Error(`gate input in ${source.configMapKeyRef ? 'ConfigMap' : 'Secret'} is not JSON`);
+        });
+      } catch (err) {
+        logWarning(`recordEvent ${owner.namespace}/${owner.name} ${event.reason}: dropped (${describeFailure(err, { namespace: owner.namespace })})`);
       }
     },
 
-    /** Drops our finalizer, so Kubernetes can delete the resource. */
+    /**
+     * Reads a gate's JSON input from a ConfigMap or Secret key. RolloutWorkflow no longer calls it (runGate reads
+     * the input itself, so a Secret stays out of the history); registered for histories that still schedule it.
+     */
+    async readGateInput(namespace: string, source: GateInputSource): Promise<unknown> {
+      return readGateInput(namespace, source);
+    },
+
+    /** Drops our finalizer, so Kubernetes can delete the resource (not from a new object under the same name). */
     async removeFinalizer(owner: Owner): Promise<void> {
       const current = (await ignoreNotFound(
         custom.getNamespacedCustomObject({ group, version, namespace: owner.namespace, plural, name: owner.name }),
       )) as k8s.KubernetesObject | undefined;
-      if (!current?.metadata?.finalizers?.includes(finalizer)) return;
+      if (current?.metadata?.uid !== owner.uid) return;
+      if (!current.metadata.finalizers?.includes(finalizer)) return;
       const finalizers = current.metadata.finalizers.filter((f) => f !== finalizer);
       await ignoreNotFound(
         custom.patchNamespacedCustomObject(

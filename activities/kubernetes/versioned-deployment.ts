@@ -13,6 +13,8 @@ export const Labels = {
   managedBy: 'app.kubernetes.io/managed-by',
   workerDeployment: 'glidepath.dev/worker-deployment',
   buildId: 'glidepath.dev/build-id',
+  /** The UID of the owning resource: a new resource under an old name does not adopt the old one's Deployments. */
+  ownerUid: 'glidepath.dev/owner-uid',
 } as const;
 export const managerName = 'glidepath';
 
@@ -34,6 +36,16 @@ export interface VersionedDeploymentInput {
   buildId: string;
   /** Replicas to ask for (defaults to `spec.replicas`; sunset scales to 0). */
   replicas?: number;
+}
+
+/**
+ * Whether a Deployment belongs to this incarnation of the resource: its owner-uid label says so, or (made by
+ * a Glidepath from before that label) it has no owner reference to another object.
+ */
+export function isOwnedBy(d: k8s.V1Deployment, owner: Owner): boolean {
+  const uid = d.metadata?.labels?.[Labels.ownerUid];
+  if (uid !== undefined) return uid === owner.uid;
+  return (d.metadata?.ownerReferences ?? []).every((ref) => ref.uid === owner.uid);
 }
 
 /** The env every worker container gets: where Temporal is and which version it is. */
@@ -60,7 +72,10 @@ export function workerEnv(input: VersionedDeploymentInput): k8s.V1EnvVar[] {
   return env;
 }
 
-/** Renders the versioned Deployment: selector and labels per build, owner reference, injected env and TLS volume. */
+/**
+ * Renders the versioned Deployment: selector and labels per build, the owner's UID as a label and an owner
+ * reference, injected env and TLS volume. The selector leaves the UID out: it is immutable.
+ */
 export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.V1Deployment {
   const { owner, spec, connection, buildId } = input;
   const selector = { [Labels.workerDeployment]: owner.name, [Labels.buildId]: buildId };
@@ -77,7 +92,7 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
     metadata: {
       name: versionedDeploymentName(owner.name, buildId),
       namespace: owner.namespace,
-      labels: { ...selector, [Labels.managedBy]: managerName },
+      labels: { ...selector, [Labels.managedBy]: managerName, [Labels.ownerUid]: owner.uid },
       ownerReferences: [
         { apiVersion, kind: 'TemporalWorkerDeployment', name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true },
       ],

@@ -6,20 +6,25 @@ import { Context } from '@temporalio/activity';
 import { Client, WorkflowFailedError, isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
+import { GrpcStatus } from '../errors.js';
+import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
-const NotFound = 5; // gRPC status code
-
+/**
+ * Temporal's version statuses as TWC names them. CREATED (seen, never routed to) and UNSPECIFIED are 'Unknown',
+ * never 'Inactive': drainage is never decided from a status that does not say it.
+ */
 const VersionStatusName: Record<number, VersionStatus> = {
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_INACTIVE]: 'Inactive',
-  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CREATED]: 'Inactive',
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT]: 'Current',
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING]: 'Ramping',
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING]: 'Draining',
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED]: 'Drained',
 };
+/** The status name of a proto enum value; anything not listed above (CREATED, UNSPECIFIED, newer values) is 'Unknown'. */
+const versionStatusName = (status: number | null | undefined): VersionStatus => VersionStatusName[status ?? 0] ?? 'Unknown';
 
 /** Routing of a worker deployment as the workflow needs it. */
 export interface Routing {
@@ -35,18 +40,29 @@ export interface VersionRegistration {
   unversionedPollers: boolean;
 }
 
+/** A gate workflow to run on a build. */
 export interface GateRun {
   buildId: string;
   workflowType: string;
   taskQueue: string;
+  /** Inline input (the spec's `gate.input`, which the workflow's history holds anyway). */
   input?: unknown;
+  /**
+   * Where the input is (the spec's `gate.inputFrom`): read by the activity, so a Secret's content never
+   * enters RolloutWorkflow's history. Wins over `input`.
+   */
+  inputFrom?: GateInputSource;
   workflowId: string;
   timeoutMs: number;
 }
 
-const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === NotFound;
+const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
 
-export function createTemporalActivities(connections: TemporalConnections, identity: string) {
+/**
+ * The Temporal activities. `readGateInput` reads a gate's input from its ConfigMap or Secret (the Kubernetes
+ * activities' reader, with the same JSON rules).
+ */
+export function createTemporalActivities(connections: TemporalConnections, identity: string, readGateInput: GateInputReader) {
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
@@ -69,7 +85,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       rampPercentage: rc?.rampingVersionPercentage ?? 0,
       versions: (info?.versionSummaries ?? []).map((v) => ({
         buildId: v.deploymentVersion?.buildId ?? '',
-        status: VersionStatusName[v.status ?? 0] ?? 'Inactive',
+        status: versionStatusName(v.status),
       })),
     };
   }
@@ -165,7 +181,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
           namespace: t.temporalNamespace,
           deploymentVersion: { deploymentName: t.deploymentName, buildId },
         });
-        return VersionStatusName[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'Inactive';
+        return versionStatusName(res.workerDeploymentVersionInfo?.status);
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -234,11 +250,12 @@ export function createTemporalActivities(connections: TemporalConnections, ident
 
     /** Runs a gate workflow pinned to the target version and reports whether it completed. */
     async runGate(t: TemporalTarget, gate: GateRun): Promise<{ passed: boolean; message: string }> {
+      const input = gate.inputFrom ? await readGateInput(t.k8sNamespace, gate.inputFrom) : gate.input;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       const handle = await client.workflow.start(gate.workflowType, {
         workflowId: gate.workflowId,
         taskQueue: gate.taskQueue,
-        args: gate.input === undefined ? [] : [gate.input],
+        args: input === undefined ? [] : [input],
         versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
         workflowExecutionTimeout: gate.timeoutMs,
         workflowIdConflictPolicy: 'USE_EXISTING',

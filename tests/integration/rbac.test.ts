@@ -1,6 +1,7 @@
 /**
  * k8s-manifests/rbac/ is enough: the controller, authenticated as the glidepath ServiceAccount, rolls a resource
- * out and deletes it; and it cannot do what it does not need.
+ * out and deletes it; and it cannot do what it does not need. The namespaced variant is enough for a controller
+ * run with `--namespace`.
  */
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
@@ -25,16 +26,36 @@ afterAll(async () => {
   await env?.stop();
 });
 
-test('the controller runs as the glidepath ServiceAccount with only the ClusterRole it ships with', async () => {
-  const token = kubectl('create', 'token', 'glidepath', '-n', 'glidepath-system', '--duration', '1h');
+/**
+ * `kubectl auth can-i` for `user`; `what` is `resource[/subresource]` (kubectl itself would read the part after
+ * the slash as an object name). It answers "no" with exit status 1.
+ */
+function canI(user: string, verb: string, what: string, namespace: string): boolean {
+  const [resource, subresource] = what.split('/');
+  try {
+    return kubectl('auth', 'can-i', verb, resource!, ...(subresource ? [`--subresource=${subresource}`] : []), '-n', namespace, '--as', user) === 'yes';
+  } catch (err) {
+    if (String((err as { stdout?: string }).stdout).trim() === 'no') return false;
+    throw err;
+  }
+}
+
+/** A kubeconfig authenticated as a ServiceAccount, by a token from the TokenRequest API. */
+function kubeConfigAs(serviceAccount: string, namespace: string): k8s.KubeConfig {
+  const token = kubectl('create', 'token', serviceAccount, '-n', namespace, '--duration', '1h');
   const cluster = env.kc.getCurrentCluster()!;
-  const asServiceAccount = new k8s.KubeConfig();
-  asServiceAccount.loadFromOptions({
+  const kc = new k8s.KubeConfig();
+  kc.loadFromOptions({
     clusters: [{ name: 'test', server: cluster.server, skipTLSVerify: true }],
-    users: [{ name: 'glidepath', token }],
-    contexts: [{ name: 'glidepath', cluster: 'test', user: 'glidepath' }],
-    currentContext: 'glidepath',
+    users: [{ name: serviceAccount, token }],
+    contexts: [{ name: serviceAccount, cluster: 'test', user: serviceAccount }],
+    currentContext: serviceAccount,
   });
+  return kc;
+}
+
+test('the controller runs as the glidepath ServiceAccount with only the ClusterRole it ships with', async () => {
+  const asServiceAccount = kubeConfigAs('glidepath', 'glidepath-system');
   controller = await startController({
     kubeConfig: asServiceAccount,
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
@@ -55,17 +76,43 @@ test('the controller runs as the glidepath ServiceAccount with only the ClusterR
   await eventually('deleted, finalizer removed', async () => (await twdStatus(env, 'least').catch(() => undefined)) === undefined);
   expect(env.violations).toEqual([]);
 
-  // `kubectl auth can-i` answers "no" with exit status 1.
-  const can = (verb: string, what: string) => {
-    try {
-      return kubectl('auth', 'can-i', verb, what, '-n', env.namespace, '--as', 'system:serviceaccount:glidepath-system:glidepath') === 'yes';
-    } catch (err) {
-      if (String((err as { stdout?: string }).stdout).trim() === 'no') return false;
-      throw err;
-    }
-  };
+  const can = (verb: string, what: string) => canI('system:serviceaccount:glidepath-system:glidepath', verb, what, env.namespace);
   expect(can('patch', 'temporalworkerdeployments.glidepath.dev/status')).toBe(true);
   expect(can('delete', 'secrets')).toBe(false);
   expect(can('create', 'pods')).toBe(false);
   expect(can('delete', 'temporalworkerdeployments.glidepath.dev')).toBe(false);
+  expect(can('update', 'temporalworkerdeployments.glidepath.dev/finalizers')).toBe(true);
+});
+
+test('with --namespace the controller needs only the namespaced Role: a rollout to current and not one watch error', async () => {
+  await controller?.stop();
+  controller = undefined;
+  kubectl('apply', '-n', env.namespace, '-f', `${rbac}namespaced/`);
+  const lines: string[] = [];
+  controller = await startController({
+    kubeConfig: kubeConfigAs('glidepath', env.namespace),
+    temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+    taskQueue: `glidepath-${env.namespace}`,
+    namespaces: [env.namespace],
+    timings: { drainPollMaxMs: 1000 },
+    log: (message, fields) => lines.push(`${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
+  });
+
+  await apply(env, resource(env, 'scoped', { env: { VERSION: 'v1' } }));
+  const v1 = await eventually('v1 current', async () => (await twdStatus(env, 'scoped'))?.currentVersion?.buildID);
+  await apply(env, resource(env, 'scoped', { env: { VERSION: 'v2' } }));
+  await eventually('v2 current, v1 sunset', async () => {
+    const s = await twdStatus(env, 'scoped');
+    return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1 && (await deployments(env, 'scoped')).size === 1;
+  });
+  expect(env.violations).toEqual([]);
+  expect(lines.filter((l) => /watch error|restarting|failed/.test(l))).toEqual([]);
+  expect(lines.some((l) => l.startsWith('signalled specChanged'))).toBe(true);
+
+  const can = (verb: string, what: string, namespace = env.namespace) => canI(`system:serviceaccount:${env.namespace}:glidepath`, verb, what, namespace);
+  expect(can('watch', 'temporalworkerdeployments.glidepath.dev')).toBe(true);
+  expect(can('watch', 'temporalworkerdeployments.glidepath.dev', 'default')).toBe(false);
+  expect(can('list', 'deployments.apps', 'kube-system')).toBe(false);
+  expect(can('update', 'temporalworkerdeployments.glidepath.dev/finalizers')).toBe(true);
+  expect(can('patch', 'temporalworkerdeployments.glidepath.dev/status')).toBe(true);
 });

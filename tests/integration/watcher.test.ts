@@ -1,13 +1,19 @@
 /**
  * The watcher's side of the contract, against real servers: specs that got past admission but cannot be
- * rolled out, connection changes, several controllers at once, and progress deadlines.
+ * rolled out, connection changes, several controllers at once, progress deadlines, signals lost while Temporal
+ * was unreachable, and resources deleted behind the finalizer's back.
  */
 import * as k8s from '@kubernetes/client-node';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
 import { group, version } from '../../api/common.js';
+import { rolloutWorkflowId } from '../../api/names.js';
 import { asMergePatch } from '../../activities/kubernetes/client.js';
+import { finalizer } from '../../activities/kubernetes/activities.js';
+import { holdsProblemStatus } from '../../starter/condition-ownership.js';
+import { Watcher, watcherManager, type WatcherOptions } from '../../starter/watcher.js';
 import { startController } from '../../worker/controller.js';
-import { apply, deployments, eventually, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
 
@@ -22,6 +28,13 @@ afterEach(() => {
 });
 
 const envOf = (d: k8s.V1Deployment) => Object.fromEntries((d.spec?.template?.spec?.containers?.[0]?.env ?? []).map((e) => [e.name, e.value]));
+
+const getTwd = async (name: string, namespace = env.namespace) =>
+  (await env.custom.getNamespacedCustomObject({ group, version, namespace, plural, name })) as k8s.KubernetesObject & { status?: Record<string, unknown> };
+const warningEvents = async (name: string, reason: string) =>
+  (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: `involvedObject.name=${name}` })).items.filter(
+    (e) => e.type === 'Warning' && e.reason === reason,
+  );
 
 test('a spec that got past admission but cannot be rolled out: InvalidSpec condition, a Warning Event, no workflow, nothing touched', async () => {
   const obj = resource(env, 'bad', { env: { VERSION: 'v1' } });
@@ -52,6 +65,7 @@ test('a resource whose TemporalConnection does not exist yet waits (ConnectionNo
   });
   expect(waiting.phase).toBe('Pending');
   expect((await deployments(env, 'early')).size).toBe(0);
+  await eventually('a Warning Event ConnectionNotFound', async () => (await warningEvents('early', 'ConnectionNotFound')).length > 0, 10_000);
   // Said once: the watcher's own status write must not set off another one.
   const rv = async () => ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: 'temporalworkerdeployments', name: 'early' })) as k8s.KubernetesObject).metadata?.resourceVersion;
   const before = await rv();
@@ -62,6 +76,9 @@ test('a resource whose TemporalConnection does not exist yet waits (ConnectionNo
     body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'later' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
   });
   await eventually('rolled out', async () => (await twdStatus(env, 'early'))?.phase === 'Ready');
+  expect((await twdStatus(env, 'early'))?.conditions?.filter((c) => c.reason === 'ConnectionNotFound')).toEqual([]);
+  expect(holdsProblemStatus((await getTwd('early')).metadata?.managedFields, watcherManager)).toBe(false);
+  expect(await warningEvents('early', 'ConnectionNotFound')).toHaveLength(1);
 });
 
 test('a TemporalConnection change reaches the live Deployments of every resource that uses it', async () => {
@@ -124,4 +141,152 @@ test('a version whose pods never become ready fails its progress deadline; a fix
   await apply(env, fixed);
   await eventually('the fixed build current', async () => (await twdStatus(env, 'deadline'))?.phase === 'Ready');
   await eventually('the broken build sunset', async () => (await deployments(env, 'deadline')).size === 1);
+});
+
+test('InvalidSpec does not outlive the spec: fixed, the workflow takes over and the watcher\'s condition is gone', async () => {
+  const invalid = { spec: { workerOptions: { unsafeCustomBuildID: '---' } } };
+  const valid = { spec: { workerOptions: { unsafeCustomBuildID: null } } };
+  const patch = (body: object) => env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'mended', body }, asMergePatch);
+  const invalidSpecShown = () =>
+    eventually('InvalidSpec', async () => (await twdStatus(env, 'mended'))?.conditions?.some((c) => c.reason === 'InvalidSpec'));
+  /** The watcher holds no phase, message or conditions any more, and none says InvalidSpec. */
+  const cleared = (what: string, phase?: string) =>
+    eventually(what, async () => {
+      const obj = await getTwd('mended');
+      const s = obj.status as { phase?: string; observedGeneration?: number; conditions?: { reason: string }[] } | undefined;
+      return (
+        !holdsProblemStatus(obj.metadata?.managedFields, watcherManager) &&
+        s?.observedGeneration === obj.metadata?.generation &&
+        s?.phase !== 'InvalidSpec' &&
+        !s?.conditions?.some((c) => c.reason === 'InvalidSpec') &&
+        (!phase || s?.phase === phase)
+      );
+    });
+
+  // Invalid from the start: no workflow, then a fixed spec starts one.
+  const obj = resource(env, 'mended', { env: { VERSION: 'v1' } });
+  Object.assign(obj.spec.workerOptions, invalid.spec.workerOptions);
+  await apply(env, obj);
+  await invalidSpecShown();
+  await patch(valid);
+  await cleared('the first valid spec rolled out, InvalidSpec gone', 'Ready');
+
+  // Invalid while a version is current, then fixed back to that same version: nothing to roll out, so the
+  // workflow may not write its status at all; the watcher's condition must go all the same.
+  await patch(invalid);
+  await invalidSpecShown();
+  await patch(valid);
+  await cleared('back to the current version, InvalidSpec gone');
+});
+
+test('a resource deleted after its finalizer was removed by hand: the workflow cleans up and ends, nothing is recreated', async () => {
+  await apply(env, resource(env, 'orphan', { env: { VERSION: 'v1' } }));
+  await eventually('ready', async () => (await twdStatus(env, 'orphan'))?.phase === 'Ready');
+  expect((await deployments(env, 'orphan')).size).toBe(1);
+  env.deleting.add('orphan');
+  await env.custom.patchNamespacedCustomObject(
+    { group, version, namespace: env.namespace, plural, name: 'orphan', body: { metadata: { finalizers: [] } } },
+    asMergePatch,
+  );
+  await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'orphan' });
+  await eventually('the workflow completed', async () => (await workflowHandle(env, 'orphan').describe()).status.name === 'COMPLETED');
+  // Once the workflow has ended nothing can bring a Deployment back: none may be left.
+  expect((await deployments(env, 'orphan')).size).toBe(0);
+});
+
+describe('signals lost while Temporal was unreachable', () => {
+  /** A client whose calls fail while `down`, as they would with the Temporal frontend unreachable. */
+  function unreliable(real: Client) {
+    const temporal = { down: true };
+    const refuse = () => Promise.reject(new Error('14 UNAVAILABLE: connection refused (test)'));
+    const call = <A extends unknown[]>(fn: (...args: A) => Promise<unknown>) => (...args: A) => (temporal.down ? refuse() : fn(...args));
+    const client = {
+      workflow: {
+        signalWithStart: call((...args: Parameters<Client['workflow']['signalWithStart']>) => real.workflow.signalWithStart(...args)),
+        getHandle: (id: string) => {
+          const handle = real.workflow.getHandle(id);
+          return { signal: call((...args: Parameters<typeof handle.signal>) => handle.signal(...args)) };
+        },
+      },
+    } as unknown as Client;
+    return { client, temporal };
+  }
+
+  /**
+   * A watcher of a namespace of its own, with no worker on its task queue: the signals stay in the workflow's
+   * history to be read, and nothing writes to the resource but the watcher.
+   */
+  async function bareWatcher(label: string, options: Partial<WatcherOptions>) {
+    const namespace = `${env.namespace}-${label}`;
+    await env.kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    await env.custom.createNamespacedCustomObject({
+      group, version, namespace, plural: 'temporalconnections',
+      body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+    });
+    const { client, temporal } = unreliable(env.client);
+    const lines: string[] = [];
+    const watcher = new Watcher({ kubeConfig: env.kc, client, taskQueue: `unpolled-${namespace}`, namespaces: [namespace], log: (m) => lines.push(m), ...options });
+    await watcher.start();
+    const create = async (name: string, finalizers: string[] = []) => {
+      const obj = resource(env, name, { env: { VERSION: 'v1' } });
+      await env.custom.createNamespacedCustomObject({ group, version, namespace, plural, body: { ...obj, metadata: { name, namespace, finalizers } } });
+      return (await getTwd(name, namespace)).metadata!.uid!;
+    };
+    /** The specChanged payloads in the workflow's history. */
+    const specsReceived = async (name: string) => {
+      const history = await env.client.workflow.getHandle(rolloutWorkflowId(namespace, name)).fetchHistory();
+      return (history.events ?? [])
+        .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'specChanged')
+        .map((e) => defaultPayloadConverter.fromPayload<{ generation: number; uid?: string }>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!));
+    };
+    const cleanUp = async (name: string) => {
+      await watcher.stop();
+      await env.client.workflow.getHandle(rolloutWorkflowId(namespace, name)).terminate('test over').catch(() => {});
+    };
+    return { namespace, temporal, lines, create, specsReceived, cleanUp };
+  }
+
+  test('a failed signal is retried with backoff until it gets through, without another Kubernetes event', async () => {
+    const w = await bareWatcher('retry', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
+    try {
+      const uid = await w.create('lost');
+      // The watcher adds its finalizer (the last Kubernetes event) while its signal keeps failing.
+      const rv = await eventually('finalizer added', async () => {
+        const obj = await getTwd('lost', w.namespace);
+        return obj.metadata?.finalizers?.includes(finalizer) && obj.metadata.resourceVersion;
+      });
+      const failures = () => w.lines.filter((l) => l.includes('lost') && l.includes('retrying')).length;
+      const before = failures();
+      await eventually('two more failed attempts after the last event', () => failures() >= before + 2);
+      w.temporal.down = false;
+      const [spec] = await eventually('specChanged in the history', async () => {
+        const specs = await w.specsReceived('lost');
+        return specs.length > 0 && specs;
+      });
+      expect(spec).toMatchObject({ generation: 1, uid });
+      expect((await getTwd('lost', w.namespace)).metadata?.resourceVersion).toBe(rv);
+    } finally {
+      await w.cleanUp('lost');
+    }
+  });
+
+  test('a periodic resync from the informer cache repairs a signal whose retries were given up', async () => {
+    // Retries an hour apart: only the resync can deliver it within the test.
+    const w = await bareWatcher('resync', { retryBackoff: { initialMs: 3_600_000, maxMs: 3_600_000, jitter: 0 }, resyncIntervalMs: 1000 });
+    try {
+      // With the finalizer already on, the watcher writes nothing: the creation is the only Kubernetes event.
+      const uid = await w.create('lost', [finalizer]);
+      const rv = (await getTwd('lost', w.namespace)).metadata?.resourceVersion;
+      await eventually('the signal failed', () => w.lines.some((l) => l.includes('lost') && l.includes('retrying')));
+      w.temporal.down = false;
+      const [spec] = await eventually('specChanged in the history', async () => {
+        const specs = await w.specsReceived('lost');
+        return specs.length > 0 && specs;
+      });
+      expect(spec).toMatchObject({ generation: 1, uid });
+      expect((await getTwd('lost', w.namespace)).metadata?.resourceVersion).toBe(rv);
+    } finally {
+      await w.cleanUp('lost');
+    }
+  });
 });

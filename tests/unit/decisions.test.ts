@@ -10,6 +10,10 @@ import {
   drainPollDelay,
   firstVersionRouting,
   isDrained,
+  newerObservation,
+  nextRampStep,
+  problemWithDesired,
+  recheckDelay,
   isPaused,
   planSpecChange,
   renderStatus,
@@ -130,7 +134,7 @@ describe('planSpecChange', () => {
       name: 'a new build while a target is in flight supersedes it and deprecates it',
       before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 25 } }),
       spec: desired('v3', 3),
-      expected: { reapply: false, superseded: 'v2', target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
+      expected: { reapply: false, superseded: 'v2', target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString(), place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' } }] },
     },
     {
       name: 'a superseded target already deprecated keeps a single entry with its original deprecatedSince',
@@ -156,7 +160,7 @@ describe('planSpecChange', () => {
       name: 'the desired build equal to current clears the in-flight target (superseded); its Deployment needs no re-apply',
       before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 50 } }),
       spec: desired('v1', 3),
-      expected: { reapply: false, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString() }] },
+      expected: { reapply: false, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString(), place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' } }] },
     },
     {
       name: 'a deprecated build brought back leaves deprecated and becomes the target',
@@ -449,5 +453,106 @@ describe('planSpecChange keeps each build’s own pod template', () => {
     expect(second.templates?.v1).toBe(v1.spec.template);
     expect(second.templates?.v2).toBe(v2.spec.template);
     expect(second.templates?.v1).not.toEqual(second.templates?.v2);
+  });
+});
+
+describe('problemWithDesired: what a signal may carry (no input can fail a workflow task)', () => {
+  const good = desired('v1', 1);
+  const progressive = { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 10, pauseDuration: '1m' }, { rampPercentage: 50 }] } } };
+  test.each<[string, unknown, string | undefined]>([
+    ['a parsed spec', good, undefined],
+    ['a Progressive spec', progressive, undefined],
+    ['nothing', undefined, 'the payload is not an object'],
+    ['a string', 'v2', 'the payload is not an object'],
+    ['no generation', { ...good, generation: 'one' }, 'generation is not an integer'],
+    ['an empty build ID', { ...good, buildId: '' }, 'buildId is not a non-empty string'],
+    ['no spec', { ...good, spec: null }, 'spec is not an object'],
+    ['negative replicas', { ...good, spec: { ...good.spec, replicas: -1 } }, 'spec.replicas is not an integer ≥ 0'],
+    ['an unknown strategy', { ...good, spec: { ...good.spec, rollout: { strategy: 'Canary' } } }, 'spec.rollout.strategy is not AllAtOnce, Progressive or Manual'],
+    ['Progressive without steps', { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive' } } }, 'spec.rollout.steps: Progressive needs at least one step'],
+    [
+      'steps going down',
+      { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } },
+      "spec.rollout.steps[1].rampPercentage must be between 1 and 99 and above the previous step's",
+    ],
+    [
+      'a pause that is not a duration',
+      { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 5, pauseDuration: 'soon' }] } } },
+      'spec.rollout.steps[0].pauseDuration is not a duration',
+    ],
+    ['a gate without a workflow type', { ...good, spec: { ...good.spec, rollout: { strategy: 'AllAtOnce', gate: {} } } }, 'spec.rollout.gate has no workflowType'],
+    ['sunset delays that are not durations', { ...good, spec: { ...good.spec, sunset: { scaledownDelay: 1, deleteDelay: '1h' } } }, 'spec.sunset delays are not durations'],
+    ['no connection', { ...good, connection: undefined }, 'connection.hostPort is not a string'],
+  ])('%s', (_name, input, problem) => {
+    expect(problemWithDesired(input)).toBe(problem);
+  });
+});
+
+describe('nextRampStep: edits mid-rollout continue from the live ramp', () => {
+  const steps = [{ rampPercentage: 10 }, { rampPercentage: 40 }, { rampPercentage: 70 }].map((s) => ({ ...s, pauseDuration: '1m' }));
+  test.each<[string, Parameters<typeof nextRampStep>[0], Parameters<typeof nextRampStep>[1], ReturnType<typeof nextRampStep>]>([
+    ['not ramping yet: the first step', { strategy: 'Progressive', steps }, {}, { kind: 'step', index: 0, rampNow: true }],
+    ['at a step not done: hold it', { strategy: 'Progressive', steps }, { rampPercentage: 40 }, { kind: 'step', index: 1, rampNow: false }],
+    ['at a step done: the next one', { strategy: 'Progressive', steps }, { rampPercentage: 40, stepDone: true }, { kind: 'step', index: 2, rampNow: true }],
+    ['the last step done: current', { strategy: 'Progressive', steps }, { rampPercentage: 70, stepDone: true }, { kind: 'current' }],
+    ['steps edited, the live ramp between two: the first step above it', { strategy: 'Progressive', steps }, { rampPercentage: 25 }, { kind: 'step', index: 1, rampNow: true }],
+    ['steps edited, every step below the live ramp: current', { strategy: 'Progressive', steps }, { rampPercentage: 80 }, { kind: 'current' }],
+    ['steps edited to fewer: never backwards', { strategy: 'Progressive', steps: [{ rampPercentage: 5 }, { rampPercentage: 50 }] }, { rampPercentage: 40, stepDone: true }, { kind: 'step', index: 1, rampNow: true }],
+    ['switched to Manual mid-ramp: wait for promote where it is', { strategy: 'Manual' }, { rampPercentage: 40 }, { kind: 'awaitPromotion' }],
+    ['switched to AllAtOnce mid-ramp: current now', { strategy: 'AllAtOnce' }, { rampPercentage: 40 }, { kind: 'current' }],
+  ])('%s', (_name, rollout, target, plan) => {
+    expect(nextRampStep(rollout, target)).toEqual(plan);
+  });
+});
+
+describe('newerObservation: an older observation never overwrites a newer one', () => {
+  const obs = (resourceVersion?: string, observedGeneration?: number) => ({ buildId: 'v1', name: 'd', exists: true, resourceVersion, observedGeneration });
+  test.each([
+    ['newer resourceVersion wins, whatever the order', obs('12', 1), obs('9', 2), '12'],
+    ['numbers, not strings, are compared', obs('9'), obs('10'), '10'],
+    ['without resourceVersions the newer observedGeneration wins', obs(undefined, 3), obs(undefined, 2), undefined],
+  ])('%s', (_name, a, b, kept) => {
+    expect(newerObservation(a, b).resourceVersion).toBe(kept);
+    expect(newerObservation(b, a).resourceVersion).toBe(kept);
+  });
+  test('the first observation is taken', () => expect(newerObservation(undefined, obs('1'))).toEqual(obs('1')));
+});
+
+describe('recheckDelay', () => {
+  test.each([
+    [0, 1000],
+    [1, 2000],
+    [4, 16_000],
+    [5, 30_000],
+    [60, 30_000],
+  ])('backstop read %i waits %i ms (cap 30 s)', (attempt, ms) => expect(recheckDelay(attempt, 30_000)).toBe(ms));
+});
+
+describe('planSpecChange: identity, custom build IDs, Unknown drainage', () => {
+  test('a spec for another UID under the same name is a new lifecycle', () => {
+    const before = state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier } });
+    const next = { ...desired('v1', 1), uid: 'uid-2' };
+    const decision = planSpecChange(before, next, now);
+    expect(decision).toMatchObject({ newLifecycle: true, ignored: false });
+    expect(decision.state.nextLifecycle).toBe(next);
+    expect(decision.state.desired).toBe(before.desired); // the old object's spec still rules its cleanup
+  });
+  test('the same UID is the same lifecycle', () => {
+    const decision = planSpecChange(state({ desired: desired('v1', 1) }), { ...desired('v2', 2), uid: 'uid-1' }, now);
+    expect(decision.newLifecycle).toBeUndefined();
+    expect(decision.state.target?.buildId).toBe('v2');
+  });
+  test('a new template under the same (custom) build ID re-applies its Deployment: a rolling update of the same version', () => {
+    const before = planSpecChange(state(), desired('custom', 1), now).state;
+    before.current = { buildId: 'custom', since: earlier };
+    before.target = undefined;
+    const changed = desired('custom', 2);
+    changed.spec = { ...changed.spec, template: { spec: { containers: [{ name: 'worker', image: 'orders:1.0.1' }] } } as never };
+    const decision = planSpecChange(before, changed, now);
+    expect(decision.reapply).toBe(true);
+    expect(decision.state.templates?.custom).toBe(changed.spec.template);
+  });
+  test('Unknown (CREATED, UNSPECIFIED) is never drained', () => {
+    expect(isDrained('Unknown')).toBe(false);
   });
 });

@@ -1,6 +1,7 @@
 import type * as k8s from '@kubernetes/client-node';
 import {
   Labels,
+  isOwnedBy,
   renderVersionedDeployment,
   tlsMountPath,
   type VersionedDeploymentInput,
@@ -73,6 +74,7 @@ describe('renderVersionedDeployment', () => {
           'glidepath.dev/worker-deployment': 'hello',
           'glidepath.dev/build-id': '1-abc',
           'app.kubernetes.io/managed-by': 'glidepath',
+          'glidepath.dev/owner-uid': 'u-1',
         },
         ownerReferences: [
           {
@@ -122,6 +124,7 @@ describe('renderVersionedDeployment', () => {
     [Labels.managedBy, 'glidepath'],
     [Labels.workerDeployment, 'orders'],
     [Labels.buildId, '1.2.3-0123456789ab'],
+    [Labels.ownerUid, 'uid-1234'],
   ])('labels the Deployment %s=%s', (key, value) => {
     expect(renderVersionedDeployment(input()).metadata!.labels).toMatchObject({ [key]: value });
   });
@@ -270,5 +273,33 @@ describe('renderVersionedDeployment env precedence', () => {
     const matching = (worker!.env ?? []).filter((e) => e.name === name);
     expect(matching).toEqual([{ name, value: injected }]);
     expect(matching).not.toContainEqual({ name, value: userValue });
+  });
+});
+
+describe('isOwnedBy', () => {
+  const owner = { namespace: 'shop', name: 'orders', uid: 'uid-new' };
+  const deployment = (labels: Record<string, string>, ownerUids: string[] = []): k8s.V1Deployment => ({
+    metadata: {
+      name: 'orders-v1',
+      labels: { [Labels.workerDeployment]: 'orders', [Labels.managedBy]: 'glidepath', ...labels },
+      ownerReferences: ownerUids.map((uid) => ({ apiVersion: 'glidepath.dev/v1alpha1', kind: 'TemporalWorkerDeployment', name: 'orders', uid })),
+    },
+  });
+
+  test.each([
+    ['its owner-uid label is the owner', true, deployment({ [Labels.ownerUid]: 'uid-new' }, ['uid-new'])],
+    ['its owner-uid label is another uid', false, deployment({ [Labels.ownerUid]: 'uid-old' }, ['uid-old'])],
+    ['the label wins over an owner reference', false, deployment({ [Labels.ownerUid]: 'uid-old' }, ['uid-new'])],
+    ['unlabelled (older Glidepath), owner reference to the owner', true, deployment({}, ['uid-new'])],
+    ['unlabelled, no owner reference', true, deployment({})],
+    ['unlabelled, owner reference to another uid', false, deployment({}, ['uid-old'])],
+  ])('%s → owned: %s', (_case, owned, d) => {
+    expect(isOwnedBy(d, owner)).toBe(owned);
+  });
+
+  test('a rendered Deployment is owned by its owner and by no other incarnation', () => {
+    const d = renderVersionedDeployment(input({ owner }));
+    expect(isOwnedBy(d, owner)).toBe(true);
+    expect(isOwnedBy(d, { ...owner, uid: 'uid-other' })).toBe(false);
   });
 });

@@ -6,11 +6,13 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
 import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
+import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deploymentObserved } from '../../workflows/messages.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
@@ -35,6 +37,8 @@ export class FakeWorld {
   readonly calls: Call[] = [];
   readonly statuses: TemporalWorkerDeploymentStatus[] = [];
   readonly events: KubeEvent[] = [];
+  /** The spec generation each Deployment was last applied from (a new template under one build ID re-applies). */
+  readonly appliedAt = new Map<string, number>();
   /** Kubernetes: versioned Deployments by build ID. */
   readonly deployments = new Map<string, FakeDeployment>();
   /** Temporal: routing of the worker deployment, and the status of each registered version. */
@@ -64,8 +68,16 @@ export class FakeWorld {
     private readonly client: Client,
   ) {}
 
+  private resourceVersion = 0;
+  /** Activities that fail (by name) until the test deletes the entry. */
+  readonly failWith = new Map<string, Error>();
+  /** The watcher's signals are lost: the workflow learns of a Deployment only by reading it. */
+  signalsLost = false;
+
   record(name: string, args: unknown[]): void {
     this.calls.push({ name, args, at: Date.now() });
+    const failure = this.failWith.get(name);
+    if (failure) throw failure;
   }
 
   callsOf(name: string): Call[] {
@@ -81,8 +93,10 @@ export class FakeWorld {
   observation(buildId: string): DeploymentObservation {
     const d = this.deployments.get(buildId);
     const name = versionedDeploymentName(this.owner.name, buildId);
-    if (!d) return { buildId, name, exists: false };
+    const resourceVersion = String(++this.resourceVersion);
+    if (!d) return { buildId, name, exists: false, resourceVersion };
     return {
+      resourceVersion,
       buildId,
       name,
       exists: true,
@@ -95,6 +109,7 @@ export class FakeWorld {
 
   /** Sends the current observation of a Deployment to the workflow, as the watcher does on every change. */
   async notify(buildId: string): Promise<void> {
+    if (this.signalsLost) return;
     try {
       await this.client.workflow.getHandle(this.workflowId).signal(deploymentObserved, this.observation(buildId));
     } catch (err) {
@@ -111,9 +126,10 @@ export class FakeWorld {
     await this.notify(buildId);
   }
 
-  apply(buildId: string, replicas: number): DeploymentObservation {
+  apply(buildId: string, replicas: number, generation?: number): DeploymentObservation {
     const existing = this.deployments.get(buildId);
-    if (existing && existing.replicas === replicas) return this.observation(buildId);
+    if (existing && existing.replicas === replicas && (generation === undefined || this.appliedAt.get(buildId) === generation)) return this.observation(buildId);
+    if (generation !== undefined) this.appliedAt.set(buildId, generation);
     this.deployments.set(buildId, {
       name: versionedDeploymentName(this.owner.name, buildId),
       replicas,
@@ -166,11 +182,11 @@ export class FakeWorlds {
       w.record(name, args);
       return w;
     };
-    return {
+    const fake: Activities = {
       // ---- Kubernetes ----
       ensureVersionedDeployment: async (input) => {
         const w = kube(input.owner, 'ensureVersionedDeployment', [input.buildId, input.desired.generation]);
-        return w.apply(input.buildId, input.replicas ?? input.desired.spec.replicas);
+        return w.apply(input.buildId, input.replicas ?? input.desired.spec.replicas, input.desired.generation);
       },
       ensureDeploymentsExist: async (input) => {
         const w = kube(input.owner, 'ensureDeploymentsExist', [input.versions.map((v) => v.buildId)]);
@@ -214,6 +230,7 @@ export class FakeWorlds {
         this.of(owner).events.push(event);
       },
       readGateInput: async () => ({ from: 'configMap' }),
+      readDeployment: async (owner, buildId) => kube(owner, 'readDeployment', [buildId]).observation(buildId),
       removeFinalizer: async (owner) => {
         kube(owner, 'removeFinalizer', []);
       },
@@ -259,11 +276,26 @@ export class FakeWorlds {
         w.rampPercentage = 0;
         w.routedAway(buildId);
       },
+      awaitDrained: async (t, buildId) => {
+        // Polls as the real one does (each poll is a recorded versionStatus call), until drained or cancelled.
+        const ctx = Context.current();
+        for (;;) {
+          const status = await fake.versionStatus(t, buildId);
+          if (status === 'Drained' || status === 'Inactive' || status === 'NotRegistered') return status;
+          ctx.heartbeat();
+          await ctx.sleep(100);
+        }
+      },
+      countOpenExecutions: async (t, buildIds) => {
+        temporal(t, 'countOpenExecutions', [buildIds]);
+        return Object.fromEntries(buildIds.map((b) => [b, 0]));
+      },
       versionStatus: async (t, buildId) => {
         const w = temporal(t, 'versionStatus', [buildId]);
         w.versionStatusInFlight++;
         try {
-          await w.versionStatusHold;
+          // Held in flight, but not past a cancellation (a held check must not keep the worker from shutting down).
+          await Promise.race([w.versionStatusHold, inActivity() ? Context.current().cancelled : new Promise<never>(() => {})]);
         } finally {
           w.versionStatusInFlight--;
         }
@@ -288,8 +320,18 @@ export class FakeWorlds {
         return w.gateResults.shift() ?? { passed: true, message: `${gate.workflowType} completed` };
       },
     };
+    return fake;
   }
 }
+
+const inActivity = () => {
+  try {
+    Context.current();
+    return true;
+  } catch {
+    return false;
+  }
+};
 
 /** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
 export function desired(generation: number, buildId: string, rollout: TemporalWorkerDeploymentSpecInput['rollout'] = { strategy: 'AllAtOnce' }): Desired {
@@ -326,7 +368,9 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
     workflowsPath: fileURLToPath(new URL('../../workflows/index.ts', import.meta.url)),
     activities: worlds.activities(),
   });
-  const running = worker.run();
+  // Long waits (registration, gates, drainage) run on their own task queue, as in the controller.
+  const waits = await Worker.create({ connection: nativeConnection, namespace, taskQueue: waitsTaskQueue(taskQueue), activities: worlds.activities() });
+  const running = Promise.all([worker.run(), waits.run()]);
   return {
     client,
     worlds,
@@ -335,6 +379,7 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
       // Nothing of one test file may linger: end every rollout still open.
       await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => {})));
       worker.shutdown();
+      waits.shutdown();
       await running;
       await nativeConnection.close();
       await connection.close();

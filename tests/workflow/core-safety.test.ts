@@ -1,0 +1,297 @@
+/**
+ * The rollout core under every change and every fault (RolloutWorkflow on the real dev server, activities
+ * played by fake worlds): no input fails a workflow task, edits mid-rollout continue from the live ramp, lost
+ * signals are made up for by reads, permanent errors show, history stays bounded in a long wait, and every
+ * action is tied to the resource's UID.
+ */
+import { randomUUID } from 'node:crypto';
+import { ApplicationFailure } from '@temporalio/common';
+import proto from '@temporalio/proto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { rolloutWorkflowId } from '../../api/names.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
+import { eventually } from '../harness/eventually.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
+
+const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
+const unhandledCommand = proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
+const taskQueue = `core-safety-test-${randomUUID().slice(0, 8)}`;
+const timings: Partial<Timings> = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100, recheckMaxMs: 500 };
+
+let rig: FakeRig;
+let client: Client;
+let worlds: FakeWorlds;
+const workflowIds: string[] = [];
+
+beforeAll(async () => {
+  rig = await startFakeRig(taskQueue);
+  ({ client, worlds } = rig);
+});
+
+afterAll(async () => {
+  await rig?.stop(workflowIds);
+});
+
+interface Rollout {
+  world: FakeWorld;
+  owner: { namespace: string; name: string; uid: string };
+  /** The latest run of the chain. */
+  handle(): WorkflowHandle<typeof RolloutWorkflow>;
+  spec(d: Desired): Promise<void>;
+  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
+  /** Why each workflow task of every run so far failed (none, if all is well). */
+  taskFailures(): Promise<string[]>;
+}
+
+async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
+  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = worlds.create(owner, workflowId);
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings: { ...timings, ...extra } }] });
+  workflowIds.push(workflowId);
+  const handle = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
+  return {
+    world,
+    owner,
+    handle,
+    spec: (d) => handle().signal(messages.specChanged, { ...d, uid: owner.uid }),
+    until: (what, probe) =>
+      eventually(what, async () => {
+        const s = await handle().query(messages.status);
+        return probe(s) ? s : undefined;
+      }),
+    taskFailures: async () => {
+      const failures: string[] = [];
+      for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
+        const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
+        for (const e of history.events ?? []) {
+          // UnhandledCommand is the server's "signals came in while you completed: run the task again" (here, a
+          // ContinueAsNew racing pod-status signals), not a failure of the workflow's code.
+          const cause = e.workflowTaskFailedEventAttributes?.cause;
+          if (e.eventType === taskFailed && cause !== unhandledCommand) failures.push(e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed');
+        }
+      }
+      return failures;
+    },
+  };
+}
+
+async function withCurrentV1(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
+  const r = await startRollout(label, extra);
+  await r.spec(desired(1, 'v1'));
+  await r.until('v1 current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  return r;
+}
+
+const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
+const noTaskFailures = async (r: Rollout) => expect(await r.taskFailures()).toEqual([]);
+const progressive = (steps: { rampPercentage: number; pauseDuration?: string }[]) => ({ strategy: 'Progressive' as const, steps });
+
+test('malformed signals and odd specs never fail a workflow task; the rollout goes on', async () => {
+  const r = await startRollout('malformed');
+  const h = r.handle();
+  const raw = (name: string, ...args: unknown[]) => client.workflow.getHandle(h.workflowId).signal(name, ...args);
+  await raw('specChanged', 'v2');
+  await raw('specChanged', {});
+  await raw('specChanged', { ...desired(1, 'v1'), generation: 'one' });
+  await raw('specChanged', { ...desired(1, 'v1'), spec: { ...desired(1, 'v1').spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } });
+  await raw('specChanged', null);
+  await raw('deploymentObserved', 42);
+  await raw('deploymentObserved', { buildId: 7 });
+  await raw('pause', { reason: 12 });
+  await raw('resume', 'now');
+  await raw('promote', { full: 'yes', buildId: 3 });
+  await raw('abort', [1, 2]);
+  await raw('deleted', 'soon');
+  await raw('resync', { what: 'ever' });
+  // And then a good spec rolls out as usual.
+  await r.spec(desired(2, 'v1'));
+  const s = await r.until('v1 current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  expect(s.generation).toBe(2);
+  expect(r.world.events.filter((e) => e.reason === 'ControlRefused').length).toBeGreaterThanOrEqual(4);
+  await noTaskFailures(r);
+});
+
+describe('editing spec.rollout of the build being rolled out', () => {
+  test('new steps: the next step is the first one above the live ramp; nothing fails', async () => {
+    const r = await withCurrentV1('edit-steps');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 10, pauseDuration: '1h' }, { rampPercentage: 50, pauseDuration: '1h' }])));
+    await r.until('ramping 10%', (s) => s.phase === 'Ramping' && s.target?.rampPercentage === 10);
+    await r.spec(desired(3, 'v2', progressive([{ rampPercentage: 25, pauseDuration: '1s' }, { rampPercentage: 60, pauseDuration: '1s' }])));
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    expect(argsOf(r.world, 'setRamping')).toEqual([
+      ['v2', 10],
+      ['v2', 25],
+      ['v2', 60],
+    ]);
+    await noTaskFailures(r);
+  });
+
+  test('Progressive → Manual: waits for promote where the ramp is', async () => {
+    const r = await withCurrentV1('edit-manual');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 20, pauseDuration: '1h' }])));
+    await r.until('ramping 20%', (s) => s.phase === 'Ramping');
+    await r.spec(desired(3, 'v2', { strategy: 'Manual' }));
+    const s = await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+    expect(s.target).toMatchObject({ buildId: 'v2', rampPercentage: 20 });
+    expect(r.world.rampPercentage).toBe(20);
+    await r.handle().signal(messages.promote, { buildId: 'v2' });
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    await noTaskFailures(r);
+  });
+
+  test('Progressive → AllAtOnce: current now', async () => {
+    const r = await withCurrentV1('edit-all');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 20 }])));
+    await r.until('awaiting promotion at 20%', (s) => s.phase === 'AwaitingPromotion');
+    await r.spec(desired(3, 'v2', { strategy: 'AllAtOnce' }));
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    expect(argsOf(r.world, 'setRamping')).toEqual([['v2', 20]]);
+    await noTaskFailures(r);
+  });
+
+  test('paused: true in the spec holds the step and shows Paused; false lets it go on', async () => {
+    const r = await withCurrentV1('edit-paused');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 20, pauseDuration: '2s' }])));
+    await r.until('ramping', (s) => s.phase === 'Ramping');
+    await r.spec(desired(3, 'v2', { ...progressive([{ rampPercentage: 20, pauseDuration: '2s' }]), paused: true }));
+    await r.until('Paused', (s) => s.phase === 'Paused' && s.paused);
+    await r.spec(desired(4, 'v2', progressive([{ rampPercentage: 20, pauseDuration: '2s' }])));
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    await noTaskFailures(r);
+  });
+});
+
+test('replicas of the in-flight target are applied at once, and availability waits for the new count', async () => {
+  const r = await withCurrentV1('replicas');
+  r.world.autoAvailable = false;
+  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  await eventually('v2 applied', () => r.world.deployments.has('v2'));
+  const more = desired(3, 'v2', { strategy: 'Manual' });
+  more.spec = { ...more.spec, replicas: 5 };
+  await r.spec(more);
+  await eventually('v2 re-applied with 5 replicas', () => r.world.deployments.get('v2')?.replicas === 5);
+  expect(argsOf(r.world, 'ensureVersionedDeployment')).toContainEqual(['v2', 3]);
+  await r.world.makeAvailable('v2');
+  await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+});
+
+test('a spec reverted to the current build ends in Ready, and the abandoned target is sunset', async () => {
+  const r = await withCurrentV1('revert');
+  await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 30 }])));
+  await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  await r.spec(desired(3, 'v1'));
+  const s = await r.until('Ready on v1', (s) => s.phase === 'Ready' && s.target === undefined);
+  expect(s).toMatchObject({ current: 'v1', generation: 3, reason: 'RolloutComplete' });
+  expect(s.deprecated.map((v) => v.buildId)).toEqual(['v2']);
+  expect(r.world.ramping).toBeUndefined();
+});
+
+test('every accepted spec moves observedGeneration, also one that changes nothing', async () => {
+  const r = await withCurrentV1('observed');
+  await r.spec(desired(7, 'v1'));
+  await eventually('status written with generation 7', () => r.world.statuses.at(-1)?.observedGeneration === 7);
+  expect(r.world.statuses.at(-1)?.phase).toBe('Ready');
+});
+
+test('a lost "available" signal: the backstop read finds the Deployment available and the rollout completes', async () => {
+  const r = await withCurrentV1('lost-signal');
+  r.world.signalsLost = true;
+  await r.spec(desired(2, 'v2'));
+  await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  expect(argsOf(r.world, 'readDeployment')).toContainEqual(['v2']);
+});
+
+test('a permanent error shows as Blocked with its message and a Warning; a new spec tries again', async () => {
+  const r = await withCurrentV1('blocked');
+  r.world.failWith.set('ensureVersionedDeployment', ApplicationFailure.nonRetryable('kube-apiserver refused Deployment shop/x (422): spec.template: Invalid value', 'Permanent'));
+  await r.spec(desired(2, 'v2'));
+  const s = await r.until('Blocked', (s) => s.reason === 'Blocked');
+  expect(s.phase).toBe('Failed');
+  expect(s.message).toContain('422');
+  expect(r.world.events.some((e) => e.type === 'Warning' && e.reason === 'Blocked')).toBe(true);
+  r.world.failWith.delete('ensureVersionedDeployment');
+  await r.spec(desired(3, 'v2'));
+  await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+});
+
+describe('controls', () => {
+  test('a pause does not outlive an abort: the next rollout is not held invisibly', async () => {
+    const r = await withCurrentV1('abort-pause');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 10, pauseDuration: '1h' }])));
+    await r.until('ramping', (s) => s.phase === 'Ramping');
+    await r.handle().signal(messages.pause, { reason: 'looking' });
+    await r.until('Paused', (s) => s.phase === 'Paused');
+    await r.handle().signal(messages.abort, { reason: 'bad build' });
+    await r.until('Aborted', (s) => s.phase === 'Aborted' && !s.paused);
+    await r.spec(desired(3, 'v3'));
+    await r.until('v3 current', (s) => s.current === 'v3' && s.phase === 'Ready');
+  });
+
+  test('a promote naming a superseded build is refused; one naming the target is taken', async () => {
+    const r = await withCurrentV1('promote-build');
+    await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+    await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+    await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
+    await r.until('v3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('v3'));
+    await r.handle().signal(messages.promote, { buildId: 'v2' });
+    await eventually('the refusal', () => r.world.events.some((e) => e.reason === 'ControlRefused' && e.message.includes('v2')));
+    expect((await r.handle().query(messages.status)).phase).toBe('AwaitingPromotion');
+    await r.handle().signal(messages.promote, { buildId: 'v3' });
+    await r.until('v3 current', (s) => s.current === 'v3');
+  });
+
+  test('promote {full} during a failed-gate pause skips the remaining steps', async () => {
+    const r = await withCurrentV1('gate-full');
+    r.world.gateResults.push({ passed: false, message: 'boom' });
+    const d = desired(2, 'v2', { ...progressive([{ rampPercentage: 10 }, { rampPercentage: 50 }]), gate: { workflowType: 'check' }, gateFailurePolicy: 'Pause' });
+    await r.spec(d);
+    await r.until('paused by the failed gate', (s) => s.reason === 'GateFailed');
+    await r.handle().signal(messages.promote, { full: true });
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    expect(argsOf(r.world, 'setRamping')).toEqual([]);
+  });
+});
+
+test('a Manual wait beside a draining version continues as new under a small history limit, then completes', async () => {
+  const limit = 120;
+  const r = await withCurrentV1('bounded', { historyLimit: limit });
+  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
+  const firstRun = (await r.handle().describe()).runId;
+  // Days of pod churn on the draining v1, compressed: a status signal after another.
+  for (let i = 0; i < 60 && (await r.handle().describe()).runId === firstRun; i++) await r.world.notify('v1');
+  await eventually('a ContinueAsNew while awaiting promotion', async () => (await r.handle().describe()).runId !== firstRun);
+  expect((await r.handle().query(messages.status)).phase).toBe('AwaitingPromotion');
+  await r.handle().signal(messages.promote, {});
+  await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  for await (const run of client.workflow.list({ query: `WorkflowId = "${r.handle().workflowId}"` })) {
+    const length = (await client.workflow.getHandle(run.workflowId, run.runId).describe()).historyLength;
+    expect(length).toBeLessThanOrEqual(limit + 40); // the limit, plus what one wake-up adds before it continues
+  }
+  await noTaskFailures(r);
+});
+
+describe("the resource's UID", () => {
+  test('a deleted signal about another object with the same name is ignored', async () => {
+    const r = await withCurrentV1('uid-deleted');
+    await r.handle().signal(messages.deleted, { uid: 'someone-else' });
+    await r.handle().signal(messages.resync);
+    await eventually('a resync', () => r.world.callsOf('ensureDeploymentsExist').length > 0);
+    expect(r.world.callsOf('deleteOwnedDeployments')).toEqual([]);
+    expect((await r.handle().describe()).status.name).toBe('RUNNING');
+  });
+
+  test('a spec of a new object under the same name: the old one is cleaned up, then a new lifecycle starts', async () => {
+    const r = await withCurrentV1('uid-new');
+    const firstRun = (await r.handle().describe()).runId;
+    const newUid = randomUUID();
+    await r.handle().signal(messages.specChanged, { ...desired(1, 'v5'), uid: newUid });
+    await eventually('the old lifecycle cleaned up', () => r.world.callsOf('removeFinalizer').length === 1);
+    await eventually('a new run', async () => (await r.handle().describe()).runId !== firstRun);
+    const s = await r.until('v5 current in the new lifecycle', (s) => s.current === 'v5' && s.phase === 'Ready');
+    expect(s.generation).toBe(1);
+  });
+});

@@ -1,0 +1,200 @@
+/**
+ * What every part of a rollout shares: the state, the activities, the status writer, and the one way to wait.
+ * Waiting is where history grows, so every wait goes through `wait` + `checkpoint`: it wakes when a
+ * ContinueAsNew is due, and the caller saves its progress in the state before `checkpoint` throws.
+ */
+import {
+  ActivityFailure,
+  ApplicationFailure,
+  TimeoutFailure,
+  condition,
+  isCancellation,
+  log,
+  proxyActivities,
+  sleep,
+  upsertSearchAttributes,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities, TemporalTarget } from '../activities/index.js';
+import { workerDeploymentName } from '../api/names.js';
+import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
+import { renderStatus } from './decisions.js';
+import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
+import type { Owner, RolloutState, TemporalPlace } from './state.js';
+import { waitsTaskQueue } from './task-queues.js';
+
+/** Thrown at a checkpoint when the history is long enough to continue as new; the state holds the progress. */
+export class ContinueAsNewDue extends Error {
+  constructor() {
+    super('continue as new');
+  }
+}
+
+/** A permanent error: Kubernetes or Temporal refused the call; retrying the same call cannot help. */
+export class Blocked extends Error {
+  constructor(
+    readonly what: string,
+    readonly detail: string,
+  ) {
+    super(`${what}: ${detail}`);
+  }
+}
+
+/** Retries within one call; past them the status says what is being retried (see `call`). */
+const attempts = (maximumInterval: string) => ({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval, maximumAttempts: 8 });
+
+
+const now = () => new Date();
+
+export class RolloutContext {
+  readonly owner: Owner;
+  readonly kube = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s') });
+  readonly temporal = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('5s') });
+  /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
+  private readonly reporting = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } });
+  /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
+  readonly removing = new Set<string>();
+  /** The final routing change of a rollout is in flight: an abort now is refused. */
+  promoting = false;
+  private statusDirty = false;
+  private writing = false;
+  private background = 0;
+
+  constructor(public state: RolloutState) {
+    this.owner = state.owner;
+  }
+
+  /** Long-waiting activities (registration, gates, drainage) with a start-to-close budget. */
+  waits(startToCloseTimeout: number | string = '24h') {
+    return proxyActivities<Activities>({
+      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
+      startToCloseTimeout,
+      heartbeatTimeout: '20s',
+      retry: attempts('10s'),
+    });
+  }
+
+  spec() {
+    return this.state.desired!.spec;
+  }
+
+  /** The resource's worker deployment, on the Temporal of `place` (default: the spec's). */
+  temporalTarget(place?: TemporalPlace): TemporalTarget {
+    const d = this.state.desired!;
+    return {
+      connection: place?.connection ?? d.connection,
+      k8sNamespace: this.owner.namespace,
+      temporalNamespace: place?.temporalNamespace ?? d.spec.workerOptions.temporalNamespace,
+      deploymentName: workerDeploymentName(this.owner.namespace, this.owner.name),
+    };
+  }
+
+  /** Records a transition: status on the resource, a Kubernetes Event, search attributes. Does not wait for them. */
+  transition(phase: Phase, reason: Reason, message: string, type: 'Normal' | 'Warning' = 'Normal'): void {
+    Object.assign(this.state, { phase, reason, message, since: now().toISOString() });
+    upsertSearchAttributes([
+      { key: phaseKey, value: phase },
+      { key: targetBuildKey, value: this.state.target?.buildId ?? '' },
+      { key: currentBuildKey, value: this.state.current?.buildId ?? '' },
+    ]);
+    this.markDirty();
+    this.event(type, reason, message);
+  }
+
+  /** A Kubernetes Event on the resource (best effort: the activity never fails). */
+  event(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    this.background++;
+    void this.reporting
+      .recordEvent(this.owner, { type, reason, message })
+      .catch((err) => log.warn('event not recorded', { reason, error: String(err) }))
+      .finally(() => this.background--);
+  }
+
+  /** The status on the resource is out of date: the writer writes the latest state, one write at a time. */
+  markDirty(): void {
+    this.statusDirty = true;
+  }
+
+  /** Writes status whenever it changed; serial, so an older write never lands after a newer one. */
+  async statusWriter(): Promise<never> {
+    for (;;) {
+      await condition(() => this.statusDirty);
+      this.statusDirty = false;
+      this.writing = true;
+      try {
+        await this.reporting.writeStatus(this.owner, renderStatus(this.state));
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.warn('status not written', { error: String(err) });
+      } finally {
+        this.writing = false;
+      }
+    }
+  }
+
+  /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
+  settled(): Promise<void> {
+    return condition(() => !this.statusDirty && !this.writing && this.background === 0);
+  }
+
+  continueAsNewDue(): boolean {
+    const info = workflowInfo();
+    return info.continueAsNewSuggested || info.historyLength > (this.state.timings.historyLimit ?? 10_000);
+  }
+
+  /** Waits for `ready` (or `timeoutMs`); also wakes when a ContinueAsNew is due. Returns whether `ready` holds. */
+  async wait(ready: () => boolean, timeoutMs?: number, summary?: string): Promise<boolean> {
+    const woke = () => ready() || this.continueAsNewDue();
+    if (timeoutMs === undefined) await condition(woke);
+    else await condition(woke, Math.max(1, timeoutMs), summary ? { summary } : {});
+    return ready();
+  }
+
+  /** Call after saving progress in the state: continues as new if due. */
+  checkpoint(): void {
+    if (this.continueAsNewDue()) throw new ContinueAsNewDue();
+  }
+
+  /**
+   * Runs an activity call. A permanent failure (non-retryable) becomes `Blocked`; a transient one that
+   * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
+   * timers, with checkpoints, so the history stays bounded however long it takes).
+   */
+  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    for (let round = 0; ; round++) {
+      try {
+        const result = await fn();
+        if (this.state.retrying?.what === what) {
+          this.state.retrying = undefined;
+          this.markDirty();
+        }
+        return result;
+      } catch (err) {
+        const permanent = permanentCause(err);
+        if (permanent !== undefined) throw new Blocked(what, permanent);
+        if (!(err instanceof ActivityFailure)) throw err;
+        const message = err.cause?.message ?? err.message;
+        if (this.state.retrying?.message !== message) {
+          this.state.retrying = { what, message, since: now().toISOString() };
+          this.markDirty();
+          log.warn('retrying', { what, error: message });
+        }
+        await sleep(Math.min(5_000 * 2 ** Math.min(round, 10), 300_000), { summary: `retry ${what}` });
+        this.checkpoint();
+      }
+    }
+  }
+}
+
+/** The message of a permanent (non-retryable) activity failure, or undefined. */
+export function permanentCause(err: unknown): string | undefined {
+  if (!(err instanceof ActivityFailure)) return undefined;
+  const cause = err.cause;
+  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
+  return undefined;
+}
+
+/** The activity ran out of its start-to-close budget (as opposed to failing). */
+export function timedOut(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+}

@@ -1,0 +1,67 @@
+/**
+ * Deletion of the resource always finishes: new work goes back to unversioned workers, every version and
+ * Deployment goes, then the finalizer. A step that cannot be done (the Temporal server unreachable, the
+ * connection's Secret already gone) is tried for a while, then reported — in the log, an Event and the
+ * workflow's result — and the cleanup goes on: a namespace must never hang Terminating because of us.
+ */
+import { ActivityFailure, log, proxyActivities } from '@temporalio/workflow';
+import type { Activities } from '../activities/index.js';
+import { ContinueAsNewDue, type RolloutContext } from './context.js';
+import { placeOf } from './decisions.js';
+
+/** What a deletion could not do (the workflow's result). */
+export interface DeletionResult {
+  problems: string[];
+  /** Pinned executions still open on each version when it was deleted. */
+  openExecutions: Record<string, number>;
+}
+
+/** About a minute of retries per step, then it is reported and skipped. */
+const bounded = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 8 },
+});
+
+export async function deleteEverything(ctx: RolloutContext): Promise<DeletionResult> {
+  const { owner, state } = ctx;
+  const result: DeletionResult = { problems: [], openExecutions: {} };
+  const attempt = async (what: string, fn: () => Promise<unknown>) => {
+    try {
+      await fn();
+    } catch (err) {
+      if (err instanceof ContinueAsNewDue) throw err; // the next run starts the (idempotent) cleanup again
+      const message = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
+      result.problems.push(`${what}: ${message}`);
+      log.warn('deletion step skipped', { what, error: message });
+    }
+  };
+  ctx.transition('Deleting', 'Deleting', 'cleaning up Temporal and Kubernetes');
+  if (state.desired) {
+    const here = ctx.temporalTarget();
+    const builds = [state.current?.buildId, state.target?.buildId, ...state.deprecated.map((v) => v.buildId)].filter((b): b is string => !!b);
+    // Say what is stranded: pinned executions open on a version lose their workers with its Deployment.
+    await attempt('count open executions', async () => {
+      result.openExecutions = await bounded.countOpenExecutions(here, builds);
+    });
+    const stranded = Object.entries(result.openExecutions).filter(([, n]) => n > 0);
+    if (stranded.length) {
+      const text = stranded.map(([b, n]) => `${n} on ${b}`).join(', ');
+      log.warn('deleting versions with open pinned executions', { open: result.openExecutions });
+      ctx.event('Warning', 'OpenExecutionsStranded', `deleting with pinned executions still open: ${text}`);
+    }
+    await attempt('route new work to unversioned workers', () => bounded.routeAway(here));
+    await attempt('scale the Deployments to 0', () => bounded.scaleOwnedDeployments(owner, 0));
+    await attempt('delete the worker deployment in Temporal', () => bounded.deleteWorkerDeployment(here));
+    // Versions that lived on another Temporal (the connection or namespace changed since) are deleted there.
+    for (const v of state.deprecated) {
+      if (v.place && JSON.stringify(v.place) !== JSON.stringify(placeOf(state.desired))) {
+        await attempt(`delete version ${v.buildId}`, () => bounded.deleteVersion(ctx.temporalTarget(v.place), v.buildId));
+      }
+    }
+  }
+  // Kubernetes steps wait for the apiserver however long it takes (it is what the deletion waits on, too).
+  await attempt('delete the Deployments', () => ctx.call('delete the Deployments', () => ctx.kube.deleteOwnedDeployments(owner)));
+  await attempt('remove the finalizer', () => ctx.call('remove the finalizer', () => ctx.kube.removeFinalizer(owner)));
+  if (result.problems.length) ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
+  return result;
+}

@@ -1,0 +1,218 @@
+/**
+ * One rollout of the target build, top to bottom, as a person describes it: apply the versioned Deployment
+ * → wait until it is available → wait until its workers poll Temporal → gate → route (AllAtOnce / Progressive /
+ * Manual) → current. Every step starts from the state, so the flow can stop anywhere (a superseding spec, an
+ * abort, ContinueAsNew, a restart) and pick up where it was.
+ */
+import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
+import { parseDuration } from '../api/duration.js';
+import type { Routing, VersionRegistration } from '../activities/index.js';
+import { timedOut, type RolloutContext } from './context.js';
+import { firstVersionRouting, isPaused, nextRampStep, stepSummary, versionsToMakeRoom } from './decisions.js';
+import { passGate } from './gates.js';
+import type { Sunsets } from './sunset.js';
+import { observe, waitUntilAvailable, waitWhilePaused } from './waiting.js';
+
+const now = () => new Date();
+
+export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
+  const { state } = ctx;
+  const target = state.target!;
+  const { buildId } = target;
+
+  // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
+  //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
+  if (!target.applied) {
+    ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
+    const [routing] = await Promise.all([
+      ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
+      ensureDeployment(ctx, buildId),
+    ]);
+    if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString() };
+    if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
+    await makeRoomForVersion(ctx, buildId, routing);
+    target.applied = true;
+  }
+
+  // 2. Available, 3. registered (once: a run that continued as new past them goes on from there).
+  if (!target.registration) {
+    await waitUntilAvailable(ctx, buildId);
+    ctx.transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);
+    const { taskQueues, unversionedPollers } = await awaitRegistered(ctx, buildId);
+    target.registration = { taskQueues, unversionedPollers };
+  }
+  const registration = target.registration;
+
+  // 4. The rollout's gate, once.
+  const gate = ctx.spec().rollout.gate;
+  if (gate && !target.gatePassed) {
+    const outcome = await passGate(ctx, gate, registration, 'rollout');
+    if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
+    target.gatePassed = true;
+    if (outcome === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+  }
+
+  // 5. Route, as the spec in force says (it may change on the way: each round reads it again).
+  if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow') return makeCurrent(ctx, sunsets, buildId);
+  for (;;) {
+    stillTarget(ctx, buildId);
+    const plan = nextRampStep(ctx.spec().rollout, target);
+    if (plan.kind === 'current') return makeCurrent(ctx, sunsets, buildId);
+    if (plan.kind === 'awaitPromotion') {
+      ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `${buildId} is ready; send promote to make it current`);
+      if ((await awaitPromotion(ctx)) !== 'edited') return makeCurrent(ctx, sunsets, buildId);
+      continue;
+    }
+    const steps = ctx.spec().rollout.steps ?? [];
+    const step = steps[plan.index]!;
+    if (plan.rampNow) {
+      await waitWhilePaused(ctx);
+      stillTarget(ctx, buildId);
+      // Not cancellable: an abort arriving meanwhile clears the ramp after the call has landed.
+      await CancellationScope.nonCancellable(() =>
+        ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () => ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage)),
+      );
+      Object.assign(target, { stepIndex: plan.index, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? now().toISOString(), stepHeldMs: 0, stepDone: false });
+    }
+    target.stepIndex = plan.index;
+    ctx.transition('Ramping', 'Ramping', `step ${plan.index + 1}/${steps.length}: ${stepSummary(step)}`);
+    const outcome = await holdStep(ctx, plan.index);
+    if (outcome === 'edited') continue;
+    if (outcome === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+    if (outcome === 'elapsed' && step.gate) {
+      const gated = await passGate(ctx, step.gate, registration, `step-${plan.index + 1}`);
+      if (gated === 'aborted') return abandon(ctx, sunsets, buildId);
+      if (gated === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+    }
+    target.stepDone = true;
+  }
+}
+
+/**
+ * Throws (as a cancellation) when the build is no longer the target: a superseding spec or an abort cancels
+ * the rollout's scope, but code that resumes synchronously must not act for the old target before the next await.
+ */
+function stillTarget(ctx: RolloutContext, buildId: string): void {
+  if (ctx.state.target?.buildId !== buildId || ctx.state.deleting) throw new CancelledFailure(`${buildId} is no longer the target`);
+}
+
+/** A failed gate with policy Abort: the target gets no more work and is sunset (the main loop clears its ramp). */
+function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
+  sunsets.retire(buildId);
+  ctx.state.target = undefined;
+}
+
+/** Server-side applies the target's Deployment from its own template and the spec in force. */
+export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
+  const template = ctx.state.templates?.[buildId];
+  if (!template) return; // a version adopted from Temporal: not ours to render
+  const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
+    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
+  );
+  observe(ctx, obs);
+}
+
+/**
+ * Waits for the version's workers to poll Temporal, within the progress deadline; past it the phase says
+ * NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
+ */
+async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<VersionRegistration> {
+  let budget: number | string = ctx.spec().progressDeadlineSeconds * 1000;
+  for (;;) {
+    try {
+      return await ctx.waits(budget).awaitVersionRegistered(ctx.temporalTarget(), buildId);
+    } catch (err) {
+      if (!timedOut(err)) return ctx.call(`wait for ${buildId} to poll Temporal`, () => ctx.waits().awaitVersionRegistered(ctx.temporalTarget(), buildId));
+      ctx.transition(
+        'Failed',
+        'NoPollers',
+        `no worker of ${buildId} polled Temporal within ${ctx.spec().progressDeadlineSeconds}s: check that the worker uses TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID with worker versioning on (the pods' logs say more)`,
+        'Warning',
+      );
+      budget = '1h';
+      ctx.checkpoint();
+    }
+  }
+}
+
+/** Waits for promote (a pause shows Paused meanwhile). `edited`: the rollout spec changed; plan again. */
+async function awaitPromotion(ctx: RolloutContext): Promise<'promoted' | 'promotedFully' | 'edited'> {
+  const { state } = ctx;
+  const generation = state.desired!.generation;
+  for (;;) {
+    await ctx.wait(() => state.promote !== undefined || isPaused(state) || state.desired!.generation !== generation);
+    if (state.promote !== undefined) return takePromote(ctx);
+    if (state.desired!.generation !== generation) return 'edited';
+    if (isPaused(state)) await waitWhilePaused(ctx);
+    ctx.checkpoint();
+  }
+}
+
+function takePromote(ctx: RolloutContext): 'promoted' | 'promotedFully' {
+  const full = ctx.state.promote?.full;
+  ctx.state.promote = undefined;
+  return full ? 'promotedFully' : 'promoted';
+}
+
+/** Holds a Progressive step for its pause (paused time excluded), or until promoted or the spec changes. */
+async function holdStep(ctx: RolloutContext, index: number): Promise<'elapsed' | 'promoted' | 'promotedFully' | 'edited'> {
+  const { state } = ctx;
+  const target = state.target!;
+  const generation = state.desired!.generation;
+  const step = ctx.spec().rollout.steps![index]!;
+  if (!step.pauseDuration) {
+    ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `step ${index + 1}/${ctx.spec().rollout.steps!.length}: ${stepSummary(step)}`);
+    return awaitPromotion(ctx);
+  }
+  const pause = parseDuration(step.pauseDuration);
+  for (;;) {
+    await waitWhilePaused(ctx);
+    if (state.promote !== undefined) return takePromote(ctx);
+    if (state.desired!.generation !== generation) return 'edited';
+    const remaining = pause - (target.stepHeldMs ?? 0);
+    if (remaining <= 0) return 'elapsed';
+    const started = Date.now();
+    await ctx.wait(() => isPaused(state) || state.promote !== undefined || state.desired!.generation !== generation, remaining, stepSummary(step, remaining));
+    target.stepHeldMs = (target.stepHeldMs ?? 0) + (Date.now() - started);
+    ctx.checkpoint();
+  }
+}
+
+/** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
+export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string): Promise<void> {
+  const { state } = ctx;
+  await waitWhilePaused(ctx);
+  if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
+  ctx.promoting = true;
+  try {
+    await CancellationScope.nonCancellable(async () => {
+      await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId));
+      const previous = state.current;
+      state.current = { buildId, since: now().toISOString() };
+      if (state.target?.buildId === buildId) state.target = undefined;
+      state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
+      if (previous && previous.buildId !== buildId) sunsets.retire(previous.buildId);
+      sunsets.sync();
+    });
+  } finally {
+    ctx.promoting = false;
+  }
+  ctx.transition('Ready', 'RolloutComplete', `${buildId} is current`);
+}
+
+/** Makes room under the server's version cap; says so in a condition while none can be made. */
+async function makeRoomForVersion(ctx: RolloutContext, buildId: string, routing?: Routing): Promise<void> {
+  const { state } = ctx;
+  for (;;) {
+    const r = routing ?? (await ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())));
+    routing = undefined;
+    if (r.versions.some((v) => v.buildId === buildId)) return;
+    const keep = [buildId, ...[state.current?.buildId, r.current, r.ramping].filter((b): b is string => !!b)];
+    const plan = versionsToMakeRoom(r.versions, keep, state.timings.maxVersions);
+    for (const b of plan.remove) await ctx.call(`delete version ${b}`, () => ctx.temporal.deleteVersion(ctx.temporalTarget(), b));
+    if (!plan.atCap) return;
+    ctx.transition('Deploying', 'VersionLimitReached', `the worker deployment has ${r.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`, 'Warning');
+    await ctx.wait(() => false, 60_000, 'wait for room under the version cap');
+    ctx.checkpoint();
+  }
+}

@@ -1,0 +1,50 @@
+/**
+ * Gates: the user's workflow, started pinned to the target version before it gets traffic (or after a
+ * step). Its input is read inside the activity that starts it, so a Secret never enters this history.
+ */
+import { parseDuration } from '../api/duration.js';
+import type { Gate } from '../api/temporal-worker-deployment.js';
+import type { VersionRegistration } from '../activities/index.js';
+import type { RolloutContext } from './context.js';
+import { isPaused } from './decisions.js';
+
+/** How a gate ended for the rollout: go on, go on without the remaining steps, or stop (aborted). */
+export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
+
+/** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
+export async function passGate(ctx: RolloutContext, gate: Gate, registration: VersionRegistration, label: string): Promise<GateOutcome> {
+  const { owner, state } = ctx;
+  const buildId = state.target!.buildId;
+  for (;;) {
+    ctx.transition('Gating', 'Gating', `running ${gate.workflowType} on ${buildId} (${label})`);
+    const result = await ctx.call(`gate ${gate.workflowType}`, () =>
+      ctx.waits().runGate(ctx.temporalTarget(), {
+        buildId,
+        workflowType: gate.workflowType,
+        taskQueue: gate.taskQueue ?? registration.taskQueues[0] ?? '',
+        ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
+        workflowId: `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}`,
+        timeoutMs: parseDuration(gate.timeout ?? '10m'),
+      }),
+    );
+    if (result.passed) return 'passed';
+    const why = `gate ${gate.workflowType} failed on ${buildId}: ${result.message}`;
+    if (ctx.spec().rollout.gateFailurePolicy === 'Abort') {
+      state.aborted = { buildId, reason: why, cause: 'GateFailed' };
+      return 'aborted';
+    }
+    state.pausedBy = { reason: why };
+    ctx.transition('Paused', 'GateFailed', `${why}; resume to run it again, promote to skip it`, 'Warning');
+    for (;;) {
+      await ctx.wait(() => !isPaused(state) || state.promote !== undefined);
+      if (!isPaused(state) || state.promote !== undefined) break;
+      ctx.checkpoint();
+    }
+    const promote = state.promote;
+    if (promote) {
+      state.promote = undefined;
+      state.pausedBy = undefined;
+      return promote.full ? 'promotedFully' : 'passed';
+    }
+  }
+}

@@ -1,0 +1,131 @@
+/**
+ * Sunset of versions that are no longer current or targeted: wait until Temporal reports them drained (on
+ * the Temporal they lived on; polled inside one heartbeating activity, so a long drain adds no history),
+ * never an early scale-down; then `scaledownDelay` → scale to 0; `deleteDelay` → delete Deployment and version.
+ * Each runs in its own scope: cancelled when the version comes back, on ContinueAsNew (the state says where it
+ * was), and on deletion.
+ */
+import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
+import { Blocked, ContinueAsNewDue, type RolloutContext } from './context.js';
+import { isDrained, placeOf, sunsetAction } from './decisions.js';
+import type { SunsetVersion } from './state.js';
+
+const now = () => new Date();
+
+export class Sunsets {
+  private readonly running = new Map<string, CancellationScope>();
+
+  constructor(private readonly ctx: RolloutContext) {}
+
+  /** Retires a build: it is sunset from now on. */
+  retire(buildId: string): void {
+    const { state } = this.ctx;
+    if (state.deprecated.some((v) => v.buildId === buildId)) return;
+    const place = state.desired ? placeOf(state.desired) : undefined;
+    state.deprecated.push({ buildId, deprecatedSince: now().toISOString(), ...(place ? { place } : {}) });
+  }
+
+  /** Starts a sunset for every deprecated version that has none, and stops those brought back. */
+  sync(): void {
+    const { state } = this.ctx;
+    for (const [buildId, scope] of this.running) {
+      if (!state.deprecated.some((v) => v.buildId === buildId)) {
+        scope.cancel();
+        this.running.delete(buildId);
+      }
+    }
+    if (state.deleting) return;
+    for (const v of state.deprecated) {
+      if (this.running.has(v.buildId) || v.blocked) continue;
+      const scope = new CancellationScope();
+      this.running.set(v.buildId, scope);
+      scope
+        .run(() => this.sunset(v.buildId))
+        .catch((err) => {
+          if (!isCancellation(err) && !(err instanceof ContinueAsNewDue)) throw err;
+        })
+        .finally(() => {
+          if (this.running.get(v.buildId) === scope) this.running.delete(v.buildId);
+        });
+    }
+  }
+
+  /** Cancels every sunset (ContinueAsNew, deletion); resolves when none runs. */
+  async stopAll(): Promise<void> {
+    for (const scope of this.running.values()) scope.cancel();
+    await condition(() => this.running.size === 0);
+  }
+
+  private async sunset(buildId: string): Promise<void> {
+    const ctx = this.ctx;
+    const find = () => ctx.state.deprecated.find((v) => v.buildId === buildId);
+    try {
+      for (;;) {
+        const version = find();
+        if (!version || !ctx.state.desired) return;
+        await this.step(version);
+        if (!find()) return;
+      }
+    } catch (err) {
+      if (!(err instanceof Blocked)) throw err;
+      const version = find();
+      if (version) version.blocked = err.message;
+      log.warn('sunset blocked', { buildId, error: err.message });
+      ctx.markDirty();
+      ctx.event('Warning', 'Blocked', `sunset of ${buildId}: ${err.message}; a new spec tries again`);
+    }
+  }
+
+  private async step(version: SunsetVersion): Promise<void> {
+    const ctx = this.ctx;
+    const { buildId } = version;
+    const where = ctx.temporalTarget(version.place);
+    const action = sunsetAction(version, ctx.spec().sunset, now());
+    switch (action.kind) {
+      case 'waitForDrained': {
+        // One quick read says Draining in the status; then the wait happens inside one activity.
+        let status = await ctx.call(`check drainage of ${buildId}`, () => ctx.temporal.versionStatus(where, buildId));
+        if (status !== version.status) {
+          version.status = status;
+          ctx.markDirty();
+        }
+        if (!isDrained(status)) status = await ctx.call(`wait for ${buildId} to drain`, () => ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs));
+        version.status = status;
+        version.drainedSince = now().toISOString();
+        ctx.markDirty();
+        ctx.event('Normal', 'VersionDrained', `${buildId} is drained`);
+        return;
+      }
+      case 'waitUntil':
+        await sleep(Math.max(0, action.atMs - now().getTime()), { summary: `${action.then === 'scaleDown' ? 'scale to 0' : 'delete'} ${buildId}` });
+        return;
+      case 'scaleDown':
+        await ctx.call(`scale ${buildId} to 0`, () => ctx.kube.scaleDeployment(ctx.owner, buildId, 0));
+        version.scaledDown = true;
+        ctx.markDirty();
+        ctx.event('Normal', 'VersionScaledDown', `${buildId} scaled to 0`);
+        return;
+      case 'delete':
+        // Not cancelled half-way: the Deployment and the version go together, then the state says so.
+        ctx.removing.add(buildId);
+        try {
+          await CancellationScope.nonCancellable(async () => {
+            await ctx.call(`delete the Deployment of ${buildId}`, () => ctx.kube.deleteDeployment(ctx.owner, buildId));
+            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId));
+          });
+        } finally {
+          ctx.removing.delete(buildId);
+        }
+        ctx.state.deprecated = ctx.state.deprecated.filter((v) => v.buildId !== buildId);
+        delete ctx.state.deployments[buildId];
+        delete ctx.state.templates?.[buildId];
+        ctx.markDirty();
+        ctx.event('Normal', 'VersionDeleted', `${buildId} deleted`);
+        return;
+    }
+  }
+
+  get size(): number {
+    return this.running.size;
+  }
+}

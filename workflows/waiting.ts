@@ -1,0 +1,68 @@
+/**
+ * Waiting on Kubernetes. Signals wake the workflow; the truth is read: the watcher's `deploymentObserved`
+ * ends a wait within milliseconds, and a backstop read with backoff (1s, 2s, 4s … `recheckMaxMs`) ends it
+ * when a signal was lost. Reads happen only while something waits: an idle resource costs none.
+ */
+import type { RolloutContext } from './context.js';
+import { isPaused, newerObservation, recheckDelay } from './decisions.js';
+import type { DeploymentObservation } from './state.js';
+
+/** Folds an observation (from a signal or a read) into the state: an older one never overwrites a newer one. */
+export function observe(ctx: RolloutContext, obs: DeploymentObservation): void {
+  ctx.state.deployments[obs.buildId] = newerObservation(ctx.state.deployments[obs.buildId], obs);
+}
+
+/** The Deployment has the replicas the spec asks for now, all available, at its latest generation. */
+export function isAvailable(ctx: RolloutContext, buildId: string): boolean {
+  const d = ctx.state.deployments[buildId];
+  const replicas = ctx.spec().replicas;
+  return !!d?.exists && (d.observedGeneration ?? 0) >= (d.generation ?? 0) && (d.replicas ?? replicas) === replicas && (d.availableReplicas ?? 0) >= replicas;
+}
+
+/** Holds while paused (by signal or spec), showing Paused; a promote also ends it. */
+export async function waitWhilePaused(ctx: RolloutContext): Promise<void> {
+  if (!isPaused(ctx.state)) return;
+  const { phase, reason, message } = ctx.state;
+  ctx.transition('Paused', 'Paused', ctx.state.pausedBy?.reason ?? 'paused by spec.rollout.paused');
+  for (;;) {
+    await ctx.wait(() => !isPaused(ctx.state) || ctx.state.promote !== undefined || ctx.state.deleting);
+    if (!isPaused(ctx.state) || ctx.state.promote !== undefined || ctx.state.deleting) break;
+    ctx.checkpoint();
+  }
+  ctx.transition(phase, reason, `${message} (resumed)`);
+}
+
+/**
+ * Waits until the target's Deployment is available. The progress deadline (from the spec in force, paused
+ * time excluded) turns the phase to Failed, and the wait goes on: the rollout continues if it becomes available.
+ */
+export async function waitUntilAvailable(ctx: RolloutContext, buildId: string): Promise<void> {
+  const target = ctx.state.target!;
+  let attempt = 0;
+  let failed = ctx.state.reason === 'ProgressDeadlineExceeded';
+  while (!isAvailable(ctx, buildId)) {
+    if (isPaused(ctx.state)) {
+      await waitWhilePaused(ctx);
+      continue;
+    }
+    const deadline = ctx.spec().progressDeadlineSeconds * 1000;
+    const waited = target.availableWaitMs ?? 0;
+    const delay = recheckDelay(attempt++, ctx.state.timings.recheckMaxMs ?? 30_000);
+    const started = Date.now();
+    const ready = await ctx.wait(
+      () => isAvailable(ctx, buildId) || isPaused(ctx.state),
+      failed ? delay : Math.min(delay, deadline - waited),
+      `wait for ${buildId} to be available`,
+    );
+    target.availableWaitMs = waited + (Date.now() - started);
+    if (ready) continue;
+    ctx.checkpoint();
+    const obs = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
+    observe(ctx, obs);
+    if (!obs.exists) ctx.state.resyncDue = true; // deleted under us: the resync recreates it
+    if (!failed && !isAvailable(ctx, buildId) && target.availableWaitMs >= deadline) {
+      failed = true;
+      ctx.transition('Failed', 'ProgressDeadlineExceeded', `${buildId} not available after ${ctx.spec().progressDeadlineSeconds}s`, 'Warning');
+    }
+  }
+}
