@@ -103,6 +103,17 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     });
   }
 
+  /** Whether executions without a deployment version started on any of the queues within the last week. */
+  async function unversionedWorkSeen(t: TemporalTarget, queues: string[]): Promise<boolean> {
+    const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+    const since = new Date(Date.now() - 7 * 24 * 3_600_000).toISOString();
+    for (const queue of queues) {
+      const { count } = await client.workflow.count(`TaskQueue = "${queue}" AND TemporalWorkerDeploymentVersion IS NULL AND StartTime > "${since}"`);
+      if (count > 0) return true;
+    }
+    return false;
+  }
+
   return {
     async describeRouting(t: TemporalTarget): Promise<Routing> {
       return routingOf(await describe(t));
@@ -145,6 +156,10 @@ export function createTemporalActivities(connections: TemporalConnections, ident
               });
               if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
             }
+            // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
+            // executions on the queue in the last week say as well that unversioned workers serve it.
+            if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
+            
             return { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], unversionedPollers };
           }
         }

@@ -14,6 +14,7 @@ import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
+import { keepHistory } from './fixtures.js';
 
 const taskQueue = `continue-as-new-test-${randomUUID().slice(0, 8)}`;
 /** A history limit a single rollout (or a few drainage checks) goes past. */
@@ -143,6 +144,7 @@ test('1. past its history limit it continues as new, and the new run knows what 
   expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1'], ['v2']]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
+  await keepHistory(client, r.latest().workflowId, 'core-v2-continue-as-new', r.firstRunId);
 });
 
 test('2. a new spec after continuing as new rolls out, and a sunset in progress survives ContinueAsNew', async () => {

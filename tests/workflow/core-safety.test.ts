@@ -13,6 +13,7 @@ import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
 import { eventually } from '../harness/eventually.js';
+import { keepHistory } from './fixtures.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
 
 const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
@@ -112,6 +113,7 @@ test('malformed signals and odd specs never fail a workflow task; the rollout go
   expect(s.generation).toBe(2);
   expect(r.world.events.filter((e) => e.reason === 'ControlRefused').length).toBeGreaterThanOrEqual(4);
   await noTaskFailures(r);
+  await keepHistory(client, r.handle().workflowId, 'core-v2-malformed-signals');
 });
 
 describe('editing spec.rollout of the build being rolled out', () => {
@@ -127,6 +129,7 @@ describe('editing spec.rollout of the build being rolled out', () => {
       ['v2', 60],
     ]);
     await noTaskFailures(r);
+    await keepHistory(client, r.handle().workflowId, 'core-v2-edit-steps');
   });
 
   test('Progressive → Manual: waits for promote where the ramp is', async () => {
@@ -202,6 +205,7 @@ test('a lost "available" signal: the backstop read finds the Deployment availabl
   await r.spec(desired(2, 'v2'));
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(argsOf(r.world, 'readDeployment')).toContainEqual(['v2']);
+  await keepHistory(client, r.handle().workflowId, 'core-v2-lost-signal');
 });
 
 test('a permanent error shows as Blocked with its message and a Warning; a new spec tries again', async () => {
@@ -211,10 +215,11 @@ test('a permanent error shows as Blocked with its message and a Warning; a new s
   const s = await r.until('Blocked', (s) => s.reason === 'Blocked');
   expect(s.phase).toBe('Failed');
   expect(s.message).toContain('422');
-  expect(r.world.events.some((e) => e.type === 'Warning' && e.reason === 'Blocked')).toBe(true);
+  await eventually('a Warning Event saying Blocked', () => r.world.events.some((e) => e.type === 'Warning' && e.reason === 'Blocked'));
   r.world.failWith.delete('ensureVersionedDeployment');
   await r.spec(desired(3, 'v2'));
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+  await keepHistory(client, r.handle().workflowId, 'core-v2-blocked');
 });
 
 describe('controls', () => {
@@ -293,5 +298,6 @@ describe("the resource's UID", () => {
     await eventually('a new run', async () => (await r.handle().describe()).runId !== firstRun);
     const s = await r.until('v5 current in the new lifecycle', (s) => s.current === 'v5' && s.phase === 'Ready');
     expect(s.generation).toBe(1);
+    await keepHistory(client, r.handle().workflowId, 'core-v2-new-lifecycle', firstRun);
   });
 });

@@ -17,6 +17,7 @@ import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
+import { keepHistory } from './fixtures.js';
 
 const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
@@ -183,6 +184,7 @@ test('3. Progressive 10/50/90: ramps in order, each held for its pause, then cur
   // The resource showed each step.
   const shown = w.statuses.filter((st) => st.phase === 'Ramping').map((st) => st.targetVersion?.rampPercentage);
   expect([...new Set(shown)]).toEqual([10, 50, 90]);
+  await keepHistory(client, r.handle.workflowId, 'core-v2-progressive');
 });
 
 test('4. pause stops the step clock; the status says Paused; resume carries on with the time left', async () => {
@@ -215,6 +217,7 @@ test('4. pause stops the step clock; the status says Paused; resume carries on w
   expect(promoted.at - resumedAt).toBeGreaterThanOrEqual(1000);
   expect(promoted.at - ramp.at - (resumedAt - pausedAt)).toBeGreaterThanOrEqual(1800);
   expect(argsOf(w, 'setRamping')).toEqual([['v2', 50]]);
+  await keepHistory(client, r.handle.workflowId, 'core-v2-pause-resume');
 });
 
 test('5. promote ends a step without pauseDuration; promote {full:true} skips the remaining steps', async () => {
@@ -241,6 +244,7 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
     ['v2', 50],
   ]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+  await keepHistory(client, r.handle.workflowId, 'core-v2-promote');
 });
 
 test('5b. a pause while a step awaits promotion shows Paused; resume returns to AwaitingPromotion; promote still ends it', async () => {
@@ -270,6 +274,7 @@ test('6. Manual: no routing call for the new version until promote', async () =>
   await r.handle.signal(messages.promote);
   await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(w.sequence(routingCalls, 'v2')).toEqual(['setCurrent']);
+  await keepHistory(client, r.handle.workflowId, 'core-v2-manual');
 });
 
 test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, phase Aborted', async () => {
@@ -295,6 +300,7 @@ test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, ph
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual([]);
   expect((await r.status()).phase).toBe('Aborted');
+  await keepHistory(client, r.handle.workflowId, 'core-v2-abort');
 });
 
 test('7b. an abort that arrives while the target is being made current is refused: status and routing agree', async () => {
@@ -325,6 +331,7 @@ test('8. a newer spec with another build supersedes the ramping target', async (
   expect(indexOf(w, 'clearRampIf', 'v2')).toBeLessThan(indexOf(w, 'setCurrent', 'v3'));
   expect(w.ramping).toBeUndefined();
   expect(w.current).toBe('v3');
+  await keepHistory(client, r.handle.workflowId, 'core-v2-supersede');
 });
 
 describe('9. a failed gate', () => {
@@ -348,6 +355,7 @@ describe('9. a failed gate', () => {
       input: { orders: 3 },
       workflowId: `glidepath-gate/shop/${w.owner.name}/v2/rollout`,
     });
+    await keepHistory(client, r.handle.workflowId, 'core-v2-gate-abort');
   });
 
   test('with policy Pause waits; resume runs it again, and a pass carries on', async () => {
@@ -365,6 +373,7 @@ describe('9. a failed gate', () => {
     await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
     expect(w.callsOf('runGate')).toHaveLength(2);
     expect(indexOf(w, 'setCurrent', 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
+    await keepHistory(client, r.handle.workflowId, 'core-v2-gate-pause');
   });
 });
 

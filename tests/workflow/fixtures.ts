@@ -1,0 +1,36 @@
+/**
+ * Replay fixtures (tests/replay/histories/): a test that walks a path of RolloutWorkflow keeps the history of
+ * that walk, once. The file is written only when missing, so CI replays what is committed and records nothing.
+ */
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { Client } from '@temporalio/client';
+import { temporalBinary } from '../../scripts/servers/servers.js';
+import { deleted } from '../../workflows/messages.js';
+
+const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
+
+/**
+ * Deletes the resource (so the history ends with the deletion path too), waits for the workflow to complete,
+ * then writes the history of `runId` (default: the latest run) to `<name>.json` if that file does not exist.
+ */
+export async function keepHistory(client: Client, workflowId: string, name: string, runId?: string): Promise<void> {
+  const latest = client.workflow.getHandle(workflowId);
+  if ((await latest.describe()).status.name === 'RUNNING') {
+    await latest.signal(deleted);
+    await latest.result();
+  }
+  const file = `${dir}${name}.json`;
+  if (existsSync(file)) return;
+  const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
+  const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
+  // `temporal workflow show --output json`: the format histories downloaded from any server have (the SDK's
+  // historyToJSON fails with two protobufjs copies installed).
+  const args = ['workflow', 'show', '--workflow-id', workflowId, '--address', address, '--namespace', namespace, '--output', 'json'];
+  if (runId) args.push('--run-id', runId);
+  const json = execFileSync(temporalBinary(), args, { encoding: 'utf8' });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(file, json.endsWith('\n') ? json : `${json}\n`);
+  console.log(`wrote the replay fixture ${file}; commit it`);
+}
