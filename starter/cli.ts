@@ -34,6 +34,19 @@ export async function main(argv: string[]): Promise<string> {
     if (!command || !match) throw new Error(usage);
     const handle = client.workflow.getHandle(rolloutWorkflowId(match[1]!, match[2]!));
     const reason = rest.filter((a) => !a.startsWith('--')).join(' ') || undefined;
+    /** Sends a control, then reports a refusal if the workflow refused it (a signal has no answer of its own). */
+    const control = async (send: () => Promise<void>, done: string) => {
+      const before = (await handle.query(status)).refused?.count ?? 0;
+      await send();
+      for (let i = 0; i < 15; i++) {
+        const after = await handle.query(status);
+        if ((after.refused?.count ?? 0) > before) throw new Error(`refused: ${after.refused?.last?.why ?? 'see kubectl describe'}`);
+        await new Promise((r) => setTimeout(r, 200));
+      }
+      return done;
+    };
+    // Promote and abort name the build they mean: one that a newer build superseded meanwhile is refused.
+    const targetBuild = async () => (await handle.query(status)).target?.buildId;
     switch (command) {
       case 'status':
         return JSON.stringify(await handle.query(status), null, 2);
@@ -43,12 +56,14 @@ export async function main(argv: string[]): Promise<string> {
       case 'resume':
         await handle.signal(resume);
         return `resumed ${target}`;
-      case 'promote':
-        await handle.signal(promote, { full: rest.includes('--full') });
-        return `promoted ${target}${rest.includes('--full') ? ' (full)' : ''}`;
-      case 'abort':
-        await handle.signal(abort, { reason });
-        return `aborted ${target}`;
+      case 'promote': {
+        const buildId = await targetBuild();
+        return control(() => handle.signal(promote, { full: rest.includes('--full'), buildId }), `promoted ${target} ${buildId ?? ''}${rest.includes('--full') ? ' (full)' : ''}`);
+      }
+      case 'abort': {
+        const buildId = await targetBuild();
+        return control(() => handle.signal(abort, { reason, buildId }), `aborted ${target} ${buildId ?? ''}`);
+      }
       default:
         throw new Error(`unknown command "${command}"\n${usage}`);
     }

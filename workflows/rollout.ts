@@ -60,7 +60,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         log.warn('message ignored', { name, error: err instanceof Error ? err.message : String(err) });
       }
     };
+  const refused: { count: number; last?: { control: string; why: string } } = { count: 0 };
   const refuse = (control: string, why: string) => {
+    refused.count++;
+    refused.last = { control, why };
     log.warn(`${control} refused`, { why });
     ctx.event('Warning', 'ControlRefused', `${control} refused: ${why}`);
   };
@@ -169,6 +172,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     generation: state().desired?.generation,
     lastAbortReason: state().aborted?.reason,
     retrying: state().retrying,
+    refused,
   }));
 
   // ---- housekeeping, beside the rollout ----

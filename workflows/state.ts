@@ -141,4 +141,6 @@ export interface RolloutStatus {
   generation?: number;
   lastAbortReason?: string;
   retrying?: { what: string; message: string; since: string };
+  /** Controls refused so far (this run), and the last one: the CLI says so instead of claiming success. */
+  refused?: { count: number; last?: { control: string; why: string } };
 }
