@@ -9,6 +9,7 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
+import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { Timings } from '../workflows/state.js';
 
@@ -63,6 +64,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey });
   const client = new Client({ connection, namespace, identity });
+  const log = options.log ?? (() => {});
+  const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const { activities, close } = createActivities(options.kubeConfig, identity);
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -88,7 +91,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
     kubeConfig: options.kubeConfig,
     client,
     taskQueue,
-    timings: options.timings,
+    // Upserting an unregistered search attribute fails every workflow task: without them, rollouts run without.
+    timings: searchAttributes ? options.timings : { ...options.timings, searchAttributes: false },
     namespaces: options.namespaces,
     resyncIntervalMs: options.resyncIntervalMs,
     log: options.log,
@@ -110,4 +114,26 @@ export async function startController(options: ControllerOptions): Promise<Contr
       return stopping;
     },
   };
+}
+
+/**
+ * Whether the controller's Temporal namespace has Glidepath's search attributes; says how to register them if not
+ * (a production server does not have them; the dev server started by `npm run servers:up` does).
+ */
+async function searchAttributesRegistered(connection: Connection, namespace: string, log: NonNullable<ControllerOptions['log']>): Promise<boolean> {
+  let registered: Record<string, unknown>;
+  try {
+    registered = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
+  } catch (err) {
+    log(`could not list the search attributes of namespace ${namespace} (${(err as Error).message}); rollouts run without them`);
+    return false;
+  }
+  const missing = searchAttributeKeys.filter((k) => !(k.name in registered));
+  if (missing.length === 0) return true;
+  log(
+    `the search attributes ${missing.map((k) => k.name).join(', ')} are not registered in namespace ${namespace}: rollouts run without them ` +
+      `(no GlidepathPhase in the Web UI and \`npm run glidepath -- list\`). Register them, then restart the controller:\n` +
+      missing.map((k) => `  temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type Keyword`).join('\n'),
+  );
+  return false;
 }

@@ -92,11 +92,13 @@ export class RolloutContext {
   /** Records a transition: status on the resource, a Kubernetes Event, search attributes. Does not wait for them. */
   transition(phase: Phase, reason: Reason, message: string, type: 'Normal' | 'Warning' = 'Normal'): void {
     Object.assign(this.state, { phase, reason, message, since: now().toISOString() });
-    upsertSearchAttributes([
-      { key: phaseKey, value: phase },
-      { key: targetBuildKey, value: this.state.target?.buildId ?? '' },
-      { key: currentBuildKey, value: this.state.current?.buildId ?? '' },
-    ]);
+    if (this.state.timings.searchAttributes !== false) {
+      upsertSearchAttributes([
+        { key: phaseKey, value: phase },
+        { key: targetBuildKey, value: this.state.target?.buildId ?? '' },
+        { key: currentBuildKey, value: this.state.current?.buildId ?? '' },
+      ]);
+    }
     this.markDirty();
     this.event(type, reason, message);
   }

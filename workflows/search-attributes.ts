@@ -8,5 +8,8 @@ export const phaseKey = defineSearchAttributeKey('GlidepathPhase', 'KEYWORD');
 export const targetBuildKey = defineSearchAttributeKey('GlidepathTargetBuild', 'KEYWORD');
 export const currentBuildKey = defineSearchAttributeKey('GlidepathCurrentBuild', 'KEYWORD');
 
+/** Every custom search attribute RolloutWorkflow upserts. */
+export const searchAttributeKeys = [phaseKey, targetBuildKey, currentBuildKey];
+
 /** Every custom search attribute, as `temporal server start-dev --search-attribute` takes them. */
-export const searchAttributeFlags = [phaseKey, targetBuildKey, currentBuildKey].map((k) => `${k.name}=Keyword`);
+export const searchAttributeFlags = searchAttributeKeys.map((k) => `${k.name}=Keyword`);

@@ -93,6 +93,8 @@ export interface Timings {
   historyLimit?: number;
   /** Longest wait between two backstop reads of what a wait depends on (the watcher's signals are faster). */
   recheckMaxMs?: number;
+  /** false: the search attributes are not registered, and upserting them would fail every workflow task. */
+  searchAttributes?: boolean;
 }
 
 export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };

@@ -90,8 +90,12 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     };
   }
 
-  async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number) {
-    const res = await describe(t);
+  /**
+   * Sets the ramp with the conflict token of the describe the decision was made on (`described`): if the
+   * routing changed since, the server refuses and the retry decides again on fresh facts.
+   */
+  async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number, described?: Awaited<ReturnType<typeof describe>>) {
+    const res = described ?? (await describe(t));
     await (await service(t)).setWorkerDeploymentRampingVersion({
       namespace: t.temporalNamespace,
       deploymentName: t.deploymentName,
@@ -168,9 +172,10 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number): Promise<void> {
-      const routing = routingOf(await describe(t));
+      const res = await describe(t);
+      const routing = routingOf(res);
       if (routing.ramping === buildId && routing.rampPercentage === percentage) return;
-      await setRampingVersion(t, buildId, percentage);
+      await setRampingVersion(t, buildId, percentage, res);
     },
 
     async setCurrent(t: TemporalTarget, buildId: string): Promise<void> {
@@ -187,7 +192,8 @@ export function createTemporalActivities(connections: TemporalConnections, ident
 
     /** Clears the ramp if (and only if) this build holds it: a superseded or aborted target gets no new work. */
     async clearRampIf(t: TemporalTarget, buildId: string): Promise<void> {
-      if (routingOf(await describe(t)).ramping === buildId) await setRampingVersion(t, '', 0);
+      const res = await describe(t);
+      if (routingOf(res).ramping === buildId) await setRampingVersion(t, '', 0, res);
     },
 
     async versionStatus(t: TemporalTarget, buildId: string): Promise<VersionStatus> {
