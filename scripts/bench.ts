@@ -41,7 +41,7 @@ await custom.createNamespacedCustomObject({
   body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: temporal.address } },
 });
 // The pods run in their own process, as real pods would: their workers must not share the controller's CPU time slice.
-const pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'tests/harness/pods-main.ts')], {
+const pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'simulator/main.ts')], {
   env: { ...process.env, KUBECONFIG: kube.kubeconfig, NODE_OPTIONS: '' },
   stdio: 'ignore',
 });

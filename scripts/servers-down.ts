@@ -1,4 +1,4 @@
-/** `npm run servers:down`: stops what `servers:up` started (kube-apiserver before etcd). */
+/** `npm run servers:down`: stops what `servers:up` started (kube-controller-manager, kube-apiserver, etcd, Temporal). */
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';

@@ -1,6 +1,7 @@
 /**
- * `npm run servers:up`: the Temporal dev server (Web UI on) and kube-apiserver + etcd in the background on
- * loopback, the CRDs installed, and `.dev/env.sh` for the shell. Idempotent: running servers are reused.
+ * `npm run servers:up`: the Temporal dev server (Web UI on) and kube-apiserver + etcd + kube-controller-manager
+ * in the background on loopback, the CRDs installed, and `.dev/env.sh` for the shell. Idempotent: running servers
+ * are reused.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -39,24 +40,28 @@ async function main() {
   let state: DevState;
   if (previous && previous.processes.every((p) => alive(p.pid)) && (await portOpen(ports.temporal)) && (await portOpen(ports.kube))) {
     console.log('[glidepath] servers already running; reusing them');
+    if (!previous.processes.some((p) => p.name === 'kube-controller-manager')) {
+      console.log('[glidepath] note: they run without kube-controller-manager (no garbage collection, namespaces stay Terminating); `npm run servers:down && npm run servers:up` adds it');
+    }
     state = previous;
+    installCrds(state.kubeconfig, join(state.binDirs[0]!, 'kubectl'));
   } else {
     for (const [name, port] of Object.entries(ports)) {
       if (await portOpen(port)) throw new Error(`port ${port} (${name}) is in use by something else; stop it or run \`npm run servers:down\``);
     }
     const serverDir = join(devDir, 'servers');
     const temporal = await startTemporal({ dir: serverDir, port: ports.temporal, uiPort: ports.ui, dbFile: join(serverDir, 'temporal.db'), detached: true });
-    const kube = await startKube({ dir: serverDir, apiPort: ports.kube, etcdPort: ports.etcd, detached: true });
+    const kube = await startKube({ dir: serverDir, apiPort: ports.kube, etcdPort: ports.etcd, detached: true, crds: true });
     state = {
       temporalAddress: temporal.address,
       uiUrl: temporal.uiUrl!,
       kubeconfig: kube.kubeconfig,
       binDirs: [kube.assets, dirname(temporalBinary())],
+      // Stop order: kube-controller-manager, kube-apiserver, etcd, then Temporal.
       processes: [...kube.processes, temporal.process],
     };
     writeFileSync(stateFile, JSON.stringify(state, null, 2));
   }
-  installCrds(state.kubeconfig, join(state.binDirs[0]!, "kubectl"));
   writeFileSync(
     join(devDir, 'env.sh'),
     [

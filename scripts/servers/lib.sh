@@ -13,14 +13,33 @@ require_go() {
   Install Go (https://go.dev/dl, >= 1.24), or set $2 to $3."
 }
 
+# build_lock: one build into the cache at a time (`npm run servers:build` and a test run may start together and
+# would otherwise build the same binaries side by side); held until the script exits. Re-check after it.
+build_lock() {
+  [ -z "${GLIDEPATH_BUILD_LOCKED:-}" ] || return 0
+  command -v flock >/dev/null 2>&1 || return 0
+  mkdir -p "$GLIDEPATH_CACHE"
+  exec 9>"$GLIDEPATH_CACHE/.build.lock"
+  if ! flock -n 9; then
+    log "another build into $GLIDEPATH_CACHE is running; waiting for it to finish"
+    flock 9
+  fi
+  GLIDEPATH_BUILD_LOCKED=1
+}
+
 # run_build NAME CMD...: runs a build with output to a log; on failure names the log.
 run_build() {
   local name=$1; shift
   mkdir -p "$GLIDEPATH_CACHE/logs"
   local logfile="$GLIDEPATH_CACHE/logs/$name.log"
   log "building $name (first time only, several minutes; log: $logfile)"
-  local start=$SECONDS
-  if ! ("$@") >"$logfile" 2>&1; then
+  local start=$SECONDS rc
+  # Not `if ! (...)`: errexit is ignored inside a condition, so a failed step would go unnoticed.
+  set +e
+  (set -e; "$@") >"$logfile" 2>&1
+  rc=$?
+  set -e
+  if [ "$rc" -ne 0 ]; then
     tail -n 20 "$logfile" >&2
     die "building $name failed; read $logfile"
   fi

@@ -1,6 +1,7 @@
 /**
  * Starts the real servers Glidepath runs against: the Temporal dev server, and etcd + kube-apiserver in the
- * envtest layout. Used by `npm run servers:up` (detached, fixed ports) and by the test harness (free ports,
+ * envtest layout, with a kube-controller-manager running the controllers a real cluster has that the pod
+ * simulator does not play (garbage collection, namespace deletion, service accounts). Used by `npm run servers:up` (detached, fixed ports) and by the test harness (free ports,
  * torn down after the run). Binaries come from `scripts/servers/{temporal,kube}.sh`, which cache them.
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
@@ -11,6 +12,7 @@ import { createServer, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { searchAttributeFlags } from '../../workflows/search-attributes.js';
+import { installCrds } from './install-crds.js';
 
 const scriptsDir = dirname(fileURLToPath(import.meta.url));
 
@@ -30,6 +32,22 @@ export function temporalBinary(): string {
 export function kubeAssets(): string {
   return execFileSync('bash', [join(scriptsDir, 'kube.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
 }
+
+/**
+ * Path of kube-controller-manager of the same version: KUBEBUILDER_ASSETS' own if it has one, else the cache's
+ * (built on first use; envtest's layout has none).
+ */
+export function controllerManagerBinary(): string {
+  return execFileSync('bash', [join(scriptsDir, 'kube.sh'), 'kube-controller-manager'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
+/**
+ * The controllers of kube-controller-manager that run beside the apiserver: what must behave as in a real
+ * cluster (owner references are garbage-collected, a deleted namespace is emptied and goes, namespaces get their
+ * `default` ServiceAccount and its token). Not deployment/replicaset: the pod simulator plays those and writes
+ * Deployment status itself.
+ */
+export const kubeControllers = ['garbagecollector', 'namespace', 'serviceaccount', 'serviceaccount-token'];
 
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
@@ -113,9 +131,10 @@ export interface KubeServer {
   processes: ServerProcess[];
 }
 
-function readyz(url: string, token: string): Promise<boolean> {
+/** Whether `GET url+path` with the token answers 200. */
+function answers200(url: string, path: string, token: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request(`${url}/readyz`, { headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 1000 }, (res) => {
+    const req = request(`${url}${path}`, { headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 1000 }, (res) => {
       res.resume();
       resolve(res.statusCode === 200);
     });
@@ -125,9 +144,30 @@ function readyz(url: string, token: string): Promise<boolean> {
   });
 }
 
-/** Starts etcd and kube-apiserver (token auth, RBAC) on loopback and writes a kubeconfig for an admin. */
-export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?: number; detached?: boolean }): Promise<KubeServer> {
+/**
+ * Starts etcd and kube-apiserver (token auth, RBAC) on loopback, writes a kubeconfig for an admin, installs the
+ * CRDs when asked, then starts kube-controller-manager (`kubeControllers`). CRDs installed before it starts are
+ * known to its garbage collector at once; ones installed later, after its next discovery resync (30 s).
+ * `processes` is in stop order: kube-controller-manager, kube-apiserver, etcd.
+ */
+export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?: number; detached?: boolean; crds?: boolean }): Promise<KubeServer> {
   const assets = kubeAssets();
+  const controllerManager = controllerManagerBinary();
+  const started: ServerProcess[] = [];
+  try {
+    return await startKubeProcesses(opts, assets, controllerManager, started);
+  } catch (err) {
+    await stopProcesses(started.reverse()); // none left behind when one of them fails to start
+    throw err;
+  }
+}
+
+async function startKubeProcesses(
+  opts: { dir: string; apiPort?: number; etcdPort?: number; detached?: boolean; crds?: boolean },
+  assets: string,
+  controllerManager: string,
+  started: ServerProcess[],
+): Promise<KubeServer> {
   const detached = opts.detached ?? false;
   const [etcdPort, peerPort, apiPort] = [opts.etcdPort ?? (await freePort()), await freePort(), opts.apiPort ?? (await freePort())];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
@@ -137,6 +177,7 @@ export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?
     '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `default=${peerUrl}`,
     '--unsafe-no-fsync', '--log-level', 'warn',
   ], opts.dir, detached);
+  started.push(etcd.proc);
   await waitFor('etcd', etcd.proc.logFile, etcd.child, () => portOpen(etcdPort));
 
   const token = randomBytes(16).toString('hex');
@@ -153,8 +194,9 @@ export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?
     '--service-account-signing-key-file', join(opts.dir, 'sa.key'), '--service-cluster-ip-range', '10.0.0.0/24',
     '--allow-privileged=true', '--disable-admission-plugins', 'ServiceAccount',
   ], opts.dir, detached);
+  started.push(api.proc);
   const url = `https://127.0.0.1:${apiPort}`;
-  await waitFor('kube-apiserver', api.proc.logFile, api.child, () => readyz(url, token), 90_000);
+  await waitFor('kube-apiserver', api.proc.logFile, api.child, () => answers200(url, '/readyz', token), 90_000);
 
   const kubeconfig = join(opts.dir, 'kubeconfig');
   writeFileSync(kubeconfig, [
@@ -164,10 +206,26 @@ export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?
     'contexts:', '- name: glidepath', '  context:', '    cluster: glidepath', '    user: admin', '    namespace: default',
     '',
   ].join('\n'));
-  return { url, kubeconfig, kubectl: join(assets, 'kubectl'), assets, processes: [api.proc, etcd.proc] };
+  const kubectl = join(assets, 'kubectl');
+  if (opts.crds) installCrds(kubeconfig, kubectl);
+
+  // The same admin kubeconfig for its API calls and for delegated authn/authz; no serving port of its own.
+  const kcm = launch('kube-controller-manager', controllerManager, [
+    '--kubeconfig', kubeconfig, '--authentication-kubeconfig', kubeconfig, '--authorization-kubeconfig', kubeconfig,
+    '--service-account-private-key-file', join(opts.dir, 'sa.key'), '--root-ca-file', join(certDir, 'apiserver.crt'),
+    '--use-service-account-credentials=false', '--leader-elect=false', '--secure-port', '0',
+    '--controllers', kubeControllers.join(','),
+  ], opts.dir, detached);
+  started.push(kcm.proc);
+  // Running once the serviceaccount controller has given the `default` namespace its ServiceAccount.
+  await waitFor('kube-controller-manager', kcm.proc.logFile, kcm.child, () => answers200(url, '/api/v1/namespaces/default/serviceaccounts/default', token));
+  return { url, kubeconfig, kubectl, assets, processes: [kcm.proc, api.proc, etcd.proc] };
 }
 
-/** Stops processes in order (kube-apiserver before etcd, or its shutdown hangs), SIGKILL after a grace period. */
+/**
+ * Stops processes in order (kube-controller-manager, then kube-apiserver, then etcd: with etcd gone first the
+ * apiserver's shutdown hangs), SIGKILL after a grace period.
+ */
 export async function stopProcesses(processes: Pick<ServerProcess, 'pid' | 'name'>[], graceMs = 5000): Promise<void> {
   const alive = (pid: number) => {
     try {

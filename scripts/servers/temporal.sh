@@ -24,5 +24,6 @@ build() {
     go install -ldflags='-s -w' "github.com/temporalio/cli/cmd/temporal@v$TEMPORAL_CLI_VERSION"
   rm -rf "$dir" && mv "$dir.tmp" "$dir"
 }
-run_build "temporal-$TEMPORAL_CLI_VERSION" build
+build_lock
+[ -x "$dir/temporal" ] || run_build "temporal-$TEMPORAL_CLI_VERSION" build
 echo "$dir/temporal"

@@ -1,7 +1,10 @@
 /**
  * One integration-test world: a fresh Kubernetes namespace with a TemporalConnection to the test dev server,
  * the controller (in-process unless told otherwise) and the pod simulator, all scoped to that namespace.
- * Every scale-to-zero is checked against Temporal: a version that is not drained must never lose its pods.
+ * Every scale-to-zero and every delete of a Deployment is checked against Temporal: a version that is not
+ * drained must never lose its pods. Exempt are only deletions that are not Glidepath's choice: of a resource
+ * (`deleting`), of the namespace (`deleteNamespace`), and of a Deployment the test deleted itself through
+ * `env.apps`. A failure of the check itself is a violation too.
  */
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
@@ -11,7 +14,7 @@ import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
 import { installRuntime, startController, type Controller } from '../../worker/controller.js';
-import { PodSimulator } from './pod-simulator.js';
+import { PodSimulator } from '../../simulator/pod-simulator.js';
 
 export const plural = 'temporalworkerdeployments';
 
@@ -24,10 +27,12 @@ export interface RolloutEnv {
   connection: Connection;
   controller?: Controller;
   simulator: PodSimulator;
-  /** Scale-downs of versions that were not drained (must stay empty). */
+  /** Scale-downs and deletes of versions that were not drained, and failures of that check (must stay empty). */
   violations: string[];
   /** Names of resources being deleted (their scale-down is the deletion's, not a sunset's). */
   deleting: Set<string>;
+  /** Deletes the env's namespace (its Deployments' deletion is then the namespace controller's, not Glidepath's). */
+  deleteNamespace(): Promise<void>;
   stop(): Promise<void>;
 }
 
@@ -49,19 +54,44 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
   const client = new Client({ connection, namespace: temporalNamespace });
   const violations: string[] = [];
   const deleting = new Set<string>();
+  let namespaceDeleting = false;
+  // Deployments the test itself deletes through env.apps (a hand-made delete, not Glidepath's): each exempts one delete.
+  const deletedByHand = new Set<string>();
+  const apps = kc.makeApiClient(k8s.AppsV1Api);
+  const deleteDeployment = apps.deleteNamespacedDeployment.bind(apps);
+  apps.deleteNamespacedDeployment = (param, options) => {
+    const key = `${param.namespace}/${param.name}`;
+    deletedByHand.add(key);
+    return deleteDeployment(param, options).catch((err: unknown) => {
+      deletedByHand.delete(key); // nothing was deleted: exempt nothing
+      throw err;
+    });
+  };
 
-  const simulator = new PodSimulator(kc, {
-    namespaces: [namespace],
-    beforeScaleToZero: async (d) => {
-      const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? '';
-      const buildId = d.metadata?.labels?.[Labels.buildId] ?? '';
-      if (deleting.has(owner)) return;
+  /** Checks that `d`'s version is drained as it loses its pods; records a violation otherwise or when the check fails. */
+  const checkDrained = async (d: k8s.V1Deployment, what: string) => {
+    const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? '';
+    const buildId = d.metadata?.labels?.[Labels.buildId] ?? '';
+    if (deleting.has(owner) || namespaceDeleting) return;
+    try {
       const deploymentName = workerDeploymentName(namespace, owner);
       const status = await versionStatus(connection, temporalNamespace, deploymentName, buildId);
+      // Visibility must show no running execution on the version, whatever its status (NOT_FOUND included: a
+      // version deleted right after its Deployment says nothing about the executions it had).
       const open = await client.workflow.count(`TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running"`);
       if ((status !== 'DRAINED' && status !== 'INACTIVE' && status !== 'NOT_FOUND') || open.count > 0) {
-        violations.push(`${d.metadata?.name} scaled to 0 while its version was ${status} with ${open.count} open executions`);
+        violations.push(`${d.metadata?.name} ${what} while its version was ${status} with ${open.count} open executions`);
       }
+    } catch (err) {
+      violations.push(`${d.metadata?.name} ${what}: the drainage check itself failed: ${(err as Error).message}`);
+    }
+  };
+  const simulator = new PodSimulator(kc, {
+    namespaces: [namespace],
+    beforeScaleToZero: (d) => checkDrained(d, 'scaled to 0'),
+    beforeDelete: (d, pods) => {
+      if (deletedByHand.delete(`${d.metadata?.namespace}/${d.metadata?.name}`)) return Promise.resolve();
+      return checkDrained(d, `deleted with ${pods} pods`);
     },
   });
   await simulator.start();
@@ -77,8 +107,11 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
         });
 
   return {
-    namespace, kc, custom, client, connection, controller, simulator, violations, deleting,
-    apps: kc.makeApiClient(k8s.AppsV1Api),
+    namespace, kc, custom, client, connection, controller, simulator, violations, deleting, apps,
+    async deleteNamespace() {
+      namespaceDeleting = true;
+      await core.deleteNamespace({ name: namespace });
+    },
     async stop() {
       await controller?.stop();
       await simulator.stop();

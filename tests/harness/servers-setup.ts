@@ -1,32 +1,60 @@
 /**
  * Jest global setup of the workflow and integration tiers: starts the real servers on free loopback ports
- * and hands their addresses to the tests through the environment. Logs stay in .dev/test-servers/.
+ * (integration: also etcd, kube-apiserver and kube-controller-manager) and hands their addresses to the tests
+ * through the environment. Logs stay in .dev/test-servers/<tier>/ (or <tier>-<pid>/ while another run holds it).
  */
-import { rmSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
-import { startKube, startTemporal, type ServerProcess } from '../../scripts/servers/servers.js';
-import { installCrds } from '../../scripts/servers/install-crds.js';
+import { startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
 
 declare global {
   var glidepathServers: ServerProcess[] | undefined;
 }
 
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * This run's server folder, emptied: `<tier>/`, unless another live run (another jest process) holds it — then
+ * `<tier>-<pid>/`, so two runs side by side do not delete each other's etcd data and logs.
+ */
+function serverDir(rootDir: string, tier: string): string {
+  const base = join(rootDir, '.dev/test-servers', tier);
+  const ownerFile = join(base, 'run.pid');
+  const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
+  const dir = owner && owner !== process.pid && alive(owner) ? `${base}-${process.pid}` : base;
+  rmSync(dir, { recursive: true, force: true });
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'run.pid'), String(process.pid));
+  return dir;
+}
+
 export default async function globalSetup(_global: Config, project: { displayName?: { name: string } | string; rootDir: string }) {
   const name = typeof project.displayName === 'string' ? project.displayName : project.displayName?.name ?? 'tests';
-  const dir = join(project.rootDir, '.dev/test-servers', name);
-  rmSync(dir, { recursive: true, force: true });
+  const dir = serverDir(project.rootDir, name);
   const processes: ServerProcess[] = [];
-  const temporal = await startTemporal({ dir });
-  processes.push(temporal.process);
-  process.env.TEMPORAL_ADDRESS = temporal.address;
-  process.env.TEMPORAL_NAMESPACE = temporal.namespace;
-  if (name === 'integration') {
-    const kube = await startKube({ dir });
-    processes.unshift(...kube.processes);
-    installCrds(kube.kubeconfig, kube.kubectl);
-    process.env.KUBECONFIG = kube.kubeconfig;
-    process.env.GLIDEPATH_KUBECTL = kube.kubectl;
+  try {
+    const temporal = await startTemporal({ dir });
+    processes.push(temporal.process);
+    process.env.TEMPORAL_ADDRESS = temporal.address;
+    process.env.TEMPORAL_NAMESPACE = temporal.namespace;
+    if (name === 'integration' || name === 'chaos') {
+      // CRDs first, then kube-controller-manager: its garbage collector knows their kinds from the start.
+      const kube = await startKube({ dir, crds: true });
+      processes.unshift(...kube.processes); // stop order: controller-manager, apiserver, etcd, then Temporal
+      process.env.KUBECONFIG = kube.kubeconfig;
+      process.env.GLIDEPATH_KUBECTL = kube.kubectl;
+    }
+  } catch (err) {
+    await stopProcesses(processes); // a failed start leaves nothing running
+    throw err;
   }
   globalThis.glidepathServers = [...(globalThis.glidepathServers ?? []), ...processes];
   console.log(`\n[glidepath] ${name} servers up; logs in ${dir}`);

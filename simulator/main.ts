@@ -1,6 +1,6 @@
 /** `npm run pods`: the pod simulator on its own, against $KUBECONFIG (see pod-simulator.ts). */
-import { loadKubeConfig } from '../../activities/kubernetes/client.js';
-import { installRuntime } from '../../worker/controller.js';
+import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { installRuntime } from '../worker/controller.js';
 import { PodSimulator } from './pod-simulator.js';
 
 installRuntime('WARN');

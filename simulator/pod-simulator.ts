@@ -3,12 +3,13 @@
  * versioned Temporal workers as it has replicas, from the pod template's env, stops them on scale-down or
  * delete, and writes the Deployment's status as the deployment controller and kubelet would.
  * `EXAMPLE_NEVER_READY=true` in the env keeps its pods from ever becoming ready.
+ * Run on its own with `npm run pods` (simulator/main.ts); the integration tests and the demo run it in process.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Worker } from '@temporalio/worker';
-import { asMergePatch, ignoreNotFound } from '../../activities/kubernetes/client.js';
-import { Labels, managerName } from '../../activities/kubernetes/versioned-deployment.js';
-import { createExampleWorker } from '../../examples/worker/worker.js';
+import { asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
+import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
+import { createExampleWorker } from '../examples/worker/worker.js';
 
 interface Pod {
   worker: Worker;
@@ -20,6 +21,8 @@ interface SimulatedDeployment {
   pods: Pod[];
   /** Serialises reconciles of one Deployment. */
   queue: Promise<void>;
+  /** The deletion of this Deployment was reported to `beforeDelete` already (it may be seen twice: Terminating, then gone). */
+  deletionSeen?: boolean;
 }
 
 /** Scale events the simulator saw, for tests to check ordering against drainage. */
@@ -47,8 +50,17 @@ export class PodSimulator {
       log?: (message: string) => void;
       /** Only these namespaces (default: all). */
       namespaces?: string[];
-      /** Called before a Deployment is scaled to 0 pods (not deleted): tests check drainage here. */
+      /**
+       * Called before a Deployment that has pods is scaled to 0 (not deleted), while its pods still run: tests check
+       * drainage here. The scale-down goes ahead whatever it does (an error is logged): it observes, as a test's
+       * checker must, and never holds Kubernetes back.
+       */
       beforeScaleToZero?: (deployment: k8s.V1Deployment) => Promise<void>;
+      /**
+       * Called once for a Deployment that is deleted (gone, or Terminating), before its pods are stopped, with
+       * the number of pods it had. Same contract as `beforeScaleToZero`.
+       */
+      beforeDelete?: (deployment: k8s.V1Deployment, pods: number) => Promise<void>;
     } = {},
   ) {
     this.log = options.log ?? (() => {});
@@ -102,13 +114,20 @@ export class PodSimulator {
     const want = deleted || d.metadata?.deletionTimestamp || neverReady ? 0 : (d.spec?.replicas ?? 1);
     const templateKey = JSON.stringify(d.spec?.template);
     const before = sim.pods.length;
+    const deleting = deleted || !!d.metadata?.deletionTimestamp;
 
+    // Hooks first, while the pods still run (a template change below would stop them too).
+    if (deleting && !sim.deletionSeen) {
+      sim.deletionSeen = true;
+      await this.observe(key, 'beforeDelete', () => this.options.beforeDelete?.(d, before));
+    } else if (!deleting && want === 0 && before > 0) {
+      await this.observe(key, 'beforeScaleToZero', () => this.options.beforeScaleToZero?.(d));
+    }
     if (templateKey !== sim.templateKey) {
       // A new template rolls every pod (the simulator does it all at once).
       await Promise.all(sim.pods.splice(0).map(stopPod));
       sim.templateKey = templateKey;
     }
-    if (want === 0 && sim.pods.length > 0 && !deleted) await this.options.beforeScaleToZero?.(d);
     while (sim.pods.length > want) await stopPod(sim.pods.pop()!);
     while (sim.pods.length < want) {
       const worker = await createExampleWorker(env);
@@ -123,6 +142,14 @@ export class PodSimulator {
       return;
     }
     await this.writeStatus(d, sim.pods.length);
+  }
+
+  private async observe(key: string, hook: string, call: () => Promise<void> | undefined) {
+    try {
+      await call();
+    } catch (err) {
+      this.log(`pod simulator: ${key}: ${hook} failed: ${(err as Error).message}`);
+    }
   }
 
   /** Writes what the deployment controller and kubelet would, unless it already says so. */
