@@ -4,14 +4,15 @@
  * ContinueAsNew is due, and the caller saves its progress in the state before `checkpoint` throws.
  */
 import {
+  ActivityCancellationType,
   ActivityFailure,
   ApplicationFailure,
+  CancelledFailure,
   TimeoutFailure,
   condition,
   isCancellation,
   log,
   proxyActivities,
-  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
@@ -48,7 +49,8 @@ const now = () => new Date();
 
 export class RolloutContext {
   readonly owner: Owner;
-  readonly kube = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s') });
+  /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
+  readonly kube = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
   readonly temporal = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('5s') });
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private readonly reporting = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } });
@@ -71,6 +73,17 @@ export class RolloutContext {
       startToCloseTimeout,
       heartbeatTimeout: '20s',
       retry: attempts('10s'),
+    });
+  }
+
+  /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
+  waitsWithin(budgetMs: number) {
+    return proxyActivities<Activities>({
+      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
+      scheduleToCloseTimeout: budgetMs,
+      startToCloseTimeout: budgetMs,
+      heartbeatTimeout: '20s',
+      retry: { initialInterval: '1s', maximumInterval: '10s' },
     });
   }
 
@@ -117,14 +130,18 @@ export class RolloutContext {
     this.statusDirty = true;
   }
 
-  /** Writes status whenever it changed; serial, so an older write never lands after a newer one. */
-  async statusWriter(): Promise<never> {
+  /**
+   * Writes status whenever it changed; serial, so an older write never lands after a newer one. `onGone`: the
+   * resource is gone (deleted unseen, or another object now has its name).
+   */
+  async statusWriter(onGone: () => void): Promise<never> {
     for (;;) {
       await condition(() => this.statusDirty);
       this.statusDirty = false;
       this.writing = true;
       try {
-        await this.reporting.writeStatus(this.owner, renderStatus(this.state));
+        const written = await this.reporting.writeStatus(this.owner, renderStatus(this.state));
+        if (written === false && !this.state.deleting) onGone();
       } catch (err) {
         if (isCancellation(err)) throw err;
         log.warn('status not written', { error: String(err) });
@@ -162,27 +179,34 @@ export class RolloutContext {
    * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
    * timers, with checkpoints, so the history stays bounded however long it takes).
    */
-  async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    for (let round = 0; ; round++) {
-      try {
-        const result = await fn();
-        if (this.state.retrying?.what === what) {
-          this.state.retrying = undefined;
-          this.markDirty();
+  async call<T>(what: string, fn: () => Promise<T>, opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean } = {}): Promise<T> {
+    const untilDeleted = opts.untilDeleted ?? true;
+    try {
+      for (let round = 0; ; round++) {
+        try {
+          return await fn();
+        } catch (err) {
+          if (opts.isExpected?.(err)) throw err;
+          const permanent = permanentCause(err);
+          if (permanent !== undefined) throw new Blocked(what, permanent);
+          if (!(err instanceof ActivityFailure)) throw err;
+          const message = err.cause?.message ?? err.message;
+          if (this.state.retrying?.message !== message) {
+            this.state.retrying = { what, message, since: now().toISOString() };
+            this.markDirty();
+            log.warn('retrying', { what, error: message });
+          }
+          // A deletion stops the retries of the rollout's calls (its own steps go on: `untilDeleted: false`).
+          const stop = () => untilDeleted && this.state.deleting;
+          await this.wait(stop, Math.min(5_000 * 2 ** Math.min(round, 10), 300_000), `retry ${what}`);
+          if (stop()) throw new CancelledFailure('the resource is being deleted');
+          this.checkpoint();
         }
-        return result;
-      } catch (err) {
-        const permanent = permanentCause(err);
-        if (permanent !== undefined) throw new Blocked(what, permanent);
-        if (!(err instanceof ActivityFailure)) throw err;
-        const message = err.cause?.message ?? err.message;
-        if (this.state.retrying?.message !== message) {
-          this.state.retrying = { what, message, since: now().toISOString() };
-          this.markDirty();
-          log.warn('retrying', { what, error: message });
-        }
-        await sleep(Math.min(5_000 * 2 ** Math.min(round, 10), 300_000), { summary: `retry ${what}` });
-        this.checkpoint();
+      }
+    } finally {
+      if (this.state.retrying?.what === what) {
+        this.state.retrying = undefined;
+        this.markDirty();
       }
     }
   }

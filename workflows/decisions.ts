@@ -82,7 +82,11 @@ export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connectio
  * an in-flight one), a deprecated build brought back stops being sunset.
  */
 export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
-  if (desired.uid && desired.uid !== state.owner.uid) return { state: { ...state, nextLifecycle: desired }, reapply: false, ignored: false, newLifecycle: true };
+  if (desired.uid && desired.uid !== state.owner.uid) {
+    // The newest generation of the new object wins (signals may come in any order).
+    const next = state.nextLifecycle && state.nextLifecycle.uid === desired.uid && state.nextLifecycle.generation > desired.generation ? state.nextLifecycle : desired;
+    return { state: { ...state, nextLifecycle: next }, reapply: false, ignored: false, newLifecycle: true };
+  }
   const known = state.desired;
   if (known && (desired.generation < known.generation || (desired.generation === known.generation && desired.connectionVersion === known.connectionVersion))) {
     return { state, reapply: false, ignored: true };
@@ -94,8 +98,14 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
   };
   if (next.target && next.target.buildId !== desired.buildId) {
     superseded = next.target.buildId;
-    retire(superseded, known ? placeOf(known) : undefined);
+    const place = next.target.place ?? (known ? placeOf(known) : undefined);
+    retire(superseded, place);
+    // It may hold the ramp: cleared before anything else, until Temporal confirms.
+    next.rampsToClear = [...(state.rampsToClear ?? []), { buildId: superseded, ...(place ? { place } : {}) }];
     next.target = undefined;
+    // What was meant for it is not carried to another build: a promote, a pause its failed gate set.
+    next.promote = undefined;
+    if (next.pausedBy?.buildId === superseded) next.pausedBy = undefined;
   }
   const isCurrent = next.current?.buildId === desired.buildId;
   const isTarget = next.target?.buildId === desired.buildId;
@@ -130,8 +140,8 @@ export type RampPlan = { kind: 'current' } | { kind: 'awaitPromotion' } | { kind
  * now; Manual → wait for promote where it is; Progressive → the step at the live ramp if it is not done, else
  * the first step above it, else current. Edited steps so continue from the live ramp, never backwards.
  */
-export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, target: Pick<Target, 'rampPercentage' | 'stepDone'>): RampPlan {
-  if (rollout.strategy === 'AllAtOnce') return { kind: 'current' };
+export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, target: Pick<Target, 'rampPercentage' | 'stepDone' | 'promotedFully'>): RampPlan {
+  if (rollout.strategy === 'AllAtOnce' || target.promotedFully) return { kind: 'current' };
   if (rollout.strategy === 'Manual') return { kind: 'awaitPromotion' };
   const steps = rollout.steps ?? [];
   const live = target.rampPercentage;
@@ -245,10 +255,11 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
   });
   const target = state.target;
   const retrying = state.retrying ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})` : '';
+  const blocked = state.deprecated.filter((v) => v.blocked).map((v) => `; the sunset of ${v.buildId} is blocked: ${v.blocked}`).join('');
   return {
     observedGeneration: generation,
     phase: state.phase,
-    message: `${state.message}${retrying}`,
+    message: `${state.message}${retrying}${blocked}`,
     conditions: [condition('Ready', state.phase === 'Ready'), condition('Progressing', progressingPhases.has(state.phase))],
     currentVersion: state.current
       ? { buildID: state.current.buildId, deploymentName: versionedDeploymentName(owner, state.current.buildId), status: 'Current', since: state.current.since }

@@ -21,6 +21,15 @@ const bounded = proxyActivities<Activities>({
   startToCloseTimeout: '30s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 8 },
 });
+/**
+ * Deleting versions: the server refuses while it remembers their pollers (`matching.PollerHistoryTTL`, 5 min by
+ * default), so this is tried for a little longer than that after the pods are gone.
+ */
+const patient = proxyActivities<Activities>({
+  startToCloseTimeout: '30s',
+  scheduleToCloseTimeout: '6m',
+  retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s' },
+});
 
 export async function deleteEverything(ctx: RolloutContext): Promise<DeletionResult> {
   const { owner, state } = ctx;
@@ -35,9 +44,11 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       log.warn('deletion step skipped', { what, error: message });
     }
   };
+  // Kubernetes steps wait for the apiserver however long it takes (it is what the deletion waits on, too).
+  const kube = (what: string, fn: () => Promise<unknown>) => attempt(what, () => ctx.call(what, fn, { untilDeleted: false }));
   ctx.transition('Deleting', 'Deleting', 'cleaning up Temporal and Kubernetes');
-  if (state.desired) {
-    const here = ctx.temporalTarget();
+  const here = state.desired ? ctx.temporalTarget() : undefined;
+  if (here) {
     const builds = [state.current?.buildId, state.target?.buildId, ...state.deprecated.map((v) => v.buildId)].filter((b): b is string => !!b);
     // Say what is stranded: pinned executions open on a version lose their workers with its Deployment.
     await attempt('count open executions', async () => {
@@ -50,18 +61,20 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       ctx.event('Warning', 'OpenExecutionsStranded', `deleting with pinned executions still open: ${text}`);
     }
     await attempt('route new work to unversioned workers', () => bounded.routeAway(here));
-    await attempt('scale the Deployments to 0', () => bounded.scaleOwnedDeployments(owner, 0));
-    await attempt('delete the worker deployment in Temporal', () => bounded.deleteWorkerDeployment(here));
+  }
+  // The pods go first: the server deletes a version only once it no longer sees its pollers.
+  await kube('scale the Deployments to 0', () => ctx.kube.scaleOwnedDeployments(owner, 0));
+  await kube('delete the Deployments', () => ctx.kube.deleteOwnedDeployments(owner));
+  if (here && state.desired) {
+    await attempt('delete the worker deployment in Temporal', () => patient.deleteWorkerDeployment(here));
     // Versions that lived on another Temporal (the connection or namespace changed since) are deleted there.
     for (const v of state.deprecated) {
       if (v.place && JSON.stringify(v.place) !== JSON.stringify(placeOf(state.desired))) {
-        await attempt(`delete version ${v.buildId}`, () => bounded.deleteVersion(ctx.temporalTarget(v.place), v.buildId));
+        await attempt(`delete version ${v.buildId}`, () => patient.deleteVersion(ctx.temporalTarget(v.place), v.buildId));
       }
     }
   }
-  // Kubernetes steps wait for the apiserver however long it takes (it is what the deletion waits on, too).
-  await attempt('delete the Deployments', () => ctx.call('delete the Deployments', () => ctx.kube.deleteOwnedDeployments(owner)));
-  await attempt('remove the finalizer', () => ctx.call('remove the finalizer', () => ctx.kube.removeFinalizer(owner)));
+  await kube('remove the finalizer', () => ctx.kube.removeFinalizer(owner));
   if (result.problems.length) ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
   return result;
 }

@@ -6,9 +6,11 @@
  */
 import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
+import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { Routing, VersionRegistration } from '../activities/index.js';
 import { timedOut, type RolloutContext } from './context.js';
-import { firstVersionRouting, isPaused, nextRampStep, stepSummary, versionsToMakeRoom } from './decisions.js';
+import type { Target } from './state.js';
+import { firstVersionRouting, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
 import { passGate } from './gates.js';
 import type { Sunsets } from './sunset.js';
 import { observe, waitUntilAvailable, waitWhilePaused } from './waiting.js';
@@ -22,13 +24,14 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
 
   // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
+  target.place ??= placeOf(state.desired!);
   if (!target.applied) {
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     const [routing] = await Promise.all([
       ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
       ensureDeployment(ctx, buildId),
     ]);
-    if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString() };
+    if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
     await makeRoomForVersion(ctx, buildId, routing);
     target.applied = true;
@@ -49,18 +52,19 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const outcome = await passGate(ctx, gate, registration, 'rollout');
     if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
     target.gatePassed = true;
-    if (outcome === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+    if (outcome === 'promotedFully') target.promotedFully = true;
   }
 
   // 5. Route, as the spec in force says (it may change on the way: each round reads it again).
   if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow') return makeCurrent(ctx, sunsets, buildId);
   for (;;) {
     stillTarget(ctx, buildId);
+    const generation = state.desired!.generation;
     const plan = nextRampStep(ctx.spec().rollout, target);
     if (plan.kind === 'current') return makeCurrent(ctx, sunsets, buildId);
     if (plan.kind === 'awaitPromotion') {
       ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `${buildId} is ready; send promote to make it current`);
-      if ((await awaitPromotion(ctx)) !== 'edited') return makeCurrent(ctx, sunsets, buildId);
+      if ((await awaitPromotion(ctx, generation)) !== 'edited') target.promotedFully = true;
       continue;
     }
     const steps = ctx.spec().rollout.steps ?? [];
@@ -72,17 +76,21 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       await CancellationScope.nonCancellable(() =>
         ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () => ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage)),
       );
+      stillTarget(ctx, buildId);
       Object.assign(target, { stepIndex: plan.index, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? now().toISOString(), stepHeldMs: 0, stepDone: false });
     }
     target.stepIndex = plan.index;
     ctx.transition('Ramping', 'Ramping', `step ${plan.index + 1}/${steps.length}: ${stepSummary(step)}`);
-    const outcome = await holdStep(ctx, plan.index);
+    const outcome = await holdStep(ctx, target, step, `step ${plan.index + 1}/${steps.length}`, generation);
     if (outcome === 'edited') continue;
-    if (outcome === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+    if (outcome === 'promotedFully') {
+      target.promotedFully = true;
+      continue;
+    }
     if (outcome === 'elapsed' && step.gate) {
       const gated = await passGate(ctx, step.gate, registration, `step-${plan.index + 1}`);
       if (gated === 'aborted') return abandon(ctx, sunsets, buildId);
-      if (gated === 'promotedFully') return makeCurrent(ctx, sunsets, buildId);
+      if (gated === 'promotedFully') target.promotedFully = true;
     }
     target.stepDone = true;
   }
@@ -96,13 +104,15 @@ function stillTarget(ctx: RolloutContext, buildId: string): void {
   if (ctx.state.target?.buildId !== buildId || ctx.state.deleting) throw new CancelledFailure(`${buildId} is no longer the target`);
 }
 
-/** A failed gate with policy Abort: the target gets no more work and is sunset (the main loop clears its ramp). */
+/** A failed gate with policy Abort: the target gets no more work and is sunset; the main loop clears its ramp. */
 function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
-  sunsets.retire(buildId);
+  const place = ctx.state.target?.place;
+  sunsets.retire(buildId, place);
+  ctx.state.rampsToClear = [...(ctx.state.rampsToClear ?? []), { buildId, ...(place ? { place } : {}) }];
   ctx.state.target = undefined;
 }
 
-/** Server-side applies the target's Deployment from its own template and the spec in force. */
+/** Server-side applies a live build's Deployment from its own template and the spec in force. */
 export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
   const template = ctx.state.templates?.[buildId];
   if (!template) return; // a version adopted from Temporal: not ours to render
@@ -113,37 +123,38 @@ export async function ensureDeployment(ctx: RolloutContext, buildId: string): Pr
 }
 
 /**
- * Waits for the version's workers to poll Temporal, within the progress deadline; past it the phase says
- * NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
+ * Waits for the version's workers to poll Temporal, within the progress deadline (schedule-to-close: retries
+ * included); past it the phase says NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
  */
 async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<VersionRegistration> {
-  let budget: number | string = ctx.spec().progressDeadlineSeconds * 1000;
+  let budgetMs = ctx.spec().progressDeadlineSeconds * 1000;
   for (;;) {
     try {
-      return await ctx.waits(budget).awaitVersionRegistered(ctx.temporalTarget(), buildId);
+      return await ctx.call(`wait for ${buildId} to poll Temporal`, () => ctx.waitsWithin(budgetMs).awaitVersionRegistered(ctx.temporalTarget(), buildId), {
+        isExpected: timedOut,
+      });
     } catch (err) {
-      if (!timedOut(err)) return ctx.call(`wait for ${buildId} to poll Temporal`, () => ctx.waits().awaitVersionRegistered(ctx.temporalTarget(), buildId));
+      if (!timedOut(err)) throw err;
       ctx.transition(
         'Failed',
         'NoPollers',
         `no worker of ${buildId} polled Temporal within ${ctx.spec().progressDeadlineSeconds}s: check that the worker uses TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID with worker versioning on (the pods' logs say more)`,
         'Warning',
       );
-      budget = '1h';
+      budgetMs = 3_600_000;
       ctx.checkpoint();
     }
   }
 }
 
-/** Waits for promote (a pause shows Paused meanwhile). `edited`: the rollout spec changed; plan again. */
-async function awaitPromotion(ctx: RolloutContext): Promise<'promoted' | 'promotedFully' | 'edited'> {
+/** Waits for promote (a pause shows Paused meanwhile). `edited`: the spec changed since `generation`; plan again. */
+async function awaitPromotion(ctx: RolloutContext, generation: number): Promise<'promoted' | 'promotedFully' | 'edited'> {
   const { state } = ctx;
-  const generation = state.desired!.generation;
   for (;;) {
     await ctx.wait(() => state.promote !== undefined || isPaused(state) || state.desired!.generation !== generation);
     if (state.promote !== undefined) return takePromote(ctx);
     if (state.desired!.generation !== generation) return 'edited';
-    if (isPaused(state)) await waitWhilePaused(ctx);
+    if (isPaused(state)) await waitWhilePaused(ctx, { promoteEnds: true });
     ctx.checkpoint();
   }
 }
@@ -155,18 +166,15 @@ function takePromote(ctx: RolloutContext): 'promoted' | 'promotedFully' {
 }
 
 /** Holds a Progressive step for its pause (paused time excluded), or until promoted or the spec changes. */
-async function holdStep(ctx: RolloutContext, index: number): Promise<'elapsed' | 'promoted' | 'promotedFully' | 'edited'> {
+async function holdStep(ctx: RolloutContext, target: Target, step: RolloutStep, label: string, generation: number): Promise<'elapsed' | 'promoted' | 'promotedFully' | 'edited'> {
   const { state } = ctx;
-  const target = state.target!;
-  const generation = state.desired!.generation;
-  const step = ctx.spec().rollout.steps![index]!;
   if (!step.pauseDuration) {
-    ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `step ${index + 1}/${ctx.spec().rollout.steps!.length}: ${stepSummary(step)}`);
-    return awaitPromotion(ctx);
+    ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `${label}: ${stepSummary(step)}`);
+    return awaitPromotion(ctx, generation);
   }
   const pause = parseDuration(step.pauseDuration);
   for (;;) {
-    await waitWhilePaused(ctx);
+    await waitWhilePaused(ctx, { promoteEnds: true });
     if (state.promote !== undefined) return takePromote(ctx);
     if (state.desired!.generation !== generation) return 'edited';
     const remaining = pause - (target.stepHeldMs ?? 0);
@@ -186,12 +194,13 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
   ctx.promoting = true;
   try {
     await CancellationScope.nonCancellable(async () => {
-      await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId));
+      await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId), { untilDeleted: false });
       const previous = state.current;
-      state.current = { buildId, since: now().toISOString() };
+      const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
+      state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
       if (state.target?.buildId === buildId) state.target = undefined;
       state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-      if (previous && previous.buildId !== buildId) sunsets.retire(previous.buildId);
+      if (previous && previous.buildId !== buildId) sunsets.retire(previous.buildId, previous.place);
       sunsets.sync();
     });
   } finally {

@@ -33,7 +33,7 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: Ve
       state.aborted = { buildId, reason: why, cause: 'GateFailed' };
       return 'aborted';
     }
-    state.pausedBy = { reason: why };
+    state.pausedBy = { reason: why, buildId }; // this build's: a newer target is not held by it
     ctx.transition('Paused', 'GateFailed', `${why}; resume to run it again, promote to skip it`, 'Warning');
     for (;;) {
       await ctx.wait(() => !isPaused(state) || state.promote !== undefined);

@@ -46,6 +46,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
   let rolloutScope: CancellationScope | undefined;
+  /** The resync and re-apply loops: cancelled by a deletion, so nothing is applied after it deleted it. */
+  const housekeepingScope = new CancellationScope();
   /** A resume or promote lets a Blocked rollout try again. */
   let unblocked = false;
   let housekeeping = 0;
@@ -88,8 +90,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
       if (decision.newLifecycle) {
         log.info('a new object under the same name: cleaning up the old one first', { uid: (desired as Desired).uid });
-        state().deleting = true;
-        rolloutScope?.cancel();
+        markDeleting();
         return;
       }
       if (decision.superseded) {
@@ -106,9 +107,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     messages.deleted,
     safely('deleted', (req?: messages.DeletedRequest) => {
       if (req !== undefined && (typeof req !== 'object' || req === null)) return refuse('deleted', 'its argument is not an object');
-      if (req?.uid && req.uid !== owner.uid) return;
-      state().deleting = true;
-      rolloutScope?.cancel();
+      if (req?.uid && req.uid !== owner.uid) {
+        // The new object under this name (waiting for the old one's clean-up) is gone too: no new lifecycle.
+        if (state().nextLifecycle?.uid === req.uid) state().nextLifecycle = undefined;
+        return;
+      }
+      markDeleting();
     }),
   );
   setHandler(
@@ -141,7 +145,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     safely('promote', (req?: messages.PromoteRequest) => {
       if (!state().target || state().deleting) return refuse('promote', 'no rollout is in flight');
       if (!meantFor('promote', req)) return;
-      state().promote = { full: req?.full === true || state().promote?.full === true };
+      state().promote = { full: req?.full === true || state().promote?.full === true, buildId: state().target!.buildId };
       unblocked = true;
     }),
   );
@@ -156,8 +160,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       state().aborted = { buildId: target.buildId, reason: reasonOf(req, 'aborted by signal') };
       state().pausedBy = undefined; // a pause does not outlive the rollout it held
       state().promote = undefined;
-      sunsets.retire(target.buildId);
+      sunsets.retire(target.buildId, target.place);
+      state().rampsToClear = [...(state().rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}) }];
       state().target = undefined;
+      sunsets.sync();
       rolloutScope?.cancel();
     }),
   );
@@ -176,18 +182,26 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }));
 
   // ---- housekeeping, beside the rollout ----
-  const quietly = async (what: string, work: () => Promise<void>) => {
+  /** Housekeeping beside the rollout: never fails the workflow; `again` is asked for when a ContinueAsNew cut it short. */
+  const quietly = async (what: string, work: () => Promise<void>, again: () => void) => {
     housekeeping++;
     try {
       await work();
     } catch (err) {
-      if (isCancellation(err)) throw err;
-      if (err instanceof Blocked) ctx.event('Warning', 'Blocked', err.message);
-      else if (!(err instanceof ContinueAsNewDue)) log.warn(`${what} failed`, { error: String(err) });
+      if (isCancellation(err)) return;
+      if (err instanceof ContinueAsNewDue) again();
+      else if (err instanceof Blocked) ctx.event('Warning', 'Blocked', err.message);
+      else log.warn(`${what} failed`, { error: String(err) });
     } finally {
       housekeeping--;
     }
   };
+  /** The resource is being deleted (or is gone): everything in flight stops, then the clean-up runs. */
+  function markDeleting() {
+    state().deleting = true;
+    rolloutScope?.cancel();
+    housekeepingScope.cancel();
+  }
 
   /** Live Deployments, with the replicas and template each should have. */
   const liveVersions = () => {
@@ -208,13 +222,18 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       state().resyncDue = false;
       if (!state().desired || state().deleting) continue;
       await quietly('resync', async () => {
+        // A resource deleted unseen (its finalizer removed while no watcher ran) must not be healed forever.
+        if (!(await ctx.call('read the resource', () => ctx.kube.resourceExists(owner)))) {
+          log.warn('the resource is gone: cleaning up', { owner });
+          return markDeleting();
+        }
         const recreated = await ctx.kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() });
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
         const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing];
         const removed = await ctx.kube.deleteStrayDeployments(owner, live);
         for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
-      });
+      }, () => void (state().resyncDue = true));
     }
   }
 
@@ -227,7 +246,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         for (const buildId of [state().current?.buildId, state().target?.buildId]) {
           if (buildId) await ensureDeployment(ctx, buildId);
         }
-      });
+      }, () => void (state().reapplyDue = true));
     }
   }
 
@@ -248,53 +267,68 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     }
   }
 
+  /**
+   * Clears the ramp of builds that may hold it (superseded, aborted), on the Temporal each lives on, until
+   * Temporal confirms; then says where the rollout ended (Aborted, or Ready when the spec went back to current).
+   */
+  async function clearRamps(): Promise<void> {
+    const entry = state().rampsToClear![0]!;
+    try {
+      await CancellationScope.nonCancellable(() =>
+        ctx.call(`clear the ramp of ${entry.buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId), { untilDeleted: false }),
+      );
+    } catch (err) {
+      if (!(err instanceof Blocked)) throw err;
+      ctx.event('Warning', 'Blocked', `the ramp of ${entry.buildId} could not be cleared: ${err.message}`);
+    }
+    state().rampsToClear = state().rampsToClear!.filter((e) => e !== entry);
+    sunsets.sync();
+    const s = state();
+    if (s.aborted?.buildId === entry.buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
+    else if (!s.target && s.current && s.current.buildId === s.desired?.buildId && s.phase !== 'Ready') {
+      ctx.transition('Ready', 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
+    }
+  }
+
   async function continueAsNewNow(): Promise<never> {
     await sunsets.stopAll();
     await condition(() => housekeeping === 0 && allHandlersFinished());
+    // (A deletion that began meanwhile cancelled the housekeeping: the flags say what to do again.)
     await ctx.settled();
     // What came in meanwhile (a promote, a resync, a new spec, a deletion) is in the state: the next run does it.
     return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
   }
 
   // ---- main loop ----
-  void ctx.statusWriter();
-  void resyncLoop();
-  void reapplyLoop();
+  void ctx.statusWriter(() => markDeleting());
+  void housekeepingScope.run(() => Promise.all([resyncLoop(), reapplyLoop()])).catch(() => undefined);
   if (input.desired) {
     // A new lifecycle starts with the spec that began it.
     const decision = planSpecChange(state(), input.desired, now());
     if (!decision.ignored) Object.assign(ctx.state, decision.state);
   }
   sunsets.sync();
+  const rampsPending = () => (state().rampsToClear?.length ?? 0) > 0;
   for (;;) {
-    await condition(() => state().deleting || rolloutPending(state()) || ctx.continueAsNewDue());
+    await condition(() => state().deleting || rampsPending() || rolloutPending(state()) || ctx.continueAsNewDue());
     if (state().deleting) break;
+    try {
+      if (rampsPending()) {
+        await clearRamps();
+        continue;
+      }
+    } catch (err) {
+      if (!(err instanceof ContinueAsNewDue)) throw err;
+      await continueAsNewNow();
+    }
     if (rolloutPending(state())) {
-      const buildId = state().target!.buildId;
       const outcome = await runRollout();
       if (outcome === 'continueAsNew') await continueAsNewNow();
       if (outcome instanceof Blocked) {
         ctx.transition('Failed', 'Blocked', `${outcome.message}; change the spec, or resume to try again`, 'Warning');
         unblocked = false;
-        await condition(() => unblocked || state().deleting || !rolloutPending(state()) || ctx.continueAsNewDue());
-        if (!unblocked && !state().deleting && rolloutPending(state())) await continueAsNewNow();
-        continue;
-      }
-      if (state().deleting) break;
-      if (state().target?.buildId !== buildId && state().current?.buildId !== buildId) {
-        // Superseded or aborted: no new work for it (the routing call is not cancelled half-way), and it is sunset.
-        await CancellationScope.nonCancellable(() => ctx.call(`clear the ramp of ${buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(), buildId))).catch(
-          (err) => {
-            if (!(err instanceof Blocked) && !(err instanceof ContinueAsNewDue)) throw err;
-            log.warn('ramp not cleared', { buildId, error: String(err) });
-          },
-        );
-        sunsets.sync();
-        const s = state();
-        if (s.aborted?.buildId === buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
-        else if (!s.target && s.current && s.current.buildId === s.desired?.buildId) {
-          ctx.transition('Ready', 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${buildId} is sunset)`);
-        }
+        await condition(() => unblocked || state().deleting || rampsPending() || !rolloutPending(state()) || ctx.continueAsNewDue());
+        if (!unblocked && !state().deleting && !rampsPending() && rolloutPending(state())) await continueAsNewNow();
       }
       continue;
     }
@@ -305,6 +339,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   let result: DeletionResult;
   try {
     await sunsets.stopAll();
+    await condition(() => housekeeping === 0);
     result = await deleteEverything(ctx);
   } catch (err) {
     if (err instanceof ContinueAsNewDue) return continueAsNewNow();

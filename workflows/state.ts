@@ -60,6 +60,10 @@ export interface Target {
   applied?: boolean;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
   registration?: { taskQueues: string[]; unversionedPollers: boolean };
+  /** Promoted to current (Manual's go-ahead, or `promote {full}`): kept until it is current, across ContinueAsNew. */
+  promotedFully?: boolean;
+  /** The Temporal it is deployed to (set when its rollout starts). */
+  place?: TemporalPlace;
 }
 
 /** Where in Temporal a version lives: drainage is read there, whatever the spec says now. */
@@ -102,15 +106,17 @@ export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPol
 export interface RolloutState {
   owner: Owner;
   desired?: Desired;
-  current?: { buildId: string; since: string };
+  current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];
-  /** Set by the `pause` signal; `spec.rollout.paused` pauses too. */
-  pausedBy?: { reason: string };
+  /** Set by the `pause` signal, or by a failed gate (then for that build only); `spec.rollout.paused` pauses too. */
+  pausedBy?: { reason: string; buildId?: string };
   /** The build whose rollout was aborted: not rolled out again until the spec asks for another build. */
   aborted?: { buildId: string; reason: string; cause?: Reason };
-  /** A promote not yet taken (carried across ContinueAsNew). */
-  promote?: { full: boolean };
+  /** A promote not yet taken (carried across ContinueAsNew); for the target it names. */
+  promote?: { full: boolean; buildId?: string };
+  /** Builds that may still hold the ramp (superseded, aborted): cleared before anything else, until Temporal confirms. */
+  rampsToClear?: { buildId: string; place?: TemporalPlace }[];
   /** A resync was asked for and not yet done (carried across ContinueAsNew). */
   resyncDue?: boolean;
   /** The current and target Deployments are to be applied again (new connection, settings or template). */

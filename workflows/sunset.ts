@@ -8,7 +8,7 @@
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import { Blocked, ContinueAsNewDue, type RolloutContext } from './context.js';
 import { isDrained, placeOf, sunsetAction } from './decisions.js';
-import type { SunsetVersion } from './state.js';
+import type { SunsetVersion, TemporalPlace } from './state.js';
 
 const now = () => new Date();
 
@@ -17,12 +17,12 @@ export class Sunsets {
 
   constructor(private readonly ctx: RolloutContext) {}
 
-  /** Retires a build: it is sunset from now on. */
-  retire(buildId: string): void {
+  /** Retires a build: it is sunset from now on, on the Temporal it lives on (`place`; default the spec's). */
+  retire(buildId: string, place?: TemporalPlace): void {
     const { state } = this.ctx;
     if (state.deprecated.some((v) => v.buildId === buildId)) return;
-    const place = state.desired ? placeOf(state.desired) : undefined;
-    state.deprecated.push({ buildId, deprecatedSince: now().toISOString(), ...(place ? { place } : {}) });
+    const where = place ?? (state.desired ? placeOf(state.desired) : undefined);
+    state.deprecated.push({ buildId, deprecatedSince: now().toISOString(), ...(where ? { place: where } : {}) });
   }
 
   /** Starts a sunset for every deprecated version that has none, and stops those brought back. */
@@ -42,7 +42,12 @@ export class Sunsets {
       scope
         .run(() => this.sunset(v.buildId))
         .catch((err) => {
-          if (!isCancellation(err) && !(err instanceof ContinueAsNewDue)) throw err;
+          if (isCancellation(err) || err instanceof ContinueAsNewDue) return;
+          // Never an unhandled rejection (it would fail every workflow task): the version waits for a new spec.
+          log.error('sunset failed unexpectedly', { buildId: v.buildId, error: String(err) });
+          const version = this.ctx.state.deprecated.find((d) => d.buildId === v.buildId);
+          if (version) version.blocked = err instanceof Error ? err.message : String(err);
+          this.ctx.markDirty();
         })
         .finally(() => {
           if (this.running.get(v.buildId) === scope) this.running.delete(v.buildId);

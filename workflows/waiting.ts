@@ -19,14 +19,18 @@ export function isAvailable(ctx: RolloutContext, buildId: string): boolean {
   return !!d?.exists && (d.observedGeneration ?? 0) >= (d.generation ?? 0) && (d.replicas ?? replicas) === replicas && (d.availableReplicas ?? 0) >= replicas;
 }
 
-/** Holds while paused (by signal or spec), showing Paused; a promote also ends it. */
-export async function waitWhilePaused(ctx: RolloutContext): Promise<void> {
+/**
+ * Holds while paused (by signal or spec), showing Paused. Where a promote is taken (a step, a Manual wait),
+ * `promoteEnds` lets a promote end the hold too; elsewhere it waits for the promote's turn.
+ */
+export async function waitWhilePaused(ctx: RolloutContext, opts: { promoteEnds?: boolean } = {}): Promise<void> {
   if (!isPaused(ctx.state)) return;
   const { phase, reason, message } = ctx.state;
+  const over = () => !isPaused(ctx.state) || ctx.state.deleting || (opts.promoteEnds === true && ctx.state.promote !== undefined);
   ctx.transition('Paused', 'Paused', ctx.state.pausedBy?.reason ?? 'paused by spec.rollout.paused');
   for (;;) {
-    await ctx.wait(() => !isPaused(ctx.state) || ctx.state.promote !== undefined || ctx.state.deleting);
-    if (!isPaused(ctx.state) || ctx.state.promote !== undefined || ctx.state.deleting) break;
+    await ctx.wait(over);
+    if (over()) break;
     ctx.checkpoint();
   }
   ctx.transition(phase, reason, `${message} (resumed)`);

@@ -174,7 +174,8 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
      * precondition: a new object under the same name refuses it (409), and like a deleted one (404) it is
      * not ours to report on.
      */
-    async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<void> {
+    /** Returns false when the resource is gone (404, or another object under its name: uid precondition 409). */
+    async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<boolean> {
       const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
       const body = { apiVersion, kind: 'TemporalWorkerDeployment', metadata, status };
       try {
@@ -182,11 +183,21 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           { group, version, namespace: owner.namespace, plural, name: owner.name, body, fieldManager: managerName, force: true },
           asApply,
         );
+        return true;
       } catch (err) {
         const code = statusCode(err);
         if (code === 409) logWarning(`writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`);
         else if (code !== 404) throw err;
+        return false;
       }
+    },
+
+    /** Whether the resource (this UID) still exists: a workflow whose resource vanished unseen cleans up and ends. */
+    async resourceExists(owner: Owner): Promise<boolean> {
+      const current = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace: owner.namespace, plural, name: owner.name }))) as
+        | k8s.KubernetesObject
+        | undefined;
+      return current?.metadata?.uid === owner.uid;
     },
 
     /**

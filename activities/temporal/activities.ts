@@ -196,23 +196,29 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       if (routingOf(res).ramping === buildId) await setRampingVersion(t, '', 0, res);
     },
 
+    /**
+     * Drainage of a version. Inactive (never routed to) and unknown-to-the-server versions can still have pinned
+     * executions (a gate is started with a versioning override): for those, visibility decides.
+     */
     async versionStatus(t: TemporalTarget, buildId: string): Promise<VersionStatus> {
+      let status: VersionStatus = 'NotRegistered';
       try {
         const res = await (await service(t)).describeWorkerDeploymentVersion({
           namespace: t.temporalNamespace,
           deploymentVersion: { deploymentName: t.deploymentName, buildId },
         });
-        return versionStatusName(res.workerDeploymentVersionInfo?.status);
+        status = versionStatusName(res.workerDeploymentVersionInfo?.status);
       } catch (err) {
+        // Not found: never registered, or deleted and registered anew (seen when a build ID comes back after its
+        // worker deployment was deleted).
         if (!isNotFound(err)) throw err;
       }
-      // Unknown to the server (never registered, or deleted and registered anew: seen to happen when a build ID
-      // comes back after its worker deployment was deleted). Only visibility can say whether work is pinned to it.
+      if (status !== 'Inactive' && status !== 'NotRegistered') return status;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       const open = await client.workflow.count(
         `TemporalWorkerDeploymentVersion = "${t.deploymentName}:${buildId}" AND ExecutionStatus = "Running"`,
       );
-      return open.count > 0 ? 'Draining' : 'NotRegistered';
+      return open.count > 0 ? 'Draining' : status;
     },
 
     /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */

@@ -220,4 +220,17 @@ export function workflowHandle(env: RolloutEnv, name: string) {
   return env.client.workflow.getHandle(rolloutWorkflowId(env.namespace, name));
 }
 
+/**
+ * When the last `n` routing calls (setRamping, setCurrent) of a resource's rollout started and ended, on the
+ * server's clock (the workflow's history): how long a step was held is measured there, not by a poller.
+ */
+export async function routingCallTimes(env: RolloutEnv, name: string, n: number): Promise<{ starts: number[]; ends: number[] }> {
+  const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
+  const routing = new Set(['setRamping', 'setCurrent']);
+  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
+  const scheduled = new Map(events.filter((e) => routing.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')).map((e) => [String(e.eventId), at(e)]));
+  const ends = events.filter((e) => scheduled.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? 'none'))).map(at);
+  return { starts: [...scheduled.values()].slice(-n), ends: ends.slice(-n) };
+}
+
 export { eventually } from './eventually.js';

@@ -341,7 +341,7 @@ describe('failures the Kubernetes activities absorb', () => {
         throw precondition;
       },
     });
-    const lines = await warnings(() => expect(kube.writeStatus(owner, { phase: 'Ready' })).resolves.toBeUndefined());
+    const lines = await warnings(() => expect(kube.writeStatus(owner, { phase: 'Ready' })).resolves.toBe(false)); // false: gone
     expect(body).toMatchObject({ metadata: { name: 'orders', namespace: 'shop', uid: 'uid-1' } });
     expect(lines).toEqual(['writeStatus shop/orders: not written, the object is another one now (uid uid-1 is gone)']);
   });

@@ -301,3 +301,43 @@ describe("the resource's UID", () => {
     await keepHistory(client, r.handle().workflowId, 'core-v2-new-lifecycle', firstRun);
   });
 });
+
+describe('found in review', () => {
+  test('a promote and a pause before the Deployment is available: the pause holds, then the promote is taken', async () => {
+    const r = await withCurrentV1('pause-promote');
+    r.world.autoAvailable = false;
+    await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+    await r.until('deploying v2', (s) => s.phase === 'Deploying' && s.target?.buildId === 'v2');
+    await r.handle().signal(messages.promote, { buildId: 'v2' });
+    await r.handle().signal(messages.pause, { reason: 'hold on' });
+    await r.until('Paused', (s) => s.phase === 'Paused');
+    await r.world.makeAvailable('v2');
+    await r.handle().signal(messages.resume);
+    await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
+    await noTaskFailures(r);
+  });
+
+  test('an abort while Blocked with a ramp in place clears the ramp and shows Aborted', async () => {
+    const r = await withCurrentV1('blocked-abort');
+    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 20, pauseDuration: '1s' }, { rampPercentage: 50 }])));
+    await r.until('ramping 20%', (s) => s.target?.rampPercentage === 20);
+    r.world.failWith.set('setRamping', ApplicationFailure.nonRetryable('missing task queues', 'Permanent'));
+    await r.until('Blocked', (s) => s.reason === 'Blocked');
+    expect(r.world.ramping).toBe('v2');
+    await r.handle().signal(messages.abort, { reason: 'give up' });
+    const s = await r.until('Aborted', (s) => s.phase === 'Aborted');
+    expect(s.lastAbortReason).toBe('give up');
+    expect(r.world.ramping).toBeUndefined();
+    expect(s.deprecated.map((v) => v.buildId)).toEqual(['v2']);
+  });
+
+  test('a resource deleted without the workflow being told (finalizer removed by hand) is cleaned up at the resync', async () => {
+    const r = await withCurrentV1('gone');
+    r.world.resourceGone = true;
+    await r.handle().signal(messages.resync);
+    const result = await r.handle().result();
+    expect(result).toMatchObject({ problems: [] });
+    expect(r.world.callsOf('deleteOwnedDeployments')).toHaveLength(1);
+    expect(r.world.deployments.size).toBe(0);
+  });
+});

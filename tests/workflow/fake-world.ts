@@ -71,6 +71,8 @@ export class FakeWorld {
   private resourceVersion = 0;
   /** Activities that fail (by name) until the test deletes the entry. */
   readonly failWith = new Map<string, Error>();
+  /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
+  resourceGone = false;
   /** The watcher's signals are lost: the workflow learns of a Deployment only by reading it. */
   signalsLost = false;
 
@@ -224,8 +226,11 @@ export class FakeWorlds {
         kube(owner, 'deleteOwnedDeployments', []).deployments.clear();
       },
       writeStatus: async (owner, status) => {
-        this.of(owner).statuses.push(status);
+        const w = this.of(owner);
+        w.statuses.push(status);
+        return !w.resourceGone;
       },
+      resourceExists: async (owner) => !kube(owner, 'resourceExists', []).resourceGone,
       recordEvent: async (owner, event) => {
         this.of(owner).events.push(event);
       },

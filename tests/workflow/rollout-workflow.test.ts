@@ -385,7 +385,8 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
 
   await r.handle.signal(messages.deleted);
   await r.handle.result();
-  const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteWorkerDeployment', 'deleteOwnedDeployments', 'removeFinalizer'];
+  // The pods go before the versions: the server deletes a version only once it no longer sees its pollers.
+  const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'];
   expect(w.sequence(cleanup)).toEqual(cleanup);
   expect(argsOf(w, 'scaleOwnedDeployments')).toEqual([[0]]);
   expect(w.deployments.size).toBe(0);
