@@ -50,7 +50,7 @@ interface Scope {
 }
 
 export const watcherManager = `${managerName}-watcher`;
-export const defaultResyncIntervalMs = 10 * 60_000;
+export const defaultResyncIntervalMs = 60 * 60_000;
 
 export class Watcher {
   /** Keyed by namespace; '' holds the cluster-wide informers. */
@@ -99,14 +99,15 @@ export class Watcher {
   }
 
   /**
-   * Handles every cached resource and Deployment again as if new. Connections need no pass of their own: all
-   * they do is re-handle their resources. Reads the informer caches only; the apiserver is not listed.
+   * Sends every cached resource's spec again (a workflow ignores a generation it has): a spec lost while Temporal
+   * was unreachable arrives at the latest then. Deployment observations are not re-sent: a workflow that waits on
+   * a Deployment reads it itself. Connections need no pass of their own (all they do is re-handle their resources).
+   * Reads the informer caches only; the apiserver is not listed.
    */
   resync(): void {
     if (this.stopped) return;
     for (const scope of this.scopes.values()) {
       for (const obj of scope.resources.list()) this.scheduleResource(obj, { force: true });
-      for (const d of scope.deployments.list()) this.scheduleDeployment(d, true, { force: true });
     }
   }
 

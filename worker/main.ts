@@ -7,7 +7,7 @@
  *   --task-queue NAME           default "glidepath"
  *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated);
  *                               with it the controller needs only the namespaced Role (k8s-manifests/rbac/namespaced/)
- *   --resync-interval DURATION  how often every resource's spec is sent again, e.g. 10m (the default)
+ *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
  * GLIDEPATH_LOG_LEVEL sets the SDK's log level (INFO).
