@@ -32,8 +32,13 @@ export interface WatcherOptions {
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to act on (default: all). Each gets its own informers, so a namespaced Role suffices. */
   namespaces?: string[];
-  /** How often every cached resource and Deployment is handled again as if new (default 10 minutes). */
+  /** How often every cached resource's spec is sent again (default 1 hour). */
   resyncIntervalMs?: number;
+  /**
+   * Signal Deployment changes to the workflows (default true). They only make waits end sooner: with false, every
+   * `deploymentObserved` is lost, and rollouts still complete on the workflow's own reads (a test proves it).
+   */
+  signalDeployments?: boolean;
   /** Backoff of a failed signal or status write (default 200 ms doubling to 30 s). */
   retryBackoff?: Backoff;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -136,9 +141,11 @@ export class Watcher {
     scope.resources.on('delete', (o) => this.scheduleResourceGone(o));
     scope.connections.on('add', (o) => this.onConnection(o));
     scope.connections.on('update', (o) => this.onConnection(o));
-    scope.deployments.on('add', (d) => this.scheduleDeployment(d, true));
-    scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
-    scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
+    if (this.options.signalDeployments !== false) {
+      scope.deployments.on('add', (d) => this.scheduleDeployment(d, true));
+      scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
+      scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
+    }
     for (const informer of [scope.connections, scope.resources, scope.deployments] as Cache<k8s.KubernetesObject>[]) {
       // An informer stops on a watch error; start it again after a pause.
       informer.on('error', (err) => {

@@ -27,6 +27,7 @@ export interface ControllerOptions {
   namespaces?: string[];
   /** How often the watcher sends every resource's spec again (default 10 minutes). */
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
+  signalDeployments?: WatcherOptions['signalDeployments'];
   /** A prebuilt bundle (tests build it once for many controllers). */
   workflowBundle?: WorkflowBundle;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -95,6 +96,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     timings: searchAttributes ? options.timings : { ...options.timings, searchAttributes: false },
     namespaces: options.namespaces,
     resyncIntervalMs: options.resyncIntervalMs,
+    signalDeployments: options.signalDeployments,
     log: options.log,
   });
   await watcher.start();

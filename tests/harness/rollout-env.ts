@@ -13,7 +13,7 @@ import { group, version } from '../../api/common.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
-import { installRuntime, startController, type Controller } from '../../worker/controller.js';
+import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
 
 export const plural = 'temporalworkerdeployments';
@@ -36,7 +36,7 @@ export interface RolloutEnv {
   stop(): Promise<void>;
 }
 
-export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean } = {}): Promise<RolloutEnv> {
+export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean; controller?: Partial<ControllerOptions> } = {}): Promise<RolloutEnv> {
   installRuntime('ERROR');
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(process.env.KUBECONFIG!);
@@ -104,6 +104,7 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
           taskQueue: `glidepath-${namespace}`,
           namespaces: [namespace],
           timings: { drainPollMaxMs: 1000 },
+          ...opts.controller,
         });
 
   return {

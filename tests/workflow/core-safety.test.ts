@@ -344,8 +344,10 @@ describe('found in review', () => {
 
 test('a 3-day wait beside a draining version stays far below the history limit (measured per event source)', async () => {
   const r = await withCurrentV1('three-days');
-  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
-  await r.until('awaiting promotion, v1 draining', (s) => s.phase === 'AwaitingPromotion' && s.deprecated[0]?.status === 'Draining');
+  await r.spec(desired(2, 'v2'));
+  await r.until('v2 current, v1 draining', (s) => s.current === 'v2' && s.deprecated[0]?.status === 'Draining');
+  await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
+  await r.until('v3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.target?.buildId === 'v3');
   const length = async () => (await r.handle().describe()).historyLength;
   const settle = async () => {
     // Quiet: nothing more is added for a moment.
@@ -366,7 +368,7 @@ test('a 3-day wait beside a draining version stays far below the history limit (
   await eventually('a resync round', () => r.world.callsOf('deleteStrayDeployments').length > strays);
   const afterResync = await settle();
   // The watcher's hourly specChanged, which the workflow ignores.
-  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
   const afterSpec = await settle();
   // A resync round as the timer starts it costs its timer (started, fired) instead of the signal: the same count.
   const perHour = 2 * (afterResync - before) + (afterSpec - afterResync);
