@@ -109,14 +109,15 @@ export interface TemporalServer {
 }
 
 /** Starts `temporal server start-dev` on loopback with the fast-drainage settings and our search attributes. */
-export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean }): Promise<TemporalServer> {
+/** `defaults`: the server's own settings instead of the fast drainage ones (to check behaviour that depends on them). */
+export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean }): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--log-level', 'warn'];
   args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
-  for (const v of fastDrainageConfig) args.push('--dynamic-config-value', v);
+  if (!opts.defaults) for (const v of fastDrainageConfig) args.push('--dynamic-config-value', v);
   for (const sa of searchAttributeFlags) args.push('--search-attribute', sa);
   const { child, proc } = launch('temporal', temporalBinary(), args, opts.dir, opts.detached ?? false);
   await waitFor('temporal dev server', proc.logFile, child, () => portOpen(port));
