@@ -1,5 +1,6 @@
-// Three tiers, one command: unit (pure code), workflow (real Temporal dev server),
-// integration (real kube-apiserver + etcd + Temporal dev server + simulated pods).
+// Four tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
+// kube-apiserver + etcd + kube-controller-manager + Temporal dev server + simulated pods), chaos (faults:
+// the controller SIGKILLed, the servers restarted).
 const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
@@ -22,6 +23,13 @@ export default {
       ...common,
       displayName: 'integration',
       testMatch: ['<rootDir>/tests/integration/**/*.test.ts'],
+      globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
+      globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
+    },
+    {
+      ...common,
+      displayName: 'chaos',
+      testMatch: ['<rootDir>/tests/chaos/**/*.test.ts'],
       globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
       globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
     },
