@@ -100,6 +100,9 @@ export type Rollout = z.infer<typeof Rollout>;
 export const Sunset = z.object({
   scaledownDelay: duration({ allowZero: true }).default('1h').describe('After drained, how long until scale to 0'),
   deleteDelay: duration({ allowZero: true }).default('24h').describe('After drained, how long until deleted'),
+  drainBeforeDelete: duration({ allowZero: false })
+    .optional()
+    .describe('On deletion of the resource: new work goes to unversioned workers, then wait up to this long for pinned executions to finish before the versions are deleted'),
 });
 
 export const WorkerOptions = z.object({

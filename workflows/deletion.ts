@@ -4,7 +4,9 @@
  * connection's Secret already gone) is tried for a while, then reported — in the log, an Event and the
  * workflow's result — and the cleanup goes on: a namespace must never hang Terminating because of us.
  */
-import { ActivityFailure, log, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { parseDuration } from '../api/duration.js';
+import { waitsTaskQueue } from './task-queues.js';
 import type { Activities } from '../activities/index.js';
 import { ContinueAsNewDue, type RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
@@ -30,6 +32,16 @@ const patient = proxyActivities<Activities>({
   scheduleToCloseTimeout: '6m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s' },
 });
+
+/** Waiting for drainage before a deletion, within the time the spec allows. */
+const drainWithin = (ms: number) =>
+  proxyActivities<Activities>({
+    taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
+    scheduleToCloseTimeout: ms,
+    startToCloseTimeout: ms,
+    heartbeatTimeout: '20s',
+    retry: { initialInterval: '1s', maximumInterval: '10s' },
+  });
 
 export async function deleteEverything(ctx: RolloutContext): Promise<DeletionResult> {
   const { owner, state } = ctx;
@@ -61,6 +73,14 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       ctx.event('Warning', 'OpenExecutionsStranded', `deleting with pinned executions still open: ${text}`);
     }
     await attempt('route new work to unversioned workers', () => bounded.routeAway(here));
+    // Asked for (`sunset.drainBeforeDelete`): pinned executions get a while to finish before their workers go.
+    const drainFor = state.desired?.spec.sunset.drainBeforeDelete;
+    if (drainFor && stranded.length) {
+      ctx.transition('Deleting', 'Deleting', `waiting up to ${drainFor} for pinned executions to finish (${stranded.map(([b, n]) => `${n} on ${b}`).join(', ')})`);
+      await attempt(`wait up to ${drainFor} for the versions to drain`, () =>
+        Promise.all(stranded.map(([buildId]) => drainWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs))),
+      );
+    }
   }
   // The pods go first: the server deletes a version only once it no longer sees its pollers.
   await kube('scale the Deployments to 0', () => ctx.kube.scaleOwnedDeployments(owner, 0));

@@ -36,7 +36,7 @@ function serverDir(rootDir: string, tier: string): string {
   return dir;
 }
 
-export default async function globalSetup(_global: Config, project: { displayName?: { name: string } | string; rootDir: string }) {
+export default async function globalSetup(global: Config, project: { displayName?: { name: string } | string; rootDir: string }) {
   const name = typeof project.displayName === 'string' ? project.displayName : project.displayName?.name ?? 'tests';
   const dir = serverDir(project.rootDir, name);
   const processes: ServerProcess[] = [];
@@ -45,7 +45,11 @@ export default async function globalSetup(_global: Config, project: { displayNam
     processes.push(temporal.process);
     process.env.TEMPORAL_ADDRESS = temporal.address;
     process.env.TEMPORAL_NAMESPACE = temporal.namespace;
-    if (name === 'integration' || name === 'chaos') {
+    // Jest runs a global setup shared by several projects once, for whichever project comes first: Kubernetes is
+    // started whenever a project that needs it is in the run (every project, without --selectProjects).
+    const selected = (global as { selectProjects?: string[] }).selectProjects;
+    const needsKube = !selected || selected.some((p) => p === 'integration' || p === 'chaos') || name === 'integration' || name === 'chaos';
+    if (needsKube) {
       // CRDs first, then kube-controller-manager: its garbage collector knows their kinds from the start.
       const kube = await startKube({ dir, crds: true });
       processes.unshift(...kube.processes); // stop order: controller-manager, apiserver, etcd, then Temporal

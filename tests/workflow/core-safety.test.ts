@@ -376,3 +376,48 @@ test('a 3-day wait beside a draining version stays far below the history limit (
   console.log(`figure: a waiting rollout adds ${perHour} history events an hour (resync round ${afterResync - before}, watcher's spec ${afterSpec - afterResync}): ${threeDays} in 3 days`);
   expect(threeDays).toBeLessThan(10_000);
 });
+
+describe('deletion with pinned executions open', () => {
+  const withDrain = (generation: number, buildId: string, drainBeforeDelete?: string): Desired => {
+    const d = desired(generation, buildId);
+    return { ...d, spec: { ...d.spec, sunset: { ...d.spec.sunset, ...(drainBeforeDelete ? { drainBeforeDelete } : {}) } } };
+  };
+
+  test('says how many were stranded, and by default does not wait', async () => {
+    const r = await startRollout('stranded');
+    await r.spec(withDrain(1, 'v1'));
+    await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
+    r.world.openExecutions.set('v1', 3);
+    await r.handle().signal(messages.deleted);
+    await r.handle().result();
+    expect(r.world.events).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'OpenExecutionsStranded', message: expect.stringContaining('3 on v1') }));
+    expect(r.world.callsOf('awaitDrained')).toEqual([]);
+  });
+
+  test('with sunset.drainBeforeDelete: new work goes elsewhere, then it waits for drainage before deleting', async () => {
+    const r = await startRollout('drain-first');
+    await r.spec(withDrain(1, 'v1', '1h'));
+    await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
+    r.world.openExecutions.set('v1', 2);
+    await r.handle().signal(messages.deleted);
+    await r.until('waiting for drainage', (s) => s.phase === 'Deleting' && s.message.includes('pinned executions to finish'));
+    expect(r.world.callsOf('deleteOwnedDeployments')).toEqual([]);
+    expect(r.world.callsOf('routeAway')).toHaveLength(1);
+    r.world.versions.set('v1', 'Drained');
+    const result = await r.handle().result();
+    expect(result).toMatchObject({ problems: [], openExecutions: { v1: 2 } });
+    const order = r.world.sequence(['routeAway', 'versionStatus', 'deleteOwnedDeployments']);
+    expect(order.indexOf('deleteOwnedDeployments')).toBeGreaterThan(order.lastIndexOf('versionStatus'));
+  });
+
+  test('the drain wait is bounded: past it the deletion goes on and says so', async () => {
+    const r = await startRollout('drain-bounded');
+    await r.spec(withDrain(1, 'v1', '2s'));
+    await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
+    r.world.openExecutions.set('v1', 1);
+    await r.handle().signal(messages.deleted);
+    const result = (await r.handle().result()) as { problems: string[] };
+    expect(result.problems).toEqual([expect.stringContaining('wait up to 2s for the versions to drain')]);
+    expect(r.world.callsOf('removeFinalizer')).toHaveLength(1);
+  });
+});

@@ -71,6 +71,8 @@ export class FakeWorld {
   private resourceVersion = 0;
   /** Activities that fail (by name) until the test deletes the entry. */
   readonly failWith = new Map<string, Error>();
+  /** Pinned executions open on each version (what countOpenExecutions answers). */
+  readonly openExecutions = new Map<string, number>();
   /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
   resourceGone = false;
   /** The watcher's signals are lost: the workflow learns of a Deployment only by reading it. */
@@ -292,8 +294,8 @@ export class FakeWorlds {
         }
       },
       countOpenExecutions: async (t, buildIds) => {
-        temporal(t, 'countOpenExecutions', [buildIds]);
-        return Object.fromEntries(buildIds.map((b) => [b, 0]));
+        const w = temporal(t, 'countOpenExecutions', [buildIds]);
+        return Object.fromEntries(buildIds.map((b) => [b, w.openExecutions.get(b) ?? 0]));
       },
       versionStatus: async (t, buildId) => {
         const w = temporal(t, 'versionStatus', [buildId]);
