@@ -167,7 +167,7 @@ console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeploy
 console.log(`Deployment available → first ramp set:  p50 ${ms(pct(availableToRouting, 50))}, p95 ${ms(pct(availableToRouting, 95))}  (includes the workers' own start-up until they poll)`);
 console.log(`available and polling → routing changed: p50 ${ms(pct(readyToRouting, 50))}, p95 ${ms(pct(readyToRouting, 95))}  (n=${readyToRouting.length})`);
 console.log(`step transition beyond its pause:      p50 ${ms(pct(stepOverrun, 50))}, p95 ${ms(pct(stepOverrun, 95))}  (n=${stepOverrun.length})`);
-console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (resync every 30 min: 2 timers + 2 read-only activities an hour)`);
+console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (resync every 30 min: 2 timers + 3 read-only activities per round)`);
 console.log(`idle: Kubernetes writes (resources, Deployments, Events): ${writes} in ${idleSeconds} s`);
 
 await controller.stop();
