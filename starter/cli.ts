@@ -58,11 +58,11 @@ export async function main(argv: string[]): Promise<string> {
         return `resumed ${target}`;
       case 'promote': {
         const buildId = await targetBuild();
-        return control(() => handle.signal(promote, { full: rest.includes('--full'), buildId }), `promoted ${target} ${buildId ?? ''}${rest.includes('--full') ? ' (full)' : ''}`);
+        return await control(() => handle.signal(promote, { full: rest.includes('--full'), buildId }), `promoted ${target} ${buildId ?? ''}${rest.includes('--full') ? ' (full)' : ''}`);
       }
       case 'abort': {
         const buildId = await targetBuild();
-        return control(() => handle.signal(abort, { reason, buildId }), `aborted ${target} ${buildId ?? ''}`);
+        return await control(() => handle.signal(abort, { reason, buildId }), `aborted ${target} ${buildId ?? ''}`);
       }
       default:
         throw new Error(`unknown command "${command}"\n${usage}`);
