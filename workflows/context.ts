@@ -44,7 +44,6 @@ export class Blocked extends Error {
 /** Retries within one call; past them the status says what is being retried (see `call`). */
 const attempts = (maximumInterval: string) => ({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval, maximumAttempts: 8 });
 
-
 const now = () => new Date();
 
 export class RolloutContext {
@@ -66,11 +65,11 @@ export class RolloutContext {
     this.owner = state.owner;
   }
 
-  /** Long-waiting activities (registration, gates, drainage) with a start-to-close budget. */
-  waits(startToCloseTimeout: number | string = '24h') {
+  /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
+  waits() {
     return proxyActivities<Activities>({
       taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-      startToCloseTimeout,
+      startToCloseTimeout: '24h',
       heartbeatTimeout: '20s',
       retry: attempts('10s'),
     });

@@ -4,9 +4,8 @@
  * connection's Secret already gone) is tried for a while, then reported — in the log, an Event and the
  * workflow's result — and the cleanup goes on: a namespace must never hang Terminating because of us.
  */
-import { ActivityFailure, log, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { ActivityFailure, log, proxyActivities } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import { waitsTaskQueue } from './task-queues.js';
 import type { Activities } from '../activities/index.js';
 import { ContinueAsNewDue, type RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
@@ -32,16 +31,6 @@ const patient = proxyActivities<Activities>({
   scheduleToCloseTimeout: '6m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s' },
 });
-
-/** Waiting for drainage before a deletion, within the time the spec allows. */
-const drainWithin = (ms: number) =>
-  proxyActivities<Activities>({
-    taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-    scheduleToCloseTimeout: ms,
-    startToCloseTimeout: ms,
-    heartbeatTimeout: '20s',
-    retry: { initialInterval: '1s', maximumInterval: '10s' },
-  });
 
 export async function deleteEverything(ctx: RolloutContext): Promise<DeletionResult> {
   const { owner, state } = ctx;
@@ -78,7 +67,7 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
     if (drainFor && stranded.length) {
       ctx.transition('Deleting', 'Deleting', `waiting up to ${drainFor} for pinned executions to finish (${stranded.map(([b, n]) => `${n} on ${b}`).join(', ')})`);
       await attempt(`wait up to ${drainFor} for the versions to drain`, () =>
-        Promise.all(stranded.map(([buildId]) => drainWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs))),
+        Promise.all(stranded.map(([buildId]) => ctx.waitsWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs))),
       );
     }
   }

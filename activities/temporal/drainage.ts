@@ -5,10 +5,9 @@
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
+import { isDrained } from '../../workflows/decisions.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 
-/** Drained as sunset needs it: an unknown status never is. */
-const drained = (s: VersionStatus) => s === 'Drained' || s === 'Inactive' || s === 'NotRegistered';
 
 export function createDrainageActivities(connections: TemporalConnections, versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>) {
   return {
@@ -17,7 +16,7 @@ export function createDrainageActivities(connections: TemporalConnections, versi
       const ctx = Context.current();
       for (let delay = 1000; ; delay = Math.min(delay * 2, maxDelayMs)) {
         const status = await versionStatus(t, buildId);
-        if (drained(status)) return status;
+        if (isDrained(status)) return status;
         // Heartbeat through the sleep: a dead controller is noticed within the heartbeat timeout.
         for (let waited = 0; waited < delay; waited += 5000) {
           ctx.heartbeat(status);
