@@ -11,6 +11,12 @@ import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
 /** The `type` of the non-retryable ApplicationFailure an activity throws for a permanent failure. */
 export const permanentFailureType = 'Permanent';
 
+/**
+ * The `type` of the non-retryable ApplicationFailure a routing change throws when another client holds the worker
+ * deployment's manager identity (its `details` are `[heldBy]`): no retry helps until it is handed back.
+ */
+export const managerIdentityHeldType = 'ManagerIdentityHeld';
+
 /** What an activity call was doing, for the one line that reports its failure. */
 export interface CallContext {
   /** The activity and its target, e.g. `setRamping ns/default/orders v2`. */
@@ -148,6 +154,25 @@ const transientGrpc: number[] = [GrpcStatus.UNAVAILABLE, GrpcStatus.DEADLINE_EXC
  */
 const expectedRefusal = /conflict token|poller|drain/i;
 
+/** The gRPC error of WorkflowService in a failure, itself or a `cause` of it (the client wraps it). */
+function grpcErrorOf(err: unknown) {
+  let grpc: unknown = err;
+  for (let depth = 0; depth < 5 && !isGrpcServiceError(grpc); depth++) {
+    grpc = grpc instanceof Error ? grpc.cause : undefined;
+  }
+  return isGrpcServiceError(grpc) ? grpc : undefined;
+}
+
+/**
+ * Who holds the manager identity, when the server refused a call for it: FAILED_PRECONDITION "ManagerIdentity
+ * 'ops' is set and does not match user identity '…'" (server 1.29).
+ */
+function managerIdentityRefusal(err: unknown): string | undefined {
+  const grpc = grpcErrorOf(err);
+  if (grpc?.code !== GrpcStatus.FAILED_PRECONDITION) return undefined;
+  return /ManagerIdentity '(.*?)' is set and does not match/.exec(grpc.details || grpc.message)?.[1];
+}
+
 /**
  * Classifies a Temporal failure: a gRPC error of WorkflowService, or the client's error wrapping one
  * (`ServiceError`, whose `cause` it is). Permanent: INVALID_ARGUMENT, FAILED_PRECONDITION, PERMISSION_DENIED,
@@ -156,11 +181,8 @@ const expectedRefusal = /conflict token|poller|drain/i;
  * INTERNAL. Anything else (NOT_FOUND, CANCELLED, …): `undefined`.
  */
 export function classifyTemporalError(err: unknown, context: CallContext = {}): Classified | undefined {
-  let grpc: unknown = err;
-  for (let depth = 0; depth < 5 && !isGrpcServiceError(grpc); depth++) {
-    grpc = grpc instanceof Error ? grpc.cause : undefined;
-  }
-  if (!isGrpcServiceError(grpc)) return undefined;
+  const grpc = grpcErrorOf(err);
+  if (!grpc) return undefined;
   const code = grpc.code;
   const details = oneLine(grpc.details || grpc.message);
   const cause = `${grpcName(code)} ${details}`;
@@ -195,10 +217,30 @@ export function permanentFailure(message: string): ApplicationFailure {
 }
 
 /**
- * What an activity throws for a failure: a non-retryable ApplicationFailure when it is permanent, a one-line
- * TransientError when it is expected to pass, the error itself when its shape is unknown.
+ * The non-retryable failure of a change refused because `heldBy` holds the worker deployment's manager identity.
+ *
+ * @example
+ * throw managerIdentityHeld('ops@laptop'); // type 'ManagerIdentityHeld', details ['ops@laptop']
+ */
+export function managerIdentityHeld(heldBy: string): ApplicationFailure {
+  const failure = ApplicationFailure.create({
+    type: managerIdentityHeldType,
+    message: `the worker deployment's manager identity is held by ${heldBy}`,
+    nonRetryable: true,
+    details: [heldBy],
+  });
+  failure.stack = `ApplicationFailure: ${failure.message}`;
+  return failure;
+}
+
+/**
+ * What an activity throws for a failure: a non-retryable ApplicationFailure when it is permanent (of type
+ * `ManagerIdentityHeld` when the server refused for the manager identity, so the workflow can tell it apart), a
+ * one-line TransientError when it is expected to pass, the error itself when its shape is unknown.
  */
 export function toActivityError(err: unknown, context: CallContext = {}): unknown {
+  const heldBy = managerIdentityRefusal(err);
+  if (heldBy !== undefined) return managerIdentityHeld(heldBy);
   const classified = classifyFailure(err, context);
   if (!classified) return err;
   if (classified.kind === 'permanent') return permanentFailure(classified.message);

@@ -6,12 +6,15 @@ import { ignoreNotFound } from './kubernetes/client.js';
 import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
 import { createTemporalActivities } from './temporal/activities.js';
 import { createDrainageActivities } from './temporal/drainage.js';
+import { createAnalysisActivities } from './temporal/analysis.js';
+import { createPinnedActivities } from './temporal/pinned.js';
 import { TemporalConnections } from './temporal/connections.js';
 
 export type { TemporalTarget } from './temporal/connections.js';
 export type { VersionRegistration, Routing, GateRun } from './temporal/activities.js';
 export type { GateInputSource } from './kubernetes/activities.js';
-export { permanentFailureType } from './errors.js';
+export type { PinnedAction } from './temporal/pinned.js';
+export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
  * The activities, each wrapped so that a permanent failure is a non-retryable ApplicationFailure of type
@@ -29,6 +32,8 @@ export function createActivities(kc: k8s.KubeConfig, identity: string) {
     ...createKubernetesActivities(kc),
     ...temporal,
     ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId)),
+    ...createAnalysisActivities(connections),
+    ...createPinnedActivities(connections, identity),
   });
   return { activities, close: () => connections.closeAll() };
 }

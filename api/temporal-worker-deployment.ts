@@ -62,6 +62,32 @@ export type RolloutStep = z.infer<typeof RolloutStep>;
 
 const strictlyIncreasing = (steps: RolloutStep[]) => steps.every((s, i) => i === 0 || s.rampPercentage > steps[i - 1]!.rampPercentage);
 
+/**
+ * Analysis from Temporal's own visibility: the target's failure rate (closed executions Failed / TimedOut on
+ * its version) against a limit and against the current version's rate over the same window.
+ */
+export const Analysis = z.object({
+  maxFailurePercentage: z.number().min(0).max(100).describe('Highest share of failed (Failed / TimedOut) closed executions on the target, 0-100'),
+  maxFailureRatioToCurrent: z
+    .number()
+    .gt(0)
+    .optional()
+    .describe("At most this many times the current version's failure rate (e.g. 2); checked when the current version has failures"),
+  minExecutions: z.int32().min(1).default(10).describe('Fewer closed executions on the target make the analysis inconclusive'),
+  maxWait: duration({ allowZero: true })
+    .default('10m')
+    .describe('How much longer a step waits for minExecutions before following inconclusivePolicy'),
+  inconclusivePolicy: z
+    .enum(['Pass', 'Abort', 'Pause'])
+    .default('Pause')
+    .describe('What an analysis without enough executions does after maxWait: Pass, Abort or Pause'),
+  workflowTypes: z.array(z.string().min(1)).optional().describe('Count only these workflow types (default: all)'),
+  window: duration({ allowZero: false })
+    .optional()
+    .describe('AllAtOnce / Manual: analyse the target for this long before promotion (Progressive analyses each step)'),
+});
+export type Analysis = z.infer<typeof Analysis>;
+
 export const Rollout = withCel(
   z
     .object({
@@ -84,6 +110,19 @@ export const Rollout = withCel(
         .default('Abort')
         .describe('Abort (the target gets no traffic and is sunset) or Pause (wait for resume or promote)'),
       paused: z.boolean().optional().describe('Holds the rollout where it is until set back to false'),
+      rollbackWindow: duration({ allowZero: true })
+        .default('1h')
+        .describe('A spec back on a build that was current this recently, and still runs, switches back at once ("0s" turns it off)'),
+      analysis: Analysis.optional().describe("Compare the target's failure rate with a limit and with the current version's"),
+      onAbort: z
+        .object({
+          movePinned: z
+            .boolean()
+            .default(false)
+            .describe('Move executions pinned to the aborted (or rolled back) build to the current version'),
+        })
+        .optional()
+        .describe('What an abort or a rollback does beside clearing the ramp'),
     })
     .refine((r) => r.strategy !== 'Progressive' || (r.steps?.length ?? 0) > 0, {
       message: 'a Progressive rollout needs at least one step',
@@ -103,6 +142,20 @@ export const Sunset = z.object({
   drainBeforeDelete: duration({ allowZero: false })
     .optional()
     .describe('On deletion of the resource: new work goes to unversioned workers, then wait up to this long for pinned executions to finish before the versions are deleted'),
+  maxDrainDuration: duration({ allowZero: false })
+    .optional()
+    .describe('How long a sunset version may drain before onMaxDrain acts on the executions still pinned to it'),
+  onMaxDrain: withCel(
+    z
+      .object({
+        action: z.enum(['Wait', 'Cancel', 'Terminate', 'Signal']).default('Wait').describe('Wait, Cancel, Terminate, or Signal (signalName)'),
+        signalName: z.string().min(1).optional().describe('The signal sent by action Signal (e.g. one the workflow answers with ContinueAsNew)'),
+      })
+      .refine((a) => a.action !== 'Signal' || !!a.signalName, { message: 'action Signal needs signalName', path: ['signalName'] }),
+    { rule: "self.action != 'Signal' || has(self.signalName)", message: 'action Signal needs signalName', fieldPath: '.signalName' },
+  )
+    .optional()
+    .describe('What happens to executions still pinned to a version after maxDrainDuration'),
 });
 
 export const WorkerOptions = z.object({
@@ -205,6 +258,14 @@ export const Reason = {
   AwaitingPromotion: 'AwaitingPromotion',
   Paused: 'Paused',
   Aborted: 'Aborted',
+  /** Routing went back to a build that was current (spec back on it, or the rollback control). */
+  RolledBack: 'RolledBack',
+  /** The target's failure rate is over the analysis' limits. */
+  AnalysisFailed: 'AnalysisFailed',
+  /** Too few executions on the target to analyse within maxWait. */
+  AnalysisInconclusive: 'AnalysisInconclusive',
+  /** Someone else holds the worker deployment's manager identity: the rollout waits for it. */
+  ManagerIdentityHeld: 'ManagerIdentityHeld',
   GateFailed: 'GateFailed',
   ProgressDeadlineExceeded: 'ProgressDeadlineExceeded',
   VersionLimitReached: 'VersionLimitReached',
@@ -245,6 +306,11 @@ export const TemporalWorkerDeploymentStatus = z.object({
     .array(z.object({ ...VersionRef, deprecatedSince: z.string().optional(), drainedSince: z.string().optional() }))
     .optional(),
   lastAbortReason: z.string().optional(),
+  lastAnalysis: z.string().optional().describe("The latest analysis result, in words"),
+  routing: z
+    .object({ currentBuildID: z.string(), specBuildID: z.string(), reason: z.string().optional() })
+    .optional()
+    .describe('Set while Temporal routes to another build than the spec asks for (after the rollback control)'),
   message: z.string().optional(),
 });
 export type TemporalWorkerDeploymentStatus = z.infer<typeof TemporalWorkerDeploymentStatus>;

@@ -19,9 +19,9 @@ import {
 import type { Activities, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
-import { renderStatus } from './decisions.js';
+import { recheckDelay, renderStatus } from './decisions.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
-import type { Owner, RolloutState, TemporalPlace } from './state.js';
+import type { HistoryEntry, Owner, RolloutState, TemporalPlace } from './state.js';
 import { waitsTaskQueue } from './task-queues.js';
 
 /** Thrown at a checkpoint when the history is long enough to continue as new; the state holds the progress. */
@@ -46,6 +46,16 @@ const attempts = (maximumInterval: string) => ({ initialInterval: '200ms', backo
 
 const now = () => new Date();
 
+/** Entries `history` keeps (the oldest go first): enough for a rollout's story, bounded across ContinueAsNew. */
+export const historyLimit = 100;
+
+/** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
+export function managerHeldBy(err: unknown): string | undefined {
+  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure) || err.cause.type !== 'ManagerIdentityHeld') return undefined;
+  const holder = err.cause.details?.[0];
+  return typeof holder === 'string' && holder ? holder : 'someone else';
+}
+
 export class RolloutContext {
   readonly owner: Owner;
   /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
@@ -57,6 +67,11 @@ export class RolloutContext {
   readonly removing = new Set<string>();
   /** The final routing change of a rollout is in flight: an abort now is refused. */
   promoting = false;
+  /**
+   * The controls of `patched('controls-v3')`: updates, history Events, rollbacks, manager identity. A run
+   * started before keeps the old behaviour (its history says so) until its next ContinueAsNew.
+   */
+  controls = false;
   private statusDirty = false;
   private writing = false;
   private background = 0;
@@ -113,6 +128,42 @@ export class RolloutContext {
     }
     this.markDirty();
     this.event(type, reason, message);
+    this.record('transition', reason, 'glidepath', `${phase}: ${message}`);
+  }
+
+  /** Adds a line to `history` (bounded: the oldest go). */
+  record(kind: HistoryEntry['kind'], what: string, who: string, why: string, buildId = this.state.target?.buildId): void {
+    const history = (this.state.history ??= []);
+    history.push({ at: now().toISOString(), kind, what, who, why, ...(buildId ? { buildId } : {}) });
+    if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
+  }
+
+  /**
+   * Someone else holds the worker deployment's manager identity: the phase says who, and the caller tries again
+   * after a backoff (attempt 0, 1, … : 1 s doubling to 1 min).
+   */
+  async waitForManager(holder: string, attempt: number): Promise<void> {
+    if (this.state.managerHeldBy !== holder) {
+      this.state.managerHeldBy = holder;
+      this.transition(
+        'Paused',
+        'ManagerIdentityHeld',
+        `the worker deployment's manager identity is held by ${holder}: the rollout goes on when it is handed back (temporal worker deployment manager-identity unset)`,
+        'Warning',
+      );
+    }
+    await this.wait(() => this.state.deleting, recheckDelay(attempt, 60_000), 'wait for the manager identity to be handed back');
+    if (this.state.deleting) throw new CancelledFailure('the resource is being deleted');
+    this.checkpoint();
+  }
+
+  /** The manager identity is ours again (or nobody's). */
+  managerBack(): void {
+    if (this.state.managerHeldBy === undefined) return;
+    this.record('transition', 'ManagerIdentityHandedBack', 'glidepath', `${this.state.managerHeldBy} no longer holds the manager identity`);
+    this.event('Normal', 'ManagerIdentityHandedBack', `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`);
+    this.state.managerHeldBy = undefined;
+    this.markDirty();
   }
 
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
@@ -183,9 +234,16 @@ export class RolloutContext {
     try {
       for (let round = 0; ; round++) {
         try {
-          return await fn();
+          const result = await fn();
+          if (this.controls) this.managerBack();
+          return result;
         } catch (err) {
           if (opts.isExpected?.(err)) throw err;
+          const holder = this.controls ? managerHeldBy(err) : undefined;
+          if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
+            await this.waitForManager(holder, round);
+            continue;
+          }
           const permanent = permanentCause(err);
           if (permanent !== undefined) throw new Blocked(what, permanent);
           if (!(err instanceof ActivityFailure)) throw err;

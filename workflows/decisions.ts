@@ -5,7 +5,8 @@
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { versionedDeploymentName } from '../api/names.js';
 import type { Condition } from '../api/common.js';
-import type { Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
+import type { Analysis, Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
+import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { Desired, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
 
 const strategies = new Set(['AllAtOnce', 'Progressive', 'Manual']);
@@ -81,7 +82,7 @@ export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connectio
  * Folds a new spec into the state: the same build re-applies, a new build becomes the target (superseding
  * an in-flight one), a deprecated build brought back stops being sunset.
  */
-export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
+export function planSpecChange(state: RolloutState, desired: Desired, now: Date, opts: { controls?: boolean } = {}): SpecDecision {
   if (desired.uid && desired.uid !== state.owner.uid) {
     // The newest generation of the new object wins (signals may come in any order).
     const next = state.nextLifecycle && state.nextLifecycle.uid === desired.uid && state.nextLifecycle.generation > desired.generation ? state.nextLifecycle : desired;
@@ -109,10 +110,18 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
   }
   const isCurrent = next.current?.buildId === desired.buildId;
   const isTarget = next.target?.buildId === desired.buildId;
-  if (next.aborted && next.aborted.buildId !== desired.buildId) next.aborted = undefined;
+  // A new generation starts the aborted build's rollout again (so does `retry`, without a spec change).
+  const newGeneration = opts.controls === true && known !== undefined && desired.generation > known.generation;
+  if (next.aborted && (next.aborted.buildId !== desired.buildId || newGeneration)) next.aborted = undefined;
   if (!isCurrent && !isTarget && next.aborted?.buildId !== desired.buildId) {
+    // Back to a build that was current moments ago and still runs: switch back at once (no gate, no steps).
+    const rollback = opts.controls === true && problemWithRollbackTo(next, desired.buildId, now, rollbackWindowMs(next)) === undefined;
     next.deprecated = next.deprecated.filter((v) => v.buildId !== desired.buildId);
-    next.target = { buildId: desired.buildId, generation: desired.generation };
+    next.target = { buildId: desired.buildId, generation: desired.generation, ...(rollback ? { rollback: { reason: `the spec went back to ${desired.buildId}`, who: 'spec' } } : {}) };
+    // A signal's pause was for the rollout it held, not for a new one.
+    if (opts.controls === true && next.pausedBy?.buildId !== undefined && next.pausedBy.buildId !== desired.buildId) next.pausedBy = undefined;
+  } else if (opts.controls === true && isTarget && next.target && next.target.gateKey !== undefined && next.target.gateKey !== gateKey(desired.spec.rollout.gate)) {
+    next.target = { ...next.target, gatePassed: false, gateKey: undefined }; // another gate: it runs again
   }
   const knownTemplate = state.templates?.[desired.buildId];
   next.templates = { ...state.templates, [desired.buildId]: desired.spec.template };
@@ -125,6 +134,9 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
   const changedTemplate = knownTemplate !== undefined && JSON.stringify(knownTemplate) !== JSON.stringify(desired.spec.template);
   return { state: next, superseded, reapply: changedConnection || ((isCurrent || isTarget) && (changedSettings || changedTemplate)), ignored: false };
 }
+
+/** A gate's definition, to tell whether a new generation changed it. */
+export const gateKey = (gate: unknown): string => JSON.stringify(gate ?? null);
 
 /** What of a spec, besides the template, shapes a versioned Deployment. */
 function deploymentSettings(d: Desired): string {
@@ -284,5 +296,50 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
         }))
       : undefined,
     lastAbortReason: state.aborted?.reason,
+    ...(state.lastAnalysis ? { lastAnalysis: state.lastAnalysis } : {}),
+    ...(routingDiffers(state) ?? {}),
   };
+}
+
+/** After the rollback control, Temporal routes to another build than the spec's: the status says so until the spec changes. */
+function routingDiffers(state: RolloutState): { routing: { currentBuildID: string; specBuildID: string; reason?: string } } | undefined {
+  const spec = state.desired?.buildId;
+  const current = state.current?.buildId;
+  if (!spec || !current || spec === current || state.aborted?.buildId !== spec || state.aborted.cause !== 'RolledBack') return undefined;
+  return { routing: { currentBuildID: current, specBuildID: spec, reason: `rolled back: ${state.aborted.reason}; routing stays on ${current} until the spec changes or retry` } };
+}
+
+/** Closed executions of one version over a window, and how many of them failed (Failed / TimedOut). */
+export interface Outcomes {
+  closed: number;
+  failed: number;
+}
+
+export type AnalysisVerdict = { kind: 'pass' | 'fail' | 'inconclusive'; message: string };
+
+const percent = (o: Outcomes) => (o.closed === 0 ? 0 : (100 * o.failed) / o.closed);
+const shown = (p: number) => `${Math.round(p * 10) / 10} %`;
+
+/**
+ * The target's failure rate against `maxFailurePercentage` and, when set and the current version has closed
+ * executions, against `maxFailureRatioToCurrent` times the current's rate. Fewer than `minExecutions` closed on
+ * the target: inconclusive. The message is what people read: "v2: 3 of 120 failed (2.5 %) vs v1 0.8 % — over 2 %".
+ */
+export function analysisVerdict(
+  analysis: Pick<Analysis, 'maxFailurePercentage' | 'maxFailureRatioToCurrent' | 'minExecutions'>,
+  target: { buildId: string } & Outcomes,
+  current?: { buildId: string } & Outcomes,
+): AnalysisVerdict {
+  const rate = percent(target);
+  const versus = current && current.closed > 0 ? ` vs ${current.buildId} ${shown(percent(current))}` : '';
+  const said = `${target.buildId}: ${target.failed} of ${target.closed} failed (${shown(rate)})${versus}`;
+  const minExecutions = analysis.minExecutions ?? 10;
+  if (target.closed < minExecutions) return { kind: 'inconclusive', message: `${said} — fewer than ${minExecutions} closed executions` };
+  if (rate > analysis.maxFailurePercentage) return { kind: 'fail', message: `${said} — over ${analysis.maxFailurePercentage} %` };
+  const ratio = analysis.maxFailureRatioToCurrent;
+  if (ratio !== undefined && current && current.failed > 0) {
+    const limit = percent(current) * ratio;
+    if (rate > limit) return { kind: 'fail', message: `${said} — over ${ratio}× ${current.buildId}'s rate (${shown(limit)})` };
+  }
+  return { kind: 'pass', message: `${said} — within limits` };
 }

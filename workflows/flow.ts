@@ -9,8 +9,9 @@ import { parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { Routing, VersionRegistration } from '../activities/index.js';
 import { timedOut, type RolloutContext } from './context.js';
-import type { Target } from './state.js';
-import { firstVersionRouting, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
+import type { Target, TemporalPlace } from './state.js';
+import { analyse } from './analysis.js';
+import { firstVersionRouting, gateKey, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
 import { passGate } from './gates.js';
 import type { Sunsets } from './sunset.js';
 import { observe, waitUntilAvailable, waitWhilePaused } from './waiting.js';
@@ -21,6 +22,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   const { state } = ctx;
   const target = state.target!;
   const { buildId } = target;
+  if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
 
   // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
@@ -41,8 +43,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   if (!target.registration) {
     await waitUntilAvailable(ctx, buildId);
     ctx.transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);
-    const { taskQueues, unversionedPollers } = await awaitRegistered(ctx, buildId);
-    target.registration = { taskQueues, unversionedPollers };
+    const { taskQueues, unversionedPollers, workflowTaskQueues } = await awaitRegistered(ctx, buildId);
+    target.registration = { taskQueues, unversionedPollers, ...(workflowTaskQueues ? { workflowTaskQueues } : {}) };
   }
   const registration = target.registration;
 
@@ -52,7 +54,24 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const outcome = await passGate(ctx, gate, registration, 'rollout');
     if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
     target.gatePassed = true;
+    if (ctx.controls) target.gateKey = gateKey(gate);
     if (outcome === 'promotedFully') target.promotedFully = true;
+  }
+
+  // AllAtOnce / Manual with `analysis.window`: the target is analysed for that long before promotion.
+  const analysis = ctx.spec().rollout.analysis;
+  if (analysis?.window && ctx.spec().rollout.strategy !== 'Progressive' && !target.stepAnalysed && !target.promotedFully) {
+    const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis.window };
+    target.stepStartedAt ??= now().toISOString();
+    ctx.transition('Gating', 'Gating', `analysing ${buildId} for ${analysis.window} before promotion`);
+    const held = await holdStep(ctx, target, window, 'the analysis window', state.desired!.generation);
+    if (held === 'elapsed' || held === 'edited') {
+      const outcome = await analyse(ctx, analysis, 'before promotion');
+      if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
+      if (outcome === 'promotedFully') target.promotedFully = true;
+    }
+    if (held === 'promotedFully') target.promotedFully = true;
+    target.stepAnalysed = true;
   }
 
   // 5. Route, as the spec in force says (it may change on the way: each round reads it again).
@@ -72,12 +91,17 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     if (plan.rampNow) {
       await waitWhilePaused(ctx);
       stillTarget(ctx, buildId);
+      if (ctx.controls && !target.managerClaimed) {
+        await claimManager(ctx); // (only then an await: runs from before controls-v3 keep their command order)
+        stillTarget(ctx, buildId);
+      }
       // Not cancellable: an abort arriving meanwhile clears the ramp after the call has landed.
       await CancellationScope.nonCancellable(() =>
         ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () => ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage)),
       );
       stillTarget(ctx, buildId);
-      Object.assign(target, { stepIndex: plan.index, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? now().toISOString(), stepHeldMs: 0, stepDone: false });
+      const at = now().toISOString();
+      Object.assign(target, { stepIndex: plan.index, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? at, stepHeldMs: 0, stepDone: false, stepStartedAt: at, stepAnalysed: false, analysisWaitMs: 0 });
     }
     target.stepIndex = plan.index;
     ctx.transition('Ramping', 'Ramping', `step ${plan.index + 1}/${steps.length}: ${stepSummary(step)}`);
@@ -86,6 +110,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     if (outcome === 'promotedFully') {
       target.promotedFully = true;
       continue;
+    }
+    if (outcome === 'elapsed' && analysis && !target.stepAnalysed) {
+      const analysed = await analyse(ctx, analysis, `step ${plan.index + 1}/${steps.length}`);
+      if (analysed === 'aborted') return abandon(ctx, sunsets, buildId);
+      if (analysed === 'promotedFully') target.promotedFully = true;
+      target.stepAnalysed = true;
     }
     if (outcome === 'elapsed' && step.gate) {
       const gated = await passGate(ctx, step.gate, registration, `step-${plan.index + 1}`);
@@ -104,12 +134,51 @@ function stillTarget(ctx: RolloutContext, buildId: string): void {
   if (ctx.state.target?.buildId !== buildId || ctx.state.deleting) throw new CancelledFailure(`${buildId} is no longer the target`);
 }
 
-/** A failed gate with policy Abort: the target gets no more work and is sunset; the main loop clears its ramp. */
+/** A failed gate or analysis with policy Abort: the target gets no more work and is sunset; the main loop clears its ramp. */
 function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
   const place = ctx.state.target?.place;
   sunsets.retire(buildId, place);
-  ctx.state.rampsToClear = [...(ctx.state.rampsToClear ?? []), { buildId, ...(place ? { place } : {}) }];
+  const movePinned = ctx.controls && ctx.spec().rollout.onAbort?.movePinned === true;
+  ctx.state.rampsToClear = [...(ctx.state.rampsToClear ?? []), { buildId, ...(place ? { place } : {}), ...(movePinned ? { movePinned } : {}) }];
   ctx.state.target = undefined;
+}
+
+/**
+ * Back to a build that was current moments ago and still runs (the spec went back to it, or `rollback`): current
+ * at once, all at once — no gate, no steps, whatever the strategy or a pause says.
+ */
+async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, why: { reason: string; who: string }): Promise<void> {
+  const previous = ctx.state.current;
+  const spec = ctx.state.desired!.buildId;
+  const differs = spec !== buildId ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry` : '';
+  const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
+  await makeCurrent(ctx, sunsets, buildId, { reason: 'RolledBack', message, ignorePause: true });
+  if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) await movePinned(ctx, previous.buildId, buildId, previous.place);
+}
+
+/** Moves the executions pinned to an aborted or rolled back build onto the current one (`rollout.onAbort.movePinned`). */
+export async function movePinned(ctx: RolloutContext, from: string, to: string, place?: TemporalPlace): Promise<void> {
+  const moved = await ctx.call(`move executions pinned to ${from} onto ${to}`, () =>
+    ctx.temporal.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
+  );
+  ctx.event('Normal', 'PinnedExecutionsMoved', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`);
+  ctx.record('transition', 'PinnedExecutionsMoved', 'glidepath', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`, from);
+}
+
+/**
+ * Claims the worker deployment's manager identity before the rollout's first routing change; while someone else
+ * holds it, the rollout waits (Paused, ManagerIdentityHeld) and checks again with backoff.
+ */
+async function claimManager(ctx: RolloutContext): Promise<void> {
+  const target = ctx.state.target;
+  if (!ctx.controls || !target || target.managerClaimed) return;
+  for (let attempt = 0; ; attempt++) {
+    const { heldBy } = await ctx.call('claim the manager identity', () => ctx.temporal.claimManager(ctx.temporalTarget()));
+    if (!heldBy) break;
+    await ctx.waitForManager(heldBy, attempt);
+  }
+  ctx.managerBack();
+  target.managerClaimed = true;
 }
 
 /** Server-side applies a live build's Deployment from its own template and the spec in force. */
@@ -174,7 +243,7 @@ async function holdStep(ctx: RolloutContext, target: Target, step: RolloutStep, 
   }
   const pause = parseDuration(step.pauseDuration);
   for (;;) {
-    await waitWhilePaused(ctx, { promoteEnds: true });
+    await waitWhilePaused(ctx, { promoteEnds: true, leftMs: pause - (target.stepHeldMs ?? 0), label });
     if (state.promote !== undefined) return takePromote(ctx);
     if (state.desired!.generation !== generation) return 'edited';
     const remaining = pause - (target.stepHeldMs ?? 0);
@@ -186,11 +255,23 @@ async function holdStep(ctx: RolloutContext, target: Target, step: RolloutStep, 
   }
 }
 
+/** How a build became current, for the status: a rollout's end (default) or a rollback. */
+interface Becoming {
+  reason?: 'RolloutComplete' | 'RolledBack';
+  message?: string;
+  /** A rollback is what a person in an incident needs now: a pause does not hold it. */
+  ignorePause?: boolean;
+}
+
 /** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
-export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string): Promise<void> {
+export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string, how: Becoming = {}): Promise<void> {
   const { state } = ctx;
-  await waitWhilePaused(ctx);
+  if (!how.ignorePause) await waitWhilePaused(ctx);
   if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
+  if (ctx.controls && state.current?.buildId !== buildId && !state.target?.managerClaimed) {
+    await claimManager(ctx);
+    stillTarget(ctx, buildId);
+  }
   ctx.promoting = true;
   try {
     await CancellationScope.nonCancellable(async () => {
@@ -200,13 +281,18 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
       state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
       if (state.target?.buildId === buildId) state.target = undefined;
       state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-      if (previous && previous.buildId !== buildId) sunsets.retire(previous.buildId, previous.place);
+      if (previous && previous.buildId !== buildId) {
+        sunsets.retire(previous.buildId, previous.place);
+        // It may be rolled back to, within rollout.rollbackWindow.
+        const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
+        if (retired && ctx.controls) retired.currentUntil = now().toISOString();
+      }
       sunsets.sync();
     });
   } finally {
     ctx.promoting = false;
   }
-  ctx.transition('Ready', 'RolloutComplete', `${buildId} is current`);
+  ctx.transition('Ready', how.reason ?? 'RolloutComplete', how.message ?? `${buildId} is current`);
 }
 
 /** Makes room under the server's version cap; says so in a condition while none can be made. */

@@ -4,15 +4,15 @@
  */
 import { parseDuration } from '../api/duration.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
-import type { VersionRegistration } from '../activities/index.js';
 import type { RolloutContext } from './context.js';
+import type { Target } from './state.js';
 import { isPaused } from './decisions.js';
 
 /** How a gate ended for the rollout: go on, go on without the remaining steps, or stop (aborted). */
 export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
 
 /** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
-export async function passGate(ctx: RolloutContext, gate: Gate, registration: VersionRegistration, label: string): Promise<GateOutcome> {
+export async function passGate(ctx: RolloutContext, gate: Gate, registration: NonNullable<Target['registration']>, label: string): Promise<GateOutcome> {
   const { owner, state } = ctx;
   const buildId = state.target!.buildId;
   for (;;) {
@@ -21,7 +21,8 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: Ve
       ctx.waits().runGate(ctx.temporalTarget(), {
         buildId,
         workflowType: gate.workflowType,
-        taskQueue: gate.taskQueue ?? registration.taskQueues[0] ?? '',
+        // A workflow task queue of the target: an activity-only queue would never run it.
+        taskQueue: gate.taskQueue ?? registration.workflowTaskQueues?.[0] ?? registration.taskQueues[0] ?? '',
         ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
         workflowId: `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}`,
         timeoutMs: parseDuration(gate.timeout ?? '10m'),
@@ -33,8 +34,8 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: Ve
       state.aborted = { buildId, reason: why, cause: 'GateFailed' };
       return 'aborted';
     }
-    state.pausedBy = { reason: why, buildId }; // this build's: a newer target is not held by it
-    ctx.transition('Paused', 'GateFailed', `${why}; resume to run it again, promote to skip it`, 'Warning');
+    state.pausedBy = { reason: why, buildId, ...(ctx.controls ? { cause: 'GateFailed' as const } : {}) }; // this build's: a newer target is not held by it
+    ctx.transition('Paused', 'GateFailed', `${why}; resume or retry to run it again, promote to skip it`, 'Warning');
     for (;;) {
       await ctx.wait(() => !isPaused(state) || state.promote !== undefined);
       if (!isPaused(state) || state.promote !== undefined) break;

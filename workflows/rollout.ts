@@ -6,13 +6,14 @@
  */
 import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, patched, setHandler } from '@temporalio/workflow';
 import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
+import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
 import { isPaused, planSpecChange, problemWithDesired, rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
-import { ensureDeployment, rollOut } from './flow.js';
+import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import { legacyRolloutWorkflow } from './legacy/rollout-v1.js';
 import * as messages from './messages.js';
 import { Sunsets } from './sunset.js';
-import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type Timings } from './state.js';
+import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus, type Timings } from './state.js';
 import { observe } from './waiting.js';
 
 export interface RolloutInput {
@@ -42,6 +43,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     timings: { ...defaultTimings, ...input.timings },
   };
   const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
+  ctx.controls = patched('controls-v3');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
@@ -50,6 +52,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const housekeepingScope = new CancellationScope();
   /** A resume or promote lets a Blocked rollout try again. */
   let unblocked = false;
+  /** The rollout stopped on a permanent error and waits for a new spec or a control. */
+  let blocked = false;
   let housekeeping = 0;
 
   // ---- messages: each checked, so no input can fail a workflow task ----
@@ -63,11 +67,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       }
     };
   const refused: { count: number; last?: { control: string; why: string } } = { count: 0 };
-  const refuse = (control: string, why: string) => {
+  const refuse = (control: string, why: string, who?: string) => {
     refused.count++;
     refused.last = { control, why };
     log.warn(`${control} refused`, { why });
-    ctx.event('Warning', 'ControlRefused', `${control} refused: ${why}`);
+    ctx.event('Warning', 'ControlRefused', `${control}${who ? ` by ${who}` : ''} refused: ${why}`);
+    if (ctx.controls) ctx.record('refused', control, who ?? 'unknown', why);
   };
   const reasonOf = (req: unknown, fallback: string) => {
     const reason = (req as { reason?: unknown } | undefined)?.reason;
@@ -85,7 +90,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     safely('specChanged', (desired: unknown) => {
       const problem = problemWithDesired(desired);
       if (problem) return refuse('specChanged', problem);
-      const decision = planSpecChange(state(), desired as Desired, now());
+      const decision = planSpecChange(state(), desired as Desired, now(), { controls: ctx.controls });
       if (decision.ignored) return;
       Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
       if (decision.newLifecycle) {
@@ -127,59 +132,182 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     }),
   );
   setHandler(messages.resync, safely('resync', () => void (state().resyncDue = true)));
-  setHandler(
-    messages.pause,
-    safely('pause', (req?: messages.PauseRequest) => {
-      state().pausedBy ??= { reason: reasonOf(req, 'paused by signal') };
-    }),
-  );
-  setHandler(
-    messages.resume,
-    safely('resume', () => {
-      state().pausedBy = undefined;
-      unblocked = true;
-    }),
-  );
-  setHandler(
-    messages.promote,
-    safely('promote', (req?: messages.PromoteRequest) => {
-      if (!state().target || state().deleting) return refuse('promote', 'no rollout is in flight');
-      if (!meantFor('promote', req)) return;
-      state().promote = { full: req?.full === true || state().promote?.full === true, buildId: state().target!.buildId };
-      unblocked = true;
-    }),
-  );
-  setHandler(
-    messages.abort,
-    safely('abort', (req?: messages.AbortRequest) => {
-      const target = state().target;
-      if (!target || state().deleting) return refuse('abort', 'no rollout is in flight');
-      if (!meantFor('abort', req)) return;
-      // Too late once the final routing change is under way: the target is becoming current (a new spec rolls back).
-      if (ctx.promoting) return refuse('abort', `${target.buildId} is already being made current`);
-      state().aborted = { buildId: target.buildId, reason: reasonOf(req, 'aborted by signal') };
-      state().pausedBy = undefined; // a pause does not outlive the rollout it held
-      state().promote = undefined;
-      sunsets.retire(target.buildId, target.place);
-      state().rampsToClear = [...(state().rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}) }];
-      state().target = undefined;
-      sunsets.sync();
-      rolloutScope?.cancel();
-    }),
-  );
-  setHandler(messages.status, () => ({
+  // Controls: each is a signal and an update of the same name. Runs from before `controls-v3` keep the old
+  // signal semantics (their histories were made by them).
+  const who = (c: Control, via: 'signal' | 'update') => c.identity || `unknown (${via})`;
+  const seen = (c: Control) => c.requestId !== undefined && (state().recentRequests ?? []).includes(c.requestId);
+  /** Why this control is refused now, or undefined. */
+  const problemWith = (name: messages.ControlName, req: unknown): string | undefined => {
+    const c = parseControl(req);
+    if (typeof c === 'string') return c;
+    if (seen(c)) return undefined; // a re-sent control: answered, not taken twice
+    return problemWithControl(name, c, state(), { promoting: ctx.promoting, blocked, now: now() });
+  };
+  /** Takes a control that passed `problemWith`; returns what says it took effect. */
+  function take(name: messages.ControlName, c: Control, via: 'signal' | 'update'): () => boolean {
+    if (seen(c)) return () => true;
+    if (c.requestId) state().recentRequests = [...(state().recentRequests ?? []), c.requestId].slice(-50);
+    const by = who(c, via);
+    const buildId = state().target?.buildId;
+    ctx.record('control', name, by, c.reason ?? '', name === 'rollback' ? c.toBuildId ?? buildId : buildId);
+    ctx.event('Normal', `${name[0]!.toUpperCase()}${name.slice(1)}`, `${name}${c.full ? ' (full)' : ''} by ${by}${c.reason ? `: ${c.reason}` : ''}`);
+    switch (name) {
+      case 'pause':
+        state().pausedBy = { reason: c.reason || `paused by ${by}`, buildId, who: by };
+        return () => state().phase === 'Paused' || state().target?.buildId !== buildId;
+      case 'resume':
+        state().pausedBy = undefined;
+        unblocked = true;
+        return () => state().phase !== 'Paused' || state().pausedBy !== undefined;
+      case 'promote':
+        state().promote = { full: c.full === true || state().promote?.full === true, buildId };
+        unblocked = true;
+        return () => state().target?.buildId !== buildId || (state().promote === undefined && !(c.full && state().current?.buildId !== buildId));
+      case 'abort':
+        abortTarget('Aborted', c.reason || `aborted by ${by}`);
+        return () => rampCleared(buildId!);
+      case 'rollback':
+        return rollBackTo(c, by);
+      case 'retry':
+        return retry(c);
+    }
+  }
+  const rampCleared = (buildId: string) => state().target?.buildId !== buildId && !(state().rampsToClear ?? []).some((e) => e.buildId === buildId);
+  /** The target gets no more new work and is sunset; its ramp is cleared first thing (Aborted, or RolledBack). */
+  function abortTarget(cause: 'Aborted' | 'RolledBack', reason: string) {
+    const target = state().target!;
+    state().aborted = { buildId: target.buildId, reason, cause };
+    state().pausedBy = undefined; // a pause does not outlive the rollout it held
+    state().promote = undefined;
+    sunsets.retire(target.buildId, target.place);
+    const movePinned = ctx.controls && state().desired?.spec.rollout.onAbort?.movePinned === true;
+    state().rampsToClear = [...(state().rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}), ...(movePinned ? { movePinned } : {}) }];
+    state().target = undefined;
+    sunsets.sync();
+    rolloutScope?.cancel();
+  }
+  function rollBackTo(c: Control, by: string): () => boolean {
+    const reason = c.reason || `rolled back by ${by}`;
+    const plan = planRollback(state(), c.toBuildId, now(), rollbackWindowMs(state()));
+    if (plan.kind === 'refused') return () => true; // (validated before: not reached)
+    if (plan.kind === 'abortTarget') {
+      abortTarget('RolledBack', reason);
+      return () => rampCleared(plan.buildId);
+    }
+    const to = plan.buildId;
+    if (state().target && state().aborted?.buildId !== state().target!.buildId) abortTarget('RolledBack', reason);
+    const spec = state().desired!;
+    // Routing now differs from the spec: its build is held as rolled back until the spec changes or `retry`.
+    state().aborted = spec.buildId === to ? undefined : { buildId: spec.buildId, reason, cause: 'RolledBack' };
+    const version = state().deprecated.find((v) => v.buildId === to);
+    state().deprecated = state().deprecated.filter((v) => v.buildId !== to);
+    state().target = { buildId: to, generation: spec.generation, rollback: { reason, who: by }, ...(version?.place ? { place: version.place } : {}) };
+    sunsets.sync();
+    rolloutScope?.cancel();
+    unblocked = true;
+    return () => state().current?.buildId === to;
+  }
+  function retry(c: Control): () => boolean {
+    const plan = planRetry(state(), c.buildId, blocked);
+    switch (plan.kind) {
+      case 'rollOutAgain': {
+        const spec = state().desired!;
+        state().aborted = undefined;
+        state().deprecated = state().deprecated.filter((v) => v.buildId !== plan.buildId);
+        state().templates = { ...state().templates, [plan.buildId]: state().templates?.[plan.buildId] ?? spec.spec.template };
+        state().target = { buildId: plan.buildId, generation: spec.generation };
+        sunsets.sync();
+        unblocked = true;
+        return () => state().phase !== 'Aborted';
+      }
+      case 'unpause':
+        if (state().pausedBy?.cause?.startsWith('Analysis') && state().target) state().target!.reanalyse = true;
+        state().pausedBy = undefined;
+        return () => state().phase !== 'Paused';
+      case 'unblock':
+        unblocked = true;
+        return () => !blocked;
+      case 'refused':
+        return () => true;
+    }
+  }
+  const controlNames: messages.ControlName[] = ['pause', 'resume', 'abort', 'promote', 'rollback', 'retry'];
+  const signals = { pause: messages.pause, resume: messages.resume, abort: messages.abort, promote: messages.promote, rollback: messages.rollback, retry: messages.retry };
+  for (const name of controlNames) {
+    setHandler(
+      signals[name],
+      safely(name, (req?: unknown) => {
+        if (!ctx.controls) return legacyControl(name, req);
+        const c = parseControl(req);
+        const why = problemWith(name, req);
+        if (why) return refuse(name, why, typeof c === 'string' ? undefined : who(c, 'signal'));
+        take(name, c as Control, 'signal');
+      }),
+    );
+    setHandler(
+      messages.updates[name],
+      async (req?: unknown): Promise<RolloutStatus> => {
+        const tookEffect = take(name, parseControl(req) as Control, 'update');
+        // Answer with the status once the control shows in it (routing changed, phase Paused…), or after 20 s.
+        await condition(tookEffect, 20_000);
+        return statusNow();
+      },
+      {
+        validator: (req?: unknown) => {
+          const why = problemWith(name, req);
+          if (why) throw new Error(`${name} refused: ${why}`);
+        },
+      },
+    );
+  }
+
+  /** The signal semantics of runs started before `controls-v3` (their histories were made by them). */
+  function legacyControl(name: messages.ControlName, req: unknown) {
+    switch (name) {
+      case 'pause':
+        state().pausedBy ??= { reason: reasonOf(req, 'paused by signal') };
+        return;
+      case 'resume':
+        state().pausedBy = undefined;
+        unblocked = true;
+        return;
+      case 'promote': {
+        const r = req as messages.PromoteRequest | undefined;
+        if (!state().target || state().deleting) return refuse('promote', 'no rollout is in flight');
+        if (!meantFor('promote', req)) return;
+        state().promote = { full: r?.full === true || state().promote?.full === true, buildId: state().target!.buildId };
+        unblocked = true;
+        return;
+      }
+      case 'abort': {
+        const target = state().target;
+        if (!target || state().deleting) return refuse('abort', 'no rollout is in flight');
+        if (!meantFor('abort', req)) return;
+        if (ctx.promoting) return refuse('abort', `${target.buildId} is already being made current`);
+        return abortTarget('Aborted', reasonOf(req, 'aborted by signal'));
+      }
+      default:
+        log.warn(`${name} is not known to this run; it takes controls after its next ContinueAsNew`);
+    }
+  }
+
+  const statusNow = (): RolloutStatus => ({
     phase: state().phase,
     reason: state().reason,
     message: state().message,
-    paused: isPaused(state()),
+    paused: isPaused(state()) || state().managerHeldBy !== undefined,
     current: state().current?.buildId,
     target: state().target,
     deprecated: state().deprecated,
     generation: state().desired?.generation,
     lastAbortReason: state().aborted?.reason,
     retrying: state().retrying,
+    lastAnalysis: state().lastAnalysis,
+    managerHeldBy: state().managerHeldBy,
     refused,
-  }));
+  });
+  setHandler(messages.status, statusNow);
+  setHandler(messages.history, () => state().history ?? []);
 
   // ---- housekeeping, beside the rollout ----
   /** Housekeeping beside the rollout: never fails the workflow; `again` is asked for when a ContinueAsNew cut it short. */
@@ -281,12 +409,21 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (!(err instanceof Blocked)) throw err;
       ctx.event('Warning', 'Blocked', `the ramp of ${entry.buildId} could not be cleared: ${err.message}`);
     }
+    const current = state().current;
+    if (entry.movePinned && current && current.buildId !== entry.buildId) {
+      try {
+        await CancellationScope.nonCancellable(() => movePinned(ctx, entry.buildId, current.buildId, entry.place));
+      } catch (err) {
+        if (!(err instanceof Blocked)) throw err;
+        ctx.event('Warning', 'Blocked', `executions pinned to ${entry.buildId} could not be moved: ${err.message}`);
+      }
+    }
     state().rampsToClear = state().rampsToClear!.filter((e) => e !== entry);
     sunsets.sync();
     const s = state();
     if (s.aborted?.buildId === entry.buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
     else if (!s.target && s.current && s.current.buildId === s.desired?.buildId && s.phase !== 'Ready') {
-      ctx.transition('Ready', 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
+      ctx.transition('Ready', ctx.controls ? 'RolledBack' : 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
     }
   }
 
@@ -327,7 +464,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (outcome instanceof Blocked) {
         ctx.transition('Failed', 'Blocked', `${outcome.message}; change the spec, or resume to try again`, 'Warning');
         unblocked = false;
+        blocked = true;
         await condition(() => unblocked || state().deleting || rampsPending() || !rolloutPending(state()) || ctx.continueAsNewDue());
+        blocked = false;
         if (!unblocked && !state().deleting && !rampsPending() && rolloutPending(state())) await continueAsNewNow();
       }
       continue;

@@ -59,11 +59,25 @@ export interface Target {
   /** Its Deployment was applied and there is room for it in Temporal (not done again after ContinueAsNew). */
   applied?: boolean;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
-  registration?: { taskQueues: string[]; unversionedPollers: boolean };
+  registration?: { taskQueues: string[]; unversionedPollers: boolean; /** Absent in state from before controls-v3. */ workflowTaskQueues?: string[] };
+  /** The worker deployment's manager identity was claimed for this rollout. */
+  managerClaimed?: boolean;
+  /** `retry` after a paused analysis: analyse again over a fresh window. */
+  reanalyse?: boolean;
+  /** Time the analysis has waited for enough executions (carried across ContinueAsNew). */
+  analysisWaitMs?: number;
   /** Promoted to current (Manual's go-ahead, or `promote {full}`): kept until it is current, across ContinueAsNew. */
   promotedFully?: boolean;
   /** The Temporal it is deployed to (set when its rollout starts). */
   place?: TemporalPlace;
+  /** A build that was current moments ago and still runs: made current at once, no gate, no steps. */
+  rollback?: { reason: string; who: string };
+  /** When the step in force began (its analysis counts executions closed since). */
+  stepStartedAt?: string;
+  /** The step in force passed its analysis (not run again after ContinueAsNew). */
+  stepAnalysed?: boolean;
+  /** The gate definition that passed: a new generation with another gate runs it again. */
+  gateKey?: string;
 }
 
 /** Where in Temporal a version lives: drainage is read there, whatever the spec says now. */
@@ -83,6 +97,10 @@ export interface SunsetVersion {
   place?: TemporalPlace;
   /** A permanent error stopped its sunset; a new spec tries again. */
   blocked?: string;
+  /** When it stopped being current (absent for a target that never was): a rollback may bring it back. */
+  currentUntil?: string;
+  /** `sunset.onMaxDrain` acted on what was still pinned to it (once). */
+  maxDrainActed?: boolean;
 }
 
 /** Tunables that are fixed per workflow run (passed in, so they are replay-safe). */
@@ -109,14 +127,22 @@ export interface RolloutState {
   current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];
-  /** Set by the `pause` signal, or by a failed gate (then for that build only); `spec.rollout.paused` pauses too. */
-  pausedBy?: { reason: string; buildId?: string };
+  /** Set by `pause` or by a failed gate or analysis (then for that build only); `spec.rollout.paused` pauses too. */
+  pausedBy?: { reason: string; buildId?: string; who?: string; cause?: Reason };
   /** The build whose rollout was aborted: not rolled out again until the spec asks for another build. */
   aborted?: { buildId: string; reason: string; cause?: Reason };
+  /** Someone else holds the worker deployment's manager identity: routing waits until it is handed back. */
+  managerHeldBy?: string;
+  /** Who did what and why, newest last (bounded). */
+  history?: HistoryEntry[];
+  /** requestIds of recent controls: the same one twice is one control. */
+  recentRequests?: string[];
+  /** The latest analysis, in words. */
+  lastAnalysis?: string;
   /** A promote not yet taken (carried across ContinueAsNew); for the target it names. */
   promote?: { full: boolean; buildId?: string };
   /** Builds that may still hold the ramp (superseded, aborted): cleared before anything else, until Temporal confirms. */
-  rampsToClear?: { buildId: string; place?: TemporalPlace }[];
+  rampsToClear?: { buildId: string; place?: TemporalPlace; /** `rollout.onAbort.movePinned`: then its pinned executions move to current. */ movePinned?: boolean }[];
   /** A resync was asked for and not yet done (carried across ContinueAsNew). */
   resyncDue?: boolean;
   /** The current and target Deployments are to be applied again (new connection, settings or template). */
@@ -137,6 +163,18 @@ export interface RolloutState {
   timings: Timings;
 }
 
+/** One line of `history`: a control or a transition, who did it, and why. */
+export interface HistoryEntry {
+  at: string;
+  /** `control` (pause, abort…), `transition` (phase changes), or `refused` (a control that was not taken). */
+  kind: 'control' | 'transition' | 'refused';
+  /** The control's name, or the transition's reason. */
+  what: string;
+  who: string;
+  why: string;
+  buildId?: string;
+}
+
 /** What the `status` query answers. */
 export interface RolloutStatus {
   phase: Phase;
@@ -149,6 +187,9 @@ export interface RolloutStatus {
   generation?: number;
   lastAbortReason?: string;
   retrying?: { what: string; message: string; since: string };
+  lastAnalysis?: string;
+  /** Someone else holds the worker deployment's manager identity. */
+  managerHeldBy?: string;
   /** Controls refused so far (this run), and the last one: the CLI says so instead of claiming success. */
   refused?: { count: number; last?: { control: string; why: string } };
 }

@@ -6,7 +6,9 @@
  * was), and on deletion.
  */
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
-import { Blocked, ContinueAsNewDue, type RolloutContext } from './context.js';
+import { parseDuration } from '../api/duration.js';
+import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import { Blocked, ContinueAsNewDue, timedOut, type RolloutContext } from './context.js';
 import { isDrained, placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
 
@@ -94,6 +96,7 @@ export class Sunsets {
           version.status = status;
           ctx.markDirty();
         }
+        if (!isDrained(status) && this.actsAfterMaxDrain(version)) status = await this.drainWithin(version);
         if (!isDrained(status)) status = await ctx.call(`wait for ${buildId} to drain`, () => ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs));
         version.status = status;
         version.drainedSince = now().toISOString();
@@ -128,6 +131,45 @@ export class Sunsets {
         ctx.event('Normal', 'VersionDeleted', `${buildId} deleted`);
         return;
     }
+  }
+
+  /**
+   * `sunset.maxDrainDuration` with an action other than Wait: drains until then, then acts once on what is still
+   * pinned to the version (cancel, terminate or signal), counted and said before and after. Returns the status.
+   */
+  private actsAfterMaxDrain(version: SunsetVersion): boolean {
+    const { maxDrainDuration, onMaxDrain } = this.ctx.spec().sunset;
+    return this.ctx.controls && !!maxDrainDuration && (onMaxDrain?.action ?? 'Wait') !== 'Wait' && !version.maxDrainActed;
+  }
+
+  private async drainWithin(version: SunsetVersion): Promise<VersionStatus> {
+    const ctx = this.ctx;
+    const { buildId } = version;
+    const { maxDrainDuration: max, onMaxDrain } = ctx.spec().sunset;
+    const maxDrainDuration = max!;
+    const action = onMaxDrain!.action as 'Cancel' | 'Terminate' | 'Signal';
+    const where = ctx.temporalTarget(version.place);
+    const leftMs = Date.parse(version.deprecatedSince) + parseDuration(maxDrainDuration) - now().getTime();
+    if (leftMs > 0) {
+      try {
+        return await ctx.call(`wait for ${buildId} to drain`, () => ctx.waitsWithin(leftMs).awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs), { isExpected: timedOut });
+      } catch (err) {
+        if (!timedOut(err)) throw err;
+      }
+    }
+    const open = async () => (await ctx.call(`count executions pinned to ${buildId}`, () => ctx.temporal.countOpenExecutions(where, [buildId])))[buildId] ?? 0;
+    const before = await open();
+    const verb = { Cancel: 'cancel', Terminate: 'terminate', Signal: `signal ${onMaxDrain?.signalName}` }[action];
+    ctx.event('Warning', 'MaxDrainReached', `${before} executions still pinned to ${buildId} after ${maxDrainDuration} of draining: ${verb} them`);
+    const done = await ctx.call(`${verb} the executions pinned to ${buildId}`, () =>
+      ctx.temporal.actOnPinned(where, buildId, { kind: action, ...(onMaxDrain?.signalName ? { signalName: onMaxDrain.signalName } : {}) }, `${buildId} drained for longer than sunset.maxDrainDuration (${maxDrainDuration})`),
+    );
+    version.maxDrainActed = true;
+    const after = await open();
+    const said = `${verb}: ${done.acted} of ${done.matched} executions pinned to ${buildId}; ${after} still open`;
+    ctx.event('Normal', 'PinnedExecutionsHandled', said);
+    ctx.record('transition', 'PinnedExecutionsHandled', 'glidepath', said, buildId);
+    return ctx.call(`check drainage of ${buildId}`, () => ctx.temporal.versionStatus(where, buildId));
   }
 
   get size(): number {

@@ -3,6 +3,7 @@
  * ends a wait within milliseconds, and a backstop read with backoff (1s, 2s, 4s … `recheckMaxMs`) ends it
  * when a signal was lost. Reads happen only while something waits: an idle resource costs none.
  */
+import { formatDuration } from '../api/duration.js';
 import type { RolloutContext } from './context.js';
 import { isPaused, newerObservation, recheckDelay } from './decisions.js';
 import type { DeploymentObservation } from './state.js';
@@ -20,14 +21,17 @@ export function isAvailable(ctx: RolloutContext, buildId: string): boolean {
 }
 
 /**
- * Holds while paused (by signal or spec), showing Paused. Where a promote is taken (a step, a Manual wait),
- * `promoteEnds` lets a promote end the hold too; elsewhere it waits for the promote's turn.
+ * Holds while paused (by signal or spec), showing Paused — "Paused (42s left in step 1/3): why" when a step's
+ * timer stopped (`leftMs`, `label`). Where a promote is taken (a step, a Manual wait), `promoteEnds` lets a
+ * promote end the hold too; elsewhere it waits for the promote's turn.
  */
-export async function waitWhilePaused(ctx: RolloutContext, opts: { promoteEnds?: boolean } = {}): Promise<void> {
+export async function waitWhilePaused(ctx: RolloutContext, opts: { promoteEnds?: boolean; leftMs?: number; label?: string } = {}): Promise<void> {
   if (!isPaused(ctx.state)) return;
   const { phase, reason, message } = ctx.state;
   const over = () => !isPaused(ctx.state) || ctx.state.deleting || (opts.promoteEnds === true && ctx.state.promote !== undefined);
-  ctx.transition('Paused', 'Paused', ctx.state.pausedBy?.reason ?? 'paused by spec.rollout.paused');
+  const why = ctx.state.pausedBy?.reason ?? 'paused by spec.rollout.paused';
+  const left = opts.leftMs !== undefined && opts.leftMs > 0 ? `${formatDuration(opts.leftMs)} left${opts.label ? ` in ${opts.label}` : ''}` : '';
+  ctx.transition('Paused', 'Paused', ctx.controls && left ? `Paused (${left}): ${why}` : why);
   for (;;) {
     await ctx.wait(over);
     if (over()) break;

@@ -3,10 +3,10 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { Client, WorkflowFailedError, isGrpcServiceError } from '@temporalio/client';
+import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { GrpcStatus } from '../errors.js';
+import { GrpcStatus, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 
@@ -36,7 +36,10 @@ export interface Routing {
 
 /** A registered version: its task queues, and whether unversioned workers still poll them. */
 export interface VersionRegistration {
+  /** Every task queue the version polls (workflow and activity). */
   taskQueues: string[];
+  /** Its workflow task queues only: a gate (a workflow) is never started on an activity-only queue. */
+  workflowTaskQueues: string[];
   unversionedPollers: boolean;
 }
 
@@ -76,6 +79,15 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     }
   }
 
+  /**
+   * Refuses a routing change while another client holds the manager identity: the server would refuse it too
+   * (FAILED_PRECONDITION), and only a person handing it back can change that.
+   */
+  function assertManageable(res: Awaited<ReturnType<typeof describe>>): void {
+    const heldBy = res?.workerDeploymentInfo?.managerIdentity;
+    if (heldBy && heldBy !== identity) throw managerIdentityHeld(heldBy);
+  }
+
   function routingOf(res: Awaited<ReturnType<typeof describe>>): Routing {
     const info = res?.workerDeploymentInfo;
     const rc = info?.routingConfig;
@@ -96,6 +108,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
    */
   async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number, described?: Awaited<ReturnType<typeof describe>>) {
     const res = described ?? (await describe(t));
+    assertManageable(res);
     await (await service(t)).setWorkerDeploymentRampingVersion({
       namespace: t.temporalNamespace,
       deploymentName: t.deploymentName,
@@ -163,8 +176,11 @@ export function createTemporalActivities(connections: TemporalConnections, ident
             // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
             // executions on the queue in the last week say as well that unversioned workers serve it.
             if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
-            
-            return { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], unversionedPollers };
+            return {
+              taskQueues: [...new Set(queues.map((q) => q.name ?? ''))],
+              workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))],
+              unversionedPollers,
+            };
           }
         }
         await ctx.sleep(delay);
@@ -181,6 +197,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     async setCurrent(t: TemporalTarget, buildId: string): Promise<void> {
       const res = await describe(t);
       if (routingOf(res).current === buildId) return;
+      assertManageable(res);
       await (await service(t)).setWorkerDeploymentCurrentVersion({
         namespace: t.temporalNamespace,
         deploymentName: t.deploymentName,
@@ -221,6 +238,28 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       return open.count > 0 ? 'Draining' : status;
     },
 
+    /**
+     * Claims the worker deployment's manager identity for the controller when nobody holds it, so a person's
+     * `temporal worker deployment set-current-version` cannot fight a rollout unnoticed. Returns who holds it when
+     * that is someone else (nothing is changed then). A worker deployment that does not exist yet has nothing to
+     * claim (the server answers NOT_FOUND): `{}`, and the next call claims it once its first worker polls.
+     */
+    async claimManager(t: TemporalTarget): Promise<{ heldBy?: string }> {
+      const res = await describe(t);
+      if (!res) return {};
+      const heldBy = res.workerDeploymentInfo?.managerIdentity;
+      if (heldBy) return heldBy === identity ? {} : { heldBy };
+      // The describe's conflict token: if someone claimed it since, the server refuses and the retry sees them.
+      await (await service(t)).setWorkerDeploymentManager({
+        namespace: t.temporalNamespace,
+        deploymentName: t.deploymentName,
+        self: true,
+        conflictToken: res.conflictToken,
+        identity,
+      });
+      return {};
+    },
+
     /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */
     async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
       try {
@@ -241,11 +280,13 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const routing = routingOf(res);
       if (routing.ramping) await setRampingVersion(t, '', 0);
       if (routing.current) {
+        const now = await describe(t);
+        assertManageable(now);
         await (await service(t)).setWorkerDeploymentCurrentVersion({
           namespace: t.temporalNamespace,
           deploymentName: t.deploymentName,
           buildId: '',
-          conflictToken: (await describe(t))?.conflictToken,
+          conflictToken: now?.conflictToken,
           identity,
           ignoreMissingTaskQueues: true,
         });
@@ -294,6 +335,13 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         return { passed: true, message: `${gate.workflowType} completed` };
       } catch (err) {
         if (err instanceof WorkflowFailedError) return { passed: false, message: err.cause?.message ?? err.message };
+        // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
+        // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
+        if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
+          await handle.cancel().catch((cancelErr: unknown) => {
+            if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
+          });
+        }
         throw err;
       } finally {
         clearInterval(beat);

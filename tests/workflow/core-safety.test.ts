@@ -187,7 +187,7 @@ test('a spec reverted to the current build ends in Ready, and the abandoned targ
   await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
   await r.spec(desired(3, 'v1'));
   const s = await r.until('Ready on v1', (s) => s.phase === 'Ready' && s.target === undefined);
-  expect(s).toMatchObject({ current: 'v1', generation: 3, reason: 'RolloutComplete' });
+  expect(s).toMatchObject({ current: 'v1', generation: 3, reason: 'RolledBack' });
   expect(s.deprecated.map((v) => v.buildId)).toEqual(['v2']);
   expect(r.world.ramping).toBeUndefined();
 });

@@ -6,7 +6,7 @@
  */
 import { fileURLToPath } from 'node:url';
 import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
@@ -48,7 +48,13 @@ export class FakeWorld {
   readonly versions = new Map<string, VersionStatus>();
 
   /** What awaitVersionRegistered answers. */
-  registration: VersionRegistration = { taskQueues: ['example'], unversionedPollers: false };
+  registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
+  /** Who holds the worker deployment's manager identity (undefined: nobody, or us once claimed). */
+  managerHeldBy?: string;
+  /** What countOutcomes answers per build. */
+  readonly outcomes = new Map<string, { closed: number; failed: number }>();
+  /** Executions pinned to a build that movePinned moved elsewhere, and actOnPinned's actions. */
+  readonly moved: { from: string; to: string; count: number }[] = [];
   /** Results runGate hands out, first to last; then every gate passes. */
   gateResults: { passed: boolean; message: string }[] = [];
   /** A newly applied Deployment becomes available on its own (as pods come up). */
@@ -145,6 +151,13 @@ export class FakeWorld {
       setTimeout(() => void this.makeAvailable(buildId).catch(() => {}), 50);
     }
     return seen;
+  }
+
+  /** As the real routing activities do: someone else holds the manager identity → a non-retryable ManagerIdentityHeld. */
+  refuseIfManaged(): void {
+    if (this.managerHeldBy) {
+      throw ApplicationFailure.create({ type: 'ManagerIdentityHeld', message: `the manager identity is held by ${this.managerHeldBy}`, nonRetryable: true, details: [this.managerHeldBy] });
+    }
   }
 
   routedAway(buildId: string | undefined): void {
@@ -257,8 +270,29 @@ export class FakeWorlds {
         if (!w.versions.has(buildId)) w.versions.set(buildId, 'Inactive');
         return w.registration;
       },
+      claimManager: async (t) => {
+        const w = temporal(t, 'claimManager', []);
+        return w.managerHeldBy ? { heldBy: w.managerHeldBy } : {};
+      },
+      countOutcomes: async (t, buildId) => temporal(t, 'countOutcomes', [buildId]).outcomes.get(buildId) ?? { closed: 0, failed: 0 },
+      countPinned: async (t, buildId) => temporal(t, 'countPinned', [buildId]).openExecutions.get(buildId) ?? 0,
+      actOnPinned: async (t, buildId, action) => {
+        const w = temporal(t, 'actOnPinned', [buildId, action.kind]);
+        const matched = w.openExecutions.get(buildId) ?? 0;
+        w.openExecutions.set(buildId, 0);
+        return { matched, acted: matched };
+      },
+      movePinned: async (t, from, to) => {
+        const w = temporal(t, 'movePinned', [from, to]);
+        const matched = w.openExecutions.get(from) ?? 0;
+        w.openExecutions.set(from, 0);
+        w.openExecutions.set(to, (w.openExecutions.get(to) ?? 0) + matched);
+        w.moved.push({ from, to, count: matched });
+        return { matched, moved: matched };
+      },
       setRamping: async (t, buildId, percentage) => {
         const w = temporal(t, 'setRamping', [buildId, percentage]);
+        w.refuseIfManaged();
         if (w.ramping !== buildId) w.routedAway(w.ramping);
         w.ramping = buildId || undefined;
         w.rampPercentage = percentage;
@@ -266,6 +300,7 @@ export class FakeWorlds {
       },
       setCurrent: async (t, buildId) => {
         const w = temporal(t, 'setCurrent', [buildId]);
+        w.refuseIfManaged();
         if (w.setCurrentDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.setCurrentDelayMs));
         if (w.current === buildId) return;
         w.routedAway(w.current);

@@ -1,0 +1,136 @@
+/**
+ * The running executions pinned to a version, and what can be done to them after a bad rollout: cancel,
+ * terminate or signal them, or move them to another version with a PINNED versioning override (Temporal's
+ * runbook for recovering pinned workflows). The workflow decides which; these only act, each on the executions
+ * visibility lists as Running on the version at the time of the call.
+ */
+import { randomUUID } from 'node:crypto';
+import { isGrpcServiceError } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import { GrpcStatus, PermanentError } from '../errors.js';
+import { logWarning } from '../log.js';
+import type { TemporalConnections, TemporalTarget } from './connections.js';
+import { versionFilter } from './analysis.js';
+
+const { temporal } = proto; // a CommonJS module: no named exports under ESM
+
+/** What to do to each running pinned execution. */
+export interface PinnedAction {
+  kind: 'Cancel' | 'Terminate' | 'Signal';
+  /** The signal to send (required for `Signal`). */
+  signalName?: string;
+}
+
+/** Listing is bounded per call (10 pages of 1000): a retry or the next call takes the rest. */
+const pageSize = 1000;
+const maxPages = 10;
+/** Calls in flight at once: thousands of executions finish in seconds without flooding the server. */
+const concurrency = 10;
+
+/** An execution that closed (or went) since visibility listed it: nothing left to do to it. */
+const isGone = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
+
+/** Runs `act` on every item, `concurrency` at a time; the number of items it returned true for. */
+async function eachLimited<T>(items: T[], act: (item: T) => Promise<boolean>): Promise<number> {
+  let next = 0;
+  let done = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      if (await act(items[next++]!)) done++;
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+  return done;
+}
+
+export function createPinnedActivities(connections: TemporalConnections, identity: string) {
+  async function service(t: TemporalTarget) {
+    return (await connections.get(t)).workflowService;
+  }
+
+  /** The executions visibility lists as Running on the version, with their run IDs (never a later run). */
+  async function runningOn(t: TemporalTarget, buildId: string): Promise<{ workflowId: string; runId: string }[]> {
+    const svc = await service(t);
+    const query = `${versionFilter(t, buildId)} AND ExecutionStatus = "Running"`;
+    const found: { workflowId: string; runId: string }[] = [];
+    let nextPageToken: Uint8Array | undefined;
+    for (let page = 0; page < maxPages; page++) {
+      const res = await svc.listWorkflowExecutions({ namespace: t.temporalNamespace, pageSize, nextPageToken, query });
+      for (const e of res.executions ?? []) {
+        if (e.execution?.workflowId && e.execution.runId) found.push({ workflowId: e.execution.workflowId, runId: e.execution.runId });
+      }
+      nextPageToken = res.nextPageToken;
+      if (!nextPageToken?.length) break;
+    }
+    return found;
+  }
+
+  return {
+    /** Running executions on the version (visibility). */
+    async countPinned(t: TemporalTarget, buildId: string): Promise<number> {
+      const { count } = await (await service(t)).countWorkflowExecutions({
+        namespace: t.temporalNamespace,
+        query: `${versionFilter(t, buildId)} AND ExecutionStatus = "Running"`,
+      });
+      return Number(count ?? 0);
+    },
+
+    /**
+     * Cancels (with `reason`), terminates (with `reason`) or signals every running execution on the version.
+     * Idempotent: a terminate or signal of one closed since it was listed is skipped (the server answers NOT_FOUND);
+     * a cancel of one the server accepts, closed or not, and counts in `acted`.
+     */
+    async actOnPinned(t: TemporalTarget, buildId: string, action: PinnedAction, reason: string): Promise<{ matched: number; acted: number }> {
+      if (action.kind === 'Signal' && !action.signalName) throw new PermanentError('actOnPinned: a Signal action needs a signalName');
+      const svc = await service(t);
+      const executions = await runningOn(t, buildId);
+      const namespace = t.temporalNamespace;
+      const acted = await eachLimited(executions, async (workflowExecution) => {
+        try {
+          if (action.kind === 'Terminate') await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
+          else if (action.kind === 'Cancel') await svc.requestCancelWorkflowExecution({ namespace, workflowExecution, reason, identity, requestId: randomUUID() });
+          else await svc.signalWorkflowExecution({ namespace, workflowExecution, signalName: action.signalName, identity, requestId: randomUUID() });
+          return true;
+        } catch (err) {
+          if (isGone(err)) return false;
+          throw err;
+        }
+      });
+      return { matched: executions.length, acted };
+    },
+
+    /**
+     * Moves every running execution on `fromBuildId` to `toBuildId`: a PINNED versioning override, so their next
+     * workflow task runs on the other version's workers. Visibility shows the new version once one has. The server
+     * keeps no reason for an options update: it goes to the activity's log.
+     */
+    async movePinned(t: TemporalTarget, fromBuildId: string, toBuildId: string, reason: string): Promise<{ matched: number; moved: number }> {
+      const svc = await service(t);
+      const executions = await runningOn(t, fromBuildId);
+      if (executions.length > 0) logWarning(`moving ${executions.length} running executions of ${t.deploymentName} from ${fromBuildId} to ${toBuildId}: ${reason}`);
+      const moved = await eachLimited(executions, async (workflowExecution) => {
+        try {
+          await svc.updateWorkflowExecutionOptions({
+            namespace: t.temporalNamespace,
+            workflowExecution,
+            workflowExecutionOptions: {
+              versioningOverride: {
+                pinned: {
+                  behavior: temporal.api.workflow.v1.VersioningOverride.PinnedOverrideBehavior.PINNED_OVERRIDE_BEHAVIOR_PINNED,
+                  version: { deploymentName: t.deploymentName, buildId: toBuildId },
+                },
+              },
+            },
+            updateMask: { paths: ['versioning_override'] },
+            identity,
+          });
+          return true;
+        } catch (err) {
+          if (isGone(err)) return false;
+          throw err;
+        }
+      });
+      return { matched: executions.length, moved };
+    },
+  };
+}
