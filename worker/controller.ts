@@ -22,6 +22,11 @@ export interface ControllerOptions {
   temporal: { address: string; namespace: string; tls?: ConnectionOptions['tls']; apiKey?: string };
   taskQueue?: string;
   identity?: string;
+  /**
+   * The worker deployments' manager identity Glidepath claims and makes its routing calls with: the same for every
+   * process and restart of one installation (default `glidepath`, or `glidepath/<taskQueue>` on another task queue).
+   */
+  managerIdentity?: string;
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to watch (default: all). */
   namespaces?: string[];
@@ -67,7 +72,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
-  const { activities, close } = createActivities(options.kubeConfig, identity);
+  const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
