@@ -6,6 +6,8 @@
  *   available → routing changed               from the workflow's deploymentObserved(available) signal to setCurrent done
  *   step transition beyond its pause          from a step's timer firing to the next setRamping done
  *   idle cost                                 workflow history events and Kubernetes writes over an idle window
+ *   rollback                                  the `rollback` update sent → answered (routing changed), beside the
+ *                                             server's own set-current time measured on the same worker deployments
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -16,7 +18,8 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../api/common.js';
 import { computeBuildId } from '../api/build-id.js';
-import { rolloutWorkflowId } from '../api/names.js';
+import { rolloutWorkflowId, workerDeploymentName } from '../api/names.js';
+import { updates } from '../workflows/messages.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { installCrds } from './servers/install-crds.js';
@@ -169,6 +172,49 @@ console.log(`available and polling → routing changed: p50 ${ms(pct(readyToRout
 console.log(`step transition beyond its pause:      p50 ${ms(pct(stepOverrun, 50))}, p95 ${ms(pct(stepOverrun, 95))}  (n=${stepOverrun.length})`);
 console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (resync every 30 min: 2 timers + 3 read-only activities per round)`);
 console.log(`idle: Kubernetes writes (resources, Deployments, Events): ${writes} in ${idleSeconds} s`);
+// Rollback: v1 → v2 (v1 kept running: scaledownDelay 1h), then the `rollback` control.
+const rollbacks = Math.min(resources, 5);
+const rb = (i: number, marker: string) => {
+  const body = twd(`rb${i}`, marker);
+  return { ...body, spec: { ...body.spec, rollout: { strategy: 'AllAtOnce' }, sunset: { scaledownDelay: '1h', deleteDelay: '2h' } } };
+};
+const rbStatus = async (name: string) => (await status(name)) as { phase?: string; currentVersion?: { buildID: string } } | undefined;
+for (let i = 0; i < rollbacks; i++) await custom.createNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', body: rb(i, 'v1') });
+for (let i = 0; i < rollbacks; i++) await until(async () => ((await rbStatus(`rb${i}`))?.phase === 'Ready' ? true : undefined), 50);
+const rbV1 = new Map<number, string>();
+for (let i = 0; i < rollbacks; i++) rbV1.set(i, (await rbStatus(`rb${i}`))!.currentVersion!.buildID);
+for (let i = 0; i < rollbacks; i++) {
+  await custom.patchNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name: `rb${i}`, body: { spec: rb(i, 'v2').spec } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch));
+}
+for (let i = 0; i < rollbacks; i++) await until(async () => { const s = await rbStatus(`rb${i}`); return s?.phase === 'Ready' && s.currentVersion?.buildID !== rbV1.get(i) ? true : undefined; }, 50);
+const rollbackAnswered: number[] = [];
+const rollbackServer: number[] = [];
+const setCurrentFloor: number[] = [];
+for (let i = 0; i < rollbacks; i++) {
+  const handle = client.workflow.getHandle(rolloutWorkflowId(namespace, `rb${i}`));
+  await sleep(2000); // let the server finish its post-set-current work, as a person's rollback would find it
+  const t0 = performance.now();
+  await handle.executeUpdate(updates.rollback, { args: [{ reason: 'bench', identity: 'bench' }] });
+  rollbackAnswered.push(performance.now() - t0);
+  // Server clock: the update accepted → setCurrent completed.
+  const events = (await handle.fetchHistory()).events ?? [];
+  const accepted = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).at(-1);
+  const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'setCurrent').at(-1);
+  const done = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === String(scheduled?.eventId));
+  if (accepted && done) rollbackServer.push(at(done) - at(accepted));
+}
+// The floor: the server's own set-current (describe for the conflict token, then set) between the same two builds.
+for (let i = 0; i < rollbacks; i++) {
+  await sleep(2000);
+  const deploymentName = workerDeploymentName(namespace, `rb${i}`);
+  const v2 = computeBuildId(rb(i, 'v2').spec.template);
+  const t0 = performance.now();
+  const { conflictToken } = await connection.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName });
+  await connection.workflowService.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId: v2, conflictToken, identity: 'glidepath' });
+  setCurrentFloor.push(performance.now() - t0);
+}
+console.log(`rollback control → answered, routing changed: p50 ${ms(pct(rollbackAnswered, 50))}, max ${ms(Math.max(...rollbackAnswered))}  (server clock, update accepted → set-current done: p50 ${ms(pct(rollbackServer, 50))}; n=${rollbackAnswered.length})`);
+console.log(`  floor, the server's own describe + set-current:  p50 ${ms(pct(setCurrentFloor, 50))}, max ${ms(Math.max(...setCurrentFloor))}`);
 
 await controller.stop();
 pods.kill('SIGTERM');

@@ -8,6 +8,8 @@
  *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated);
  *                               with it the controller needs only the namespaced Role (k8s-manifests/rbac/namespaced/)
  *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
+ *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default "glidepath",
+ *                               or "glidepath/<task queue>" with another --task-queue)
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
  * GLIDEPATH_LOG_LEVEL sets the SDK's log level (INFO).
@@ -27,11 +29,12 @@ const { values } = parseArgs({
     'task-queue': { type: 'string' },
     namespace: { type: 'string', multiple: true },
     'resync-interval': { type: 'string' },
+    'manager-identity': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION]');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME]');
   process.exit(0);
 }
 
@@ -59,6 +62,7 @@ const controller = await startController({
   taskQueue: values['task-queue'],
   namespaces: values.namespace ?? env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean),
   resyncIntervalMs: values['resync-interval'] ? parseDuration(values['resync-interval']) : undefined,
+  managerIdentity: values['manager-identity'],
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });

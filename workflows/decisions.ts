@@ -47,6 +47,22 @@ export function problemWithDesired(x: unknown): string | undefined {
     }
   }
   if (rollout.gate !== undefined && !isGate(rollout.gate)) return 'spec.rollout.gate has no workflowType';
+  if (rollout.rollbackWindow !== undefined && !isDuration(rollout.rollbackWindow)) return 'spec.rollout.rollbackWindow is not a duration';
+  const analysis = rollout.analysis;
+  if (analysis !== undefined) {
+    if (!isObject(analysis) || typeof analysis.maxFailurePercentage !== 'number') return 'spec.rollout.analysis.maxFailurePercentage is not a number';
+    if (analysis.maxFailureRatioToCurrent !== undefined && typeof analysis.maxFailureRatioToCurrent !== 'number') return 'spec.rollout.analysis.maxFailureRatioToCurrent is not a number';
+    if (analysis.minExecutions !== undefined && !Number.isInteger(analysis.minExecutions)) return 'spec.rollout.analysis.minExecutions is not an integer';
+    for (const key of ['maxWait', 'window'] as const) {
+      if (analysis[key] !== undefined && !isDuration(analysis[key])) return `spec.rollout.analysis.${key} is not a duration`;
+    }
+    if (analysis.workflowTypes !== undefined && (!Array.isArray(analysis.workflowTypes) || analysis.workflowTypes.some((t) => typeof t !== 'string'))) return 'spec.rollout.analysis.workflowTypes is not a list of strings';
+  }
+  if (spec.sunset.maxDrainDuration !== undefined && !isDuration(spec.sunset.maxDrainDuration)) return 'spec.sunset.maxDrainDuration is not a duration';
+  const onMaxDrain = spec.sunset.onMaxDrain;
+  if (onMaxDrain !== undefined && (!isObject(onMaxDrain) || !['Wait', 'Cancel', 'Terminate', 'Signal'].includes(onMaxDrain.action as string) || (onMaxDrain.action === 'Signal' && typeof onMaxDrain.signalName !== 'string'))) {
+    return 'spec.sunset.onMaxDrain.action is not Wait, Cancel, Terminate or Signal (with signalName)';
+  }
   return undefined;
 }
 
