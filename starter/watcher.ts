@@ -5,21 +5,25 @@
  *
  * Signals wake the workflow; they are not the truth. A failed signal is retried with backoff, and a periodic
  * resync from the informer caches sends every resource's spec again, so no state depends on one signal.
+ *
+ * Control annotations (`glidepath.dev/promote` …, see annotations.ts) are run as updates and then removed.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
+import type { UpdateDefinition } from '@temporalio/common';
 import { computeBuildId } from '../api/build-id.js';
 import { apiVersion, describeIssues, group, version } from '../api/common.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { TemporalConnection } from '../api/temporal-connection.js';
 import { TemporalWorkerDeployment } from '../api/temporal-worker-deployment.js';
-import { asApply, asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
+import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer, observeDeployment, plural, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
-import { deleted, deploymentObserved, specChanged, type DeletedRequest } from '../workflows/messages.js';
+import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
-import type { Desired, Timings } from '../workflows/state.js';
+import type { Desired, RolloutStatus, Timings } from '../workflows/state.js';
+import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
 
@@ -45,6 +49,16 @@ export interface WatcherOptions {
 }
 
 type Resource = k8s.KubernetesObject & { spec?: unknown };
+/** Every control's request in one type, so one call sends any of them. */
+type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
+
+/** One setting of a control annotation, as this watcher saw it. */
+interface Sighting {
+  /** The resourceVersion it was first seen at (the requestId's fallback when managedFields do not say). */
+  resourceVersion: string;
+  /** The requestId once the workflow answered (taken or refused): only the removal is left. */
+  done?: string;
+}
 type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T>;
 
 /** The informers of one namespace, or of the whole cluster (namespace ''). */
@@ -70,6 +84,8 @@ export class Watcher {
   /** The condition and the Warning Event the watcher last wrote on each resource: said once per generation. */
   private readonly reported = new Map<string, string>();
   private readonly warned = new Map<string, string>();
+  /** Per resource UID, the control annotations set on it now, by `key=value`. */
+  private readonly sightings = new Map<string, Map<string, Sighting>>();
   private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly log: NonNullable<WatcherOptions['log']>;
@@ -183,13 +199,23 @@ export class Watcher {
     this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () => this.onDeployment(d, exists, opts.force ?? false));
   }
 
-  /** `force`: send the spec even if this generation was sent already (resync). */
+  /**
+   * `force`: send the spec even if this generation was sent already (resync). Control annotations are scheduled
+   * after the spec was sent, so a promote set together with a new template finds the new build as the target.
+   */
   private async onResource(obj: Resource, force: boolean): Promise<void> {
+    const buildId = await this.handOver(obj, force);
+    if (!obj.metadata!.deletionTimestamp) this.scheduleControls(obj, buildId);
+  }
+
+  /** Hands the spec (or the deletion) to the workflow; the build ID once the spec is valid. */
+  private async handOver(obj: Resource, force: boolean): Promise<string | undefined> {
     const meta = obj.metadata!;
     const [ns, name, uid] = [meta.namespace!, meta.name!, meta.uid!];
     if (meta.deletionTimestamp) {
       // With our finalizer the workflow must run to remove it (start it if need be); without, only tell a running one.
-      return this.signalDeleted(obj, { start: !!meta.finalizers?.includes(finalizer), force });
+      await this.signalDeleted(obj, { start: !!meta.finalizers?.includes(finalizer), force });
+      return undefined;
     }
     const parsed = TemporalWorkerDeployment.safeParse(obj);
     if (!parsed.success) return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', describeIssues(parsed.error));
@@ -238,13 +264,86 @@ export class Watcher {
     }
     // Checked on every event, not only after a signal: the object that shows our condition may come after it.
     if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.releaseProblem(obj);
+    return buildId;
+  }
+
+  /**
+   * Runs the resource's control annotations, one after the other, as work of their own: an update waits for the
+   * workflow to answer, and must not hold up the resource's specs meanwhile.
+   */
+  private scheduleControls(obj: Resource, buildId: string | undefined): void {
+    const m = obj.metadata!;
+    const controls = controlsOf(m.annotations);
+    const before = this.sightings.get(m.uid!);
+    if (!controls.length) return void this.sightings.delete(m.uid!);
+    // Only the settings there now are remembered: one removed and set again is seen anew.
+    const now = new Map(controls.map((c) => [`${c.key}=${c.value}`, before?.get(`${c.key}=${c.value}`) ?? { resourceVersion: m.resourceVersion ?? '' }]));
+    this.sightings.set(m.uid!, now);
+    this.retry.schedule(`controls ${m.namespace}/${m.name} (${m.uid})`, async () => {
+      const latest = this.latest(obj);
+      for (const c of controlsOf(latest.metadata?.annotations)) await this.runControl(latest, c, buildId);
+    });
+  }
+
+  /**
+   * One control annotation: the update (unless the workflow answered it already), a Warning Event if refused,
+   * then the annotation's removal. A transport failure throws, and the scheduler retries with the annotation kept.
+   */
+  private async runControl(obj: Resource, c: AnnotatedControl, buildId: string | undefined): Promise<void> {
+    const meta = obj.metadata!;
+    const sighting = this.sightings.get(meta.uid!)?.get(`${c.key}=${c.value}`);
+    if (!sighting) return; // gone meanwhile
+    const setter = annotationSetter(meta.managedFields, c.key);
+    const requestId = annotationRequestId(meta.uid!, c, setter, sighting.resourceVersion);
+    if (sighting.done !== requestId) {
+      // promote, abort and retry name the spec's build: meant for a build that is no longer the one in question
+      // (a newer spec superseded it), they are refused instead of acting on another build.
+      const named = buildId && (c.control === 'promote' || c.control === 'abort' || c.control === 'retry') ? { buildId } : {};
+      const request: AnyControlRequest = { ...c.request, ...named, identity: annotationIdentity(setter), requestId };
+      const refusal = await this.sendControl(obj, c, request);
+      if (refusal) {
+        const owner = { namespace: meta.namespace!, name: meta.name!, uid: meta.uid! };
+        await this.kube.recordEvent(owner, { type: 'Warning', reason: 'ControlRefused', message: `${c.key}=${c.value} refused: ${refusal}` });
+      }
+      sighting.done = requestId;
+    }
+    await this.removeAnnotation(obj, c);
+  }
+
+  /** The update; the workflow's refusal if it refused. */
+  private async sendControl(obj: Resource, c: AnnotatedControl, request: AnyControlRequest): Promise<string | undefined> {
+    const workflowId = rolloutWorkflowId(obj.metadata!.namespace!, obj.metadata!.name!);
+    const update = updates[c.control] as UpdateDefinition<RolloutStatus, [AnyControlRequest]>;
+    try {
+      // The requestId is also the update ID: the server answers a re-send within the run with the first result.
+      const status = await this.options.client.workflow.getHandle(workflowId).executeUpdate(update, { args: [request], updateId: request.requestId });
+      this.log(`${c.key} done`, { workflowId, phase: status.phase, identity: request.identity });
+      return undefined;
+    } catch (err) {
+      if (err instanceof WorkflowUpdateFailedError) return refusalReason(c.control, err.cause?.message ?? err.message);
+      if (err instanceof WorkflowNotFoundError) return 'no rollout workflow runs for this resource';
+      throw err;
+    }
+  }
+
+  /** Removes the annotation only while it still has the value just run: a newer value is a control of its own. */
+  private async removeAnnotation(obj: Resource, c: AnnotatedControl): Promise<void> {
+    const meta = obj.metadata!;
+    try {
+      await this.custom.patchNamespacedCustomObject({
+        group, version, plural, namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, body: removalPatch(c.key, c.value),
+      });
+    } catch (err) {
+      // 404: the resource is gone; 422: the `test` failed, the annotation was removed or changed meanwhile.
+      if (statusCode(err) !== 404 && statusCode(err) !== 422) throw err;
+    }
   }
 
   /** The resource is gone (deleted before our finalizer was on it, or after someone removed it). */
   private async onResourceGone(obj: Resource): Promise<void> {
     const uid = obj.metadata!.uid!;
     await this.signalDeleted(obj, { start: false, force: true });
-    for (const memo of [this.signalled, this.reported, this.warned]) memo.delete(uid);
+    for (const memo of [this.signalled, this.reported, this.warned, this.sightings]) memo.delete(uid);
   }
 
   /**
@@ -315,9 +414,9 @@ export class Watcher {
 
   /**
    * A spec the watcher cannot hand to a workflow: a condition on the resource and a Warning Event, each said
-   * once per generation and message (our own status write comes back as an update event).
+   * once per generation and message (our own status write comes back as an update event). No build to hand over.
    */
-  private async reportProblem(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
+  private async reportProblem(obj: Resource, phase: string, reason: string, message: string): Promise<undefined> {
     const meta = obj.metadata!;
     const said = `${reason}/${meta.generation}/${message}`;
     if (this.reported.get(meta.uid!) !== said) {
@@ -328,6 +427,7 @@ export class Watcher {
       await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason, message });
       this.warned.set(meta.uid!, said);
     }
+    return undefined;
   }
 
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {

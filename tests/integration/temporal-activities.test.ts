@@ -190,6 +190,8 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
   for (const h of handles) {
     const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned?.version;
     expect(override).toMatchObject({ deploymentName, buildId: 'A' });
+    // The server moves it with a workflow task of its own; a signal sent before that lands may still run on B.
+    await eventually('the execution is on A', async () => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A' || undefined);
     await h.signal('finish');
     expect(await h.result()).toBe('A');
   }
