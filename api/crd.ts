@@ -134,6 +134,8 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
         { name: 'Ramp %', type: 'number', jsonPath: '.status.targetVersion.rampPercentage', description: 'Share of new executions on the target' },
         { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
         { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+        // "Paused (42s left in step 1/3): looking at errors", the abort reason, what is retried.
+        { name: 'Message', type: 'string', jsonPath: '.status.message', description: 'Where the rollout stands, in words' },
       ],
     }),
     crd({

@@ -13,13 +13,14 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
-import { recheckDelay, renderStatus } from './decisions.js';
+import { recheckDelay, renderDetails, renderStatus } from './decisions.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, Owner, RolloutState, TemporalPlace } from './state.js';
 import { waitsTaskQueue } from './task-queues.js';
@@ -178,6 +179,7 @@ export class RolloutContext {
   /** The status on the resource is out of date: the writer writes the latest state, one write at a time. */
   markDirty(): void {
     this.statusDirty = true;
+    setCurrentDetails(renderDetails(this.state)); // the Web UI's view of the same (no command: replay-safe)
   }
 
   /**
@@ -203,7 +205,11 @@ export class RolloutContext {
 
   /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
   settled(): Promise<void> {
-    return condition(() => !this.statusDirty && !this.writing && this.background === 0);
+    return condition(() => this.isSettled());
+  }
+
+  isSettled(): boolean {
+    return !this.statusDirty && !this.writing && this.background === 0;
   }
 
   continueAsNewDue(): boolean {

@@ -359,3 +359,17 @@ export function analysisVerdict(
   }
   return { kind: 'pass', message: `${said} — within limits` };
 }
+
+/**
+ * Where the rollout stands, in words, for the Temporal Web UI's "current details" of the workflow:
+ * "Ramping: step 1/2: ramp 25% for 6s · current v1 · v0 Draining · last analysis: …".
+ */
+export function renderDetails(state: RolloutState): string {
+  const lines = [`**${state.phase}** (${state.reason}): ${state.message}`];
+  if (state.current) lines.push(`current: ${state.current.buildId}`);
+  if (state.target) lines.push(`target: ${state.target.buildId}${state.target.rampPercentage !== undefined ? ` ramping ${state.target.rampPercentage} %` : ''}`);
+  for (const v of state.deprecated) lines.push(`sunset: ${v.buildId} ${v.status ?? ''}${v.scaledDown ? ', scaled to 0' : ''}`.trim());
+  if (state.lastAnalysis) lines.push(`last analysis: ${state.lastAnalysis}`);
+  if (state.aborted) lines.push(`aborted: ${state.aborted.buildId}: ${state.aborted.reason}`);
+  return lines.join('\n\n');
+}

@@ -54,6 +54,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   let unblocked = false;
   /** The rollout stopped on a permanent error and waits for a new spec or a control. */
   let blocked = false;
+  /** The run is on its way to ContinueAsNew: the flow has stopped, so a control shows only in the next run. */
+  let continuingAsNew = false;
   let housekeeping = 0;
 
   // ---- messages: each checked, so no input can fail a workflow task ----
@@ -248,8 +250,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       messages.updates[name],
       async (req?: unknown): Promise<RolloutStatus> => {
         const tookEffect = take(name, parseControl(req) as Control, 'update');
-        // Answer with the status once the control shows in it (routing changed, phase Paused…), or after 20 s.
-        await condition(tookEffect, 20_000);
+        // Answer with the status once the control shows in it (routing changed, phase Paused…), or after 20 s; at
+        // once when this run is continuing as new (the control is carried in the state; the next run shows it).
+        await condition(() => tookEffect() || continuingAsNew || state().deleting, 20_000);
         return statusNow();
       },
       {
@@ -346,7 +349,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   /** Level-triggered self-healing: recreates a live Deployment deleted by hand, removes strays. Reads only, unless one is missing. */
   async function resyncLoop(): Promise<never> {
     for (;;) {
-      await condition(() => state().resyncDue === true, state().timings.resyncIntervalMs, { summary: 'periodic resync' });
+      // No new round once a ContinueAsNew is due (a stream of resync signals must not hold it off).
+      await condition(() => state().resyncDue === true && !(ctx.controls && ctx.continueAsNewDue()), state().timings.resyncIntervalMs, { summary: 'periodic resync' });
       state().resyncDue = false;
       if (!state().desired || state().deleting) continue;
       await quietly('resync', async () => {
@@ -368,7 +372,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   /** New connection, Deployment settings or template: the current and target Deployments are applied again at once. */
   async function reapplyLoop(): Promise<never> {
     for (;;) {
-      await condition(() => state().reapplyDue === true && !state().deleting);
+      await condition(() => state().reapplyDue === true && !state().deleting && !(ctx.controls && ctx.continueAsNewDue()));
       state().reapplyDue = false;
       await quietly('re-apply', async () => {
         for (const buildId of [state().current?.buildId, state().target?.buildId]) {
@@ -428,10 +432,15 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
 
   async function continueAsNewNow(): Promise<never> {
+    continuingAsNew = true;
     await sunsets.stopAll();
-    await condition(() => housekeeping === 0 && allHandlersFinished());
+    // One condition, nothing awaited after it: an update handler that started meanwhile is waited for, never cut off.
     // (A deletion that began meanwhile cancelled the housekeeping: the flags say what to do again.)
-    await ctx.settled();
+    if (ctx.controls) await condition(() => housekeeping === 0 && allHandlersFinished() && ctx.isSettled());
+    else {
+      await condition(() => housekeeping === 0 && allHandlersFinished());
+      await ctx.settled();
+    }
     // What came in meanwhile (a promote, a resync, a new spec, a deletion) is in the state: the next run does it.
     return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
   }

@@ -3,6 +3,7 @@
  * manager identity — end to end: real kube-apiserver + etcd, real Temporal dev server, the controller and
  * simulated pods running the real example worker (its failure share set by the pod's env).
  */
+import { execFileSync } from 'node:child_process';
 import { updates } from '../../workflows/messages.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { apply, eventually, resource, routing, startRolloutEnv, taskQueueOf, twdStatus, workflowHandle, type RolloutEnv, type TwdStatus } from '../harness/rollout-env.js';
@@ -66,6 +67,13 @@ test('analysis: a v2 that fails its executions is aborted during its first step;
   expect(aborted.lastAbortReason).toMatch(new RegExp(`${v2}: (\\d+) of \\1 failed \\(100 %\\)`));
   expect(aborted.lastAnalysis).toMatch(/over 20 %/);
   expect(await routing(env, 'analysed')).toEqual({ current: v1, ramping: undefined, percentage: 0 });
+  // The Temporal Web UI shows it in the workflow's current details.
+  const metadata = (await workflowHandle(env, 'analysed').query('__temporal_workflow_metadata')) as { currentDetails?: string };
+  expect(metadata.currentDetails).toMatch(/last analysis: .*over 20 %/);
+  // `kubectl get twd` says why, in its Message column.
+  const table = execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, 'get', 'twd', 'analysed', '-n', env.namespace], { encoding: 'utf8' });
+  expect(table.split('\n')[0]).toMatch(/PHASE\s+AGE\s+MESSAGE/);
+  expect(table).toMatch(/Aborted .*over 20 %/);
 
   await apply(env, spec('v3', '0'));
   await statusWhere('analysed', 'v3 ramping', (s) => s.phase === 'Ramping' && s.targetVersion?.buildID !== v2);
