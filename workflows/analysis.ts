@@ -9,6 +9,7 @@ import type { Analysis } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
 import { analysisVerdict, isPaused, recheckDelay, type AnalysisVerdict } from './decisions.js';
 import type { GateOutcome } from './gates.js';
+import { waitWhilePaused } from './waiting.js';
 
 const now = () => new Date();
 
@@ -31,9 +32,16 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
       if (attempt === 0) ctx.transition(state.phase, state.reason, `${label}: ${verdict.message}; waiting up to ${formatDuration(maxWaitMs - waited)} for more`);
       const delay = Math.min(recheckDelay(attempt + 2, 15_000), maxWaitMs - waited);
       const started = Date.now();
-      await ctx.wait(() => state.target?.buildId !== buildId || state.desired!.spec.rollout.analysis === undefined, delay, `wait for executions on ${buildId} to analyse`);
+      const interrupted = () => state.target?.buildId !== buildId || state.desired!.spec.rollout.analysis === undefined || state.promote !== undefined || isPaused(state);
+      await ctx.wait(interrupted, delay, `wait for executions on ${buildId} to analyse`);
       target.analysisWaitMs = waited + (Date.now() - started);
       if (state.desired!.spec.rollout.analysis === undefined) return 'passed'; // the spec no longer asks for it
+      const promote = state.promote;
+      if (promote) {
+        state.promote = undefined; // a person's go-ahead: no need to wait for more executions
+        return promote.full ? 'promotedFully' : 'passed';
+      }
+      if (isPaused(state)) await waitWhilePaused(ctx, { promoteEnds: true });
       ctx.checkpoint();
       continue;
     }

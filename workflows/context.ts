@@ -143,8 +143,9 @@ export class RolloutContext {
    * Someone else holds the worker deployment's manager identity: the phase says who, and the caller tries again
    * after a backoff (attempt 0, 1, … : 1 s doubling to 1 min).
    */
-  async waitForManager(holder: string, attempt: number): Promise<void> {
-    if (this.state.managerHeldBy !== holder) {
+  async waitForManager(holder: string, attempt: number, opts: { untilDeleted?: boolean; background?: boolean } = {}): Promise<void> {
+    // Background work (a sunset's version delete) waits too, but the phase is the rollout's to say.
+    if (!opts.background && this.state.managerHeldBy !== holder) {
       this.state.managerHeldBy = holder;
       this.transition(
         'Paused',
@@ -154,7 +155,11 @@ export class RolloutContext {
       );
     }
     await this.wait(() => this.state.deleting, recheckDelay(attempt, 60_000), 'wait for the manager identity to be handed back');
-    if (this.state.deleting) throw new CancelledFailure('the resource is being deleted');
+    if (this.state.deleting) {
+      // The deletion's own steps (untilDeleted: false) go on, reporting it; the rollout's stop.
+      if (opts.untilDeleted === false) throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
+      throw new CancelledFailure('the resource is being deleted');
+    }
     this.checkpoint();
   }
 
@@ -164,6 +169,7 @@ export class RolloutContext {
     this.record('transition', 'ManagerIdentityHandedBack', 'glidepath', `${this.state.managerHeldBy} no longer holds the manager identity`);
     this.event('Normal', 'ManagerIdentityHandedBack', `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`);
     this.state.managerHeldBy = undefined;
+    if (this.state.target) this.state.target.managerClaimed = false; // claimed again before its next routing change
     this.markDirty();
   }
 
@@ -235,19 +241,21 @@ export class RolloutContext {
    * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
    * timers, with checkpoints, so the history stays bounded however long it takes).
    */
-  async call<T>(what: string, fn: () => Promise<T>, opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean } = {}): Promise<T> {
+  async call<T>(what: string, fn: () => Promise<T>, opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean; background?: boolean } = {}): Promise<T> {
     const untilDeleted = opts.untilDeleted ?? true;
+    let held = false;
     try {
       for (let round = 0; ; round++) {
         try {
           const result = await fn();
-          if (this.controls) this.managerBack();
+          if (held && !opts.background) this.managerBack();
           return result;
         } catch (err) {
           if (opts.isExpected?.(err)) throw err;
           const holder = this.controls ? managerHeldBy(err) : undefined;
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
-            await this.waitForManager(holder, round);
+            held = true;
+            await this.waitForManager(holder, round, { untilDeleted, ...(opts.background ? { background: true } : {}) });
             continue;
           }
           const permanent = permanentCause(err);

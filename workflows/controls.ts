@@ -19,12 +19,16 @@ export interface Control {
   full?: boolean;
 }
 
+/** Longest text a control may carry: it is kept in the state, the history and the resource's status. */
+export const maxControlText = 1024;
+
 /** The request as a control, or why it cannot be one (a signal or update can come from anyone). */
 export function parseControl(req: unknown): Control | string {
   if (req === undefined || req === null) return {};
   if (!isObject(req)) return 'the argument is not an object';
   for (const key of ['reason', 'identity', 'requestId', 'buildId', 'toBuildId'] as const) {
     if (req[key] !== undefined && typeof req[key] !== 'string') return `${key} is not a string`;
+    if (typeof req[key] === 'string' && req[key].length > maxControlText) return `${key} is longer than ${maxControlText} characters`;
   }
   if (req.full !== undefined && typeof req.full !== 'boolean') return 'full is not a boolean';
   return req as Control;
@@ -105,7 +109,7 @@ export function problemWithControl(name: ControlName, control: Control, state: R
       if (state.pausedBy) return `already paused: ${state.pausedBy.reason}`;
       return notTarget();
     case 'resume':
-      if (state.pausedBy) return undefined;
+      if (state.pausedBy || facts.blocked) return undefined; // paused, or Blocked: try again
       return state.desired?.spec.rollout.paused ? 'paused by spec.rollout.paused: set it to false to resume' : 'not paused';
     case 'abort':
       if (!target) return 'no rollout is in flight';

@@ -128,7 +128,9 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date,
   const isTarget = next.target?.buildId === desired.buildId;
   // A new generation starts the aborted build's rollout again (so does `retry`, without a spec change).
   const newGeneration = opts.controls === true && known !== undefined && desired.generation > known.generation;
-  if (next.aborted && (next.aborted.buildId !== desired.buildId || newGeneration)) next.aborted = undefined;
+  // (Not a rollback's hold: that lasts until the spec's build changes or `retry`, so an unrelated edit never
+  // brings the build just rolled back from straight back.)
+  if (next.aborted && (next.aborted.buildId !== desired.buildId || (newGeneration && next.aborted.cause !== 'RolledBack'))) next.aborted = undefined;
   if (!isCurrent && !isTarget && next.aborted?.buildId !== desired.buildId) {
     // Back to a build that was current moments ago and still runs: switch back at once (no gate, no steps).
     const rollback = opts.controls === true && problemWithRollbackTo(next, desired.buildId, now, rollbackWindowMs(next)) === undefined;

@@ -8,7 +8,7 @@ import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { Routing, VersionRegistration } from '../activities/index.js';
-import { timedOut, type RolloutContext } from './context.js';
+import { Blocked, timedOut, type RolloutContext } from './context.js';
 import type { Target, TemporalPlace } from './state.js';
 import { analyse } from './analysis.js';
 import { firstVersionRouting, gateKey, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
@@ -48,7 +48,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   }
   const registration = target.registration;
 
-  // 4. The rollout's gate, once.
+  // 4. The rollout's gate, once (again when a new generation changed it: see the routing loop). Inline, not
+  //    through rolloutGate: one more await here would reorder the commands of runs from before controls-v3.
   const gate = ctx.spec().rollout.gate;
   if (gate && !target.gatePassed) {
     const outcome = await passGate(ctx, gate, registration, 'rollout');
@@ -70,7 +71,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
       if (outcome === 'promotedFully') target.promotedFully = true;
     }
-    if (held === 'promotedFully') target.promotedFully = true;
+    if (held === 'promoted' || held === 'promotedFully') target.promotedFully = true; // a person's go-ahead ends the window
     target.stepAnalysed = true;
   }
 
@@ -78,6 +79,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow') return makeCurrent(ctx, sunsets, buildId);
   for (;;) {
     stillTarget(ctx, buildId);
+    // A new generation that changed the gate runs it before the next routing change.
+    if (ctx.controls && ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
     const generation = state.desired!.generation;
     const plan = nextRampStep(ctx.spec().rollout, target);
     if (plan.kind === 'current') return makeCurrent(ctx, sunsets, buildId);
@@ -126,6 +129,19 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   }
 }
 
+/** Runs the spec's rollout gate unless it passed; 'aborted' when it failed under policy Abort. */
+async function rolloutGate(ctx: RolloutContext, registration: NonNullable<Target['registration']>): Promise<'aborted' | undefined> {
+  const target = ctx.state.target!;
+  const gate = ctx.spec().rollout.gate;
+  if (!gate || target.gatePassed) return undefined;
+  const outcome = await passGate(ctx, gate, registration, 'rollout');
+  if (outcome === 'aborted') return 'aborted';
+  target.gatePassed = true;
+  if (ctx.controls) target.gateKey = gateKey(gate);
+  if (outcome === 'promotedFully') target.promotedFully = true;
+  return undefined;
+}
+
 /**
  * Throws (as a cancellation) when the build is no longer the target: a superseding spec or an abort cancels
  * the rollout's scope, but code that resumes synchronously must not act for the old target before the next await.
@@ -153,7 +169,14 @@ async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, 
   const differs = spec !== buildId ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry` : '';
   const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
   await makeCurrent(ctx, sunsets, buildId, { reason: 'RolledBack', message, ignorePause: true });
-  if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) await movePinned(ctx, previous.buildId, buildId, previous.place);
+  if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) {
+    try {
+      await movePinned(ctx, previous.buildId, buildId, previous.place);
+    } catch (err) {
+      if (!(err instanceof Blocked)) throw err;
+      ctx.event('Warning', 'Blocked', `executions pinned to ${previous.buildId} could not be moved: ${err.message}`); // routing is back all the same
+    }
+  }
 }
 
 /** Moves the executions pinned to an aborted or rolled back build onto the current one (`rollout.onAbort.movePinned`). */

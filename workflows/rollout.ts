@@ -176,13 +176,13 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
   const rampCleared = (buildId: string) => state().target?.buildId !== buildId && !(state().rampsToClear ?? []).some((e) => e.buildId === buildId);
   /** The target gets no more new work and is sunset; its ramp is cleared first thing (Aborted, or RolledBack). */
-  function abortTarget(cause: 'Aborted' | 'RolledBack', reason: string) {
+  function abortTarget(cause: 'Aborted' | 'RolledBack', reason: string, opts: { movePinned?: boolean } = {}) {
     const target = state().target!;
     state().aborted = { buildId: target.buildId, reason, cause };
     state().pausedBy = undefined; // a pause does not outlive the rollout it held
     state().promote = undefined;
     sunsets.retire(target.buildId, target.place);
-    const movePinned = ctx.controls && state().desired?.spec.rollout.onAbort?.movePinned === true;
+    const movePinned = ctx.controls && opts.movePinned !== false && state().desired?.spec.rollout.onAbort?.movePinned === true;
     state().rampsToClear = [...(state().rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}), ...(movePinned ? { movePinned } : {}) }];
     state().target = undefined;
     sunsets.sync();
@@ -197,7 +197,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       return () => rampCleared(plan.buildId);
     }
     const to = plan.buildId;
-    if (state().target && state().aborted?.buildId !== state().target!.buildId) abortTarget('RolledBack', reason);
+    // A target in flight is abandoned too (its pinned work is not moved onto the build being rolled back from).
+    if (state().target && state().aborted?.buildId !== state().target!.buildId) abortTarget('RolledBack', reason, { movePinned: false });
     const spec = state().desired!;
     // Routing now differs from the spec: its build is held as rolled back until the spec changes or `retry`.
     state().aborted = spec.buildId === to ? undefined : { buildId: spec.buildId, reason, cause: 'RolledBack' };
@@ -233,7 +234,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         return () => true;
     }
   }
-  const controlNames: messages.ControlName[] = ['pause', 'resume', 'abort', 'promote', 'rollback', 'retry'];
+  // The order the signal handlers were registered in before controls-v3 (buffered signals are delivered in it).
+  const controlNames: messages.ControlName[] = ['pause', 'resume', 'promote', 'abort', 'rollback', 'retry'];
   const signals = { pause: messages.pause, resume: messages.resume, abort: messages.abort, promote: messages.promote, rollback: messages.rollback, retry: messages.retry };
   for (const name of controlNames) {
     setHandler(
@@ -257,6 +259,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       },
       {
         validator: (req?: unknown) => {
+          if (!ctx.controls) throw new Error(`${name} refused: this run started before the controls existed; it takes them as signals until its next ContinueAsNew`);
           const why = problemWith(name, req);
           if (why) throw new Error(`${name} refused: ${why}`);
         },
@@ -418,8 +421,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       try {
         await CancellationScope.nonCancellable(() => movePinned(ctx, entry.buildId, current.buildId, entry.place));
       } catch (err) {
-        if (!(err instanceof Blocked)) throw err;
-        ctx.event('Warning', 'Blocked', `executions pinned to ${entry.buildId} could not be moved: ${err.message}`);
+        // A permanent refusal, or a deletion meanwhile: the ramp is cleared all the same.
+        if (!(err instanceof Blocked) && !(isCancellation(err) && state().deleting)) throw err;
+        ctx.event('Warning', 'Blocked', `executions pinned to ${entry.buildId} could not be moved: ${err instanceof Error ? err.message : String(err)}`);
       }
     }
     state().rampsToClear = state().rampsToClear!.filter((e) => e !== entry);

@@ -119,7 +119,7 @@ export class Sunsets {
         try {
           await CancellationScope.nonCancellable(async () => {
             await ctx.call(`delete the Deployment of ${buildId}`, () => ctx.kube.deleteDeployment(ctx.owner, buildId));
-            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId));
+            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId), { background: true });
           });
         } finally {
           ctx.removing.delete(buildId);

@@ -69,6 +69,12 @@ describe('problemWithControl', () => {
     ['anything while deleting', 'promote', {}, { ...ramping, deleting: true }, 'the resource is being deleted'],
   ])('%s', (_, name, control, state, expected) => expect(problemWithControl(name, control, state, facts)).toBe(expected));
 
+  test('resume tries a Blocked rollout again (its message says so)', () => {
+    expect(problemWithControl('resume', {}, ramping, { ...facts, blocked: true })).toBeUndefined();
+  });
+  test('control text is bounded', () => {
+    expect(parseControl({ reason: 'x'.repeat(1025) })).toBe('reason is longer than 1024 characters');
+  });
   test('abort while the target is being made current is refused', () => {
     expect(problemWithControl('abort', {}, ramping, { ...facts, promoting: true })).toBe('v3 is already being made current');
   });
@@ -134,6 +140,16 @@ describe('planSpecChange with controls', () => {
     const aborted = afterV2({ desired: desired(3, 'v3'), aborted: { buildId: 'v3', reason: 'bad' }, deprecated: [{ buildId: 'v3', deprecatedSince: ago(1) }] });
     expect(planSpecChange(aborted, desired(4, 'v3'), now, { controls: true }).state).toMatchObject({ aborted: undefined, target: { buildId: 'v3', generation: 4 } });
     expect(planSpecChange(aborted, { ...desired(3, 'v3'), connectionVersion: '2' }, now, { controls: true }).state.aborted).toEqual({ buildId: 'v3', reason: 'bad' });
+  });
+  test('a rollback holds the spec’s build until its build changes or retry: an unrelated edit does not bring it back', () => {
+    const rolledBack = afterV2({
+      current: { buildId: 'v1', since: ago(1000) },
+      aborted: { buildId: 'v2', reason: 'errors', cause: 'RolledBack' },
+      deprecated: [{ buildId: 'v2', deprecatedSince: ago(1000), currentUntil: ago(1000) }],
+    });
+    const edited = planSpecChange(rolledBack, { ...desired(3, 'v2'), spec: { ...desired(3, 'v2').spec, replicas: 3 } }, now, { controls: true }).state;
+    expect(edited.aborted).toEqual({ buildId: 'v2', reason: 'errors', cause: 'RolledBack' });
+    expect(edited.target).toBeUndefined();
   });
   test('a pause by a control is for the rollout it held: a new build is not held by it', () => {
     const paused = afterV2({ desired: desired(3, 'v3'), target: { buildId: 'v3', generation: 3 }, pausedBy: { reason: 'look', buildId: 'v3' } });
