@@ -43,6 +43,21 @@ async function startWork(name: string, n: number, prefix: string) {
   );
 }
 
+/** Starts executions on the resource's task queue every 250 ms until stopped: traffic for the ramp to split. */
+function keepWorking(name: string, prefix: string): () => Promise<void> {
+  let stopped = false;
+  const loop = (async () => {
+    for (let i = 0; !stopped; i++) {
+      await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, name), workflowId: `${env.namespace}-${prefix}-${i}` });
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  })();
+  return async () => {
+    stopped = true;
+    await loop;
+  };
+}
+
 test('analysis: a v2 that fails its executions is aborted during its first step; a healthy v3 is promoted', async () => {
   const analysis = { maxFailurePercentage: 20, minExecutions: 4, maxWait: '1m' };
   const spec = (version: string, failureShare: string) =>
@@ -60,9 +75,10 @@ test('analysis: a v2 that fails its executions is aborted during its first step;
   await apply(env, spec('v2', '1'));
   const ramping = await statusWhere('analysed', 'v2 ramping', (s) => s.phase === 'Ramping' && s.targetVersion?.rampPercentage === 50);
   const v2 = ramping.targetVersion!.buildID;
-  // Half of new executions go to v2 and fail there; keep some coming until the step ends.
-  await startWork('analysed', 16, 'bad');
+  // Half of new executions go to v2 and fail there; keep them coming until the analysis decided.
+  const stopBad = keepWorking('analysed', 'bad');
   const aborted = await statusWhere('analysed', 'v2 aborted by its analysis', (s) => s.phase === 'Aborted');
+  await stopBad();
   expect(aborted.conditions?.find((c) => c.type === 'Ready')?.reason).toBe('AnalysisFailed');
   expect(aborted.lastAbortReason).toMatch(new RegExp(`${v2}: (\\d+) of \\1 failed \\(100 %\\)`));
   expect(aborted.lastAnalysis).toMatch(/over 20 %/);
@@ -77,8 +93,9 @@ test('analysis: a v2 that fails its executions is aborted during its first step;
 
   await apply(env, spec('v3', '0'));
   await statusWhere('analysed', 'v3 ramping', (s) => s.phase === 'Ramping' && s.targetVersion?.buildID !== v2);
-  await startWork('analysed', 16, 'good');
+  const stopGood = keepWorking('analysed', 'good');
   const promoted = await currentIs('analysed');
+  await stopGood();
   expect(promoted.currentVersion!.buildID).not.toBe(v1);
   expect(promoted.lastAnalysis).toMatch(/0 of \d+ failed \(0 %\).*within limits/);
 }, 240_000);
