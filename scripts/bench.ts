@@ -202,6 +202,14 @@ for (let i = 0; i < rollbacks; i++) {
   const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'setCurrent').at(-1);
   const done = events.find((e) => String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? '') === String(scheduled?.eventId));
   if (accepted && done) rollbackServer.push(at(done) - at(accepted));
+  if (process.env.BENCH_VERBOSE && accepted) {
+    // Where the time went, on the server's clock: every event from the update's acceptance on.
+    const names = new Map(events.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => [String(e.eventId), e.activityTaskScheduledEventAttributes!.activityType?.name]));
+    for (const e of events.filter((e) => Number(e.eventId) >= Number(accepted.eventId))) {
+      const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
+      console.log(`  rb${i} +${(at(e) - at(accepted)).toFixed(0)} ms ${e.eventType} ${names.get(String(ref)) ?? ''}`);
+    }
+  }
 }
 // The floor: the server's own set-current (describe for the conflict token, then set) between the same two builds.
 for (let i = 0; i < rollbacks; i++) {
