@@ -3,6 +3,7 @@
  * (image, env, resources, …) is a new version, and the same template always gives the same ID.
  */
 import { createHash } from 'node:crypto';
+import { buildIdPattern, maxBuildIdLength } from './common.js';
 import { sanitizeBuildId } from './names.js';
 import type { PodTemplate } from './temporal-worker-deployment.js';
 
@@ -35,11 +36,18 @@ export function imageTag(image: string | undefined): string {
 }
 
 /**
- * The build ID of a pod template, or the sanitised custom one when given.
+ * The build ID of a pod template, or the custom one when given. A custom build ID is used as it is, never
+ * rewritten: the schema (zod and the CRD alike) refuses one a label or Temporal cannot hold, and so does this.
  * @example computeBuildId(template) === '1.4.2-3fa9c01b77d2'
+ * @throws Error when the custom build ID is not a label value of 1 to 63 characters.
  */
 export function computeBuildId(template: PodTemplate, customBuildId?: string): string {
-  if (customBuildId) return sanitizeBuildId(customBuildId);
+  if (customBuildId !== undefined) {
+    if (customBuildId.length > maxBuildIdLength || !new RegExp(buildIdPattern).test(customBuildId)) {
+      throw new Error(`build ID "${customBuildId}" is not a Kubernetes label value of 1 to ${maxBuildIdLength} characters`);
+    }
+    return customBuildId;
+  }
   const hash = createHash('sha256').update(canonicalJson(template)).digest('hex').slice(0, hashLength);
   const rawTag = imageTag(template.spec.containers[0]?.image);
   // A tag with no letters or digits (`repo:__` is a valid reference, `repo:` a typo) has nothing to keep.

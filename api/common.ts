@@ -1,7 +1,7 @@
 /** Building blocks shared by both resources: names, references, durations, conditions. */
 import { z } from 'zod';
 import { withCel } from './cel.js';
-import { durationPattern, parseDuration } from './duration.js';
+import { durationNanos, durationPattern } from './duration.js';
 
 /** The API group and version of every Glidepath resource. */
 export const group = 'glidepath.dev';
@@ -11,12 +11,30 @@ export const apiVersion = `${group}/${version}`;
 export const dnsLabelPattern = '^[a-z0-9]([-a-z0-9]*[a-z0-9])?$';
 const dns1123Label = new RegExp(dnsLabelPattern);
 
+/**
+ * A build ID Glidepath can use as it is: a Kubernetes label value that is not empty (at most 63 characters,
+ * checked beside it). That is stricter than Temporal (not empty, not starting with "__", at most 255 bytes), and
+ * versionedDeploymentName makes any such ID part of a DNS-1123 Deployment name (hashing what it must change).
+ */
+export const buildIdPattern = '^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$';
+export const maxBuildIdLength = 63;
+
 /** A DNS-1123 label: what Kubernetes accepts as the name of most objects. */
 export const dnsLabel = z
   .string()
   .min(1)
   .max(63)
   .regex(dns1123Label, 'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric');
+
+/**
+ * An integer field, refused by kube-apiserver as by zod when it holds a fraction. kube-apiserver's OpenAPI check
+ * takes a number within a relative 1e-9 of an integer (2.0000000001) for an integer and stores it as it is;
+ * a CEL rule that reads `self` then fails on the float, naming the field. (A failing evaluation is not ratcheted:
+ * an object stored with such a float under an older CRD can no longer have its status written.)
+ */
+export function integer<T extends z.ZodType>(schema: T): T {
+  return withCel(schema, { rule: 'type(self) == int', message: 'must be an integer' });
+}
 
 /** A reference to a Secret (by name) in the resource's namespace. */
 export const SecretRef = z.object({ name: dnsLabel }).describe('A Secret in the same namespace');
@@ -26,14 +44,18 @@ export const KeySelector = z
   .object({ name: dnsLabel, key: z.string().min(1), optional: z.boolean().optional() })
   .describe('A key of an object in the same namespace');
 
-/** A Go-style duration that must be greater than zero (`minimum` 0 allows "0s"). */
+/**
+ * A Go-style duration that must be greater than zero (`allowZero` allows "0s"). Read as CEL reads it (whole
+ * nanoseconds, at most int64 of them), so "0.5ns" is 0s and "2562048h" no duration, for zod and CEL alike.
+ */
 export function duration(opts: { allowZero: boolean }) {
   const sign = opts.allowZero ? '>=' : '>';
   return withCel(
     z
       .string()
       .regex(new RegExp(durationPattern), { message: 'must be a duration such as "30s", "5m" or "1h30m"', abort: true })
-      .refine((d) => (opts.allowZero ? parseDuration(d) >= 0 : parseDuration(d) > 0), {
+      .refine((d) => durationNanos(d) !== undefined, { message: 'must be a duration of at most 2562047h', abort: true })
+      .refine((d) => (opts.allowZero ? durationNanos(d)! >= 0n : durationNanos(d)! > 0n), {
         message: `must be a duration ${sign} 0s`,
       }),
     { rule: `duration(self) ${sign} duration('0s')`, message: `must be a duration ${sign} 0s` },

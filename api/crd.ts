@@ -56,6 +56,8 @@ interface CrdOptions {
   spec: JsonSchema;
   status: JsonSchema;
   printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
+  /** Restricts metadata.name beyond kube-apiserver's DNS subdomain rule. */
+  namePattern?: string;
 }
 
 function crd(o: CrdOptions) {
@@ -80,7 +82,7 @@ function crd(o: CrdOptions) {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 // At the root only name restrictions are allowed; a versioned Deployment is named after it.
-                metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 63 } } },
+                metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 63, ...(o.namePattern ? { pattern: o.namePattern } : {}) } } },
                 spec: o.spec,
                 status: o.status,
               },
@@ -117,6 +119,8 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
   const ourTemplate = properties.template!;
   properties.template = {
     ...podTemplateSpec,
+    // As zod: without `spec`, the restartPolicy rule fails to evaluate and names `spec.template`, not the field.
+    required: ['spec'],
     description: 'The pods of each version (a PodTemplateSpec; restartPolicy must be Always)',
     'x-kubernetes-validations': ourTemplate['x-kubernetes-validations'],
   };
@@ -126,6 +130,8 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
       kind: 'TemporalWorkerDeployment',
       plural: 'temporalworkerdeployments',
       shortNames: ['twd'],
+      // A DNS-1123 label: Temporal refuses "." in the worker deployment name `<namespace>/<name>`.
+      namePattern: dnsLabelPattern,
       spec,
       status: toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus)),
       printerColumns: [

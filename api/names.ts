@@ -50,8 +50,9 @@ export function versionedDeploymentName(name: string, buildId: string): string {
 }
 
 /**
- * Makes a user-chosen build ID safe as a label value and a name part: letters, digits, "-", "_", ".",
- * starting and ending alphanumeric, at most 63 characters.
+ * Makes text (an image tag, for a computed build ID) safe as a label value and a name part: letters, digits,
+ * "-", "_", ".", starting and ending alphanumeric, at most 63 characters. A custom build ID is never passed
+ * through it: one that is not safe as it is gets refused (see `buildIdPattern`).
  */
 export function sanitizeBuildId(text: string): string {
   const cleaned = text.replace(/[^A-Za-z0-9._-]+/g, '-').replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '');

@@ -5,7 +5,7 @@
  */
 import { z } from 'zod';
 import { withCel } from './cel.js';
-import { Condition, KeySelector, ObjectMeta, apiVersion, dnsLabel, duration } from './common.js';
+import { Condition, KeySelector, ObjectMeta, apiVersion, buildIdPattern, dnsLabel, duration, integer, maxBuildIdLength } from './common.js';
 
 /** How new executions move to the target version. */
 export const Strategy = { Manual: 'Manual', AllAtOnce: 'AllAtOnce', Progressive: 'Progressive' } as const;
@@ -52,7 +52,7 @@ export const Gate = withCel(
 export type Gate = z.infer<typeof Gate>;
 
 export const RolloutStep = z.object({
-  rampPercentage: z.int().min(1).max(99).describe('Share of new executions routed to the target, 1-99'),
+  rampPercentage: integer(z.int().min(1).max(99)).describe('Share of new executions routed to the target, 1-99'),
   pauseDuration: duration({ allowZero: false })
     .optional()
     .describe('How long to hold this step; without it the step waits for a promote signal'),
@@ -73,7 +73,7 @@ export const Analysis = z.object({
     .gt(0)
     .optional()
     .describe("At most this many times the current version's failure rate (e.g. 2); checked when the current version has failures"),
-  minExecutions: z.int32().min(1).default(10).describe('Fewer closed executions on the target make the analysis inconclusive'),
+  minExecutions: integer(z.int32().min(1)).default(10).describe('Fewer closed executions on the target make the analysis inconclusive'),
   maxWait: duration({ allowZero: true })
     .default('10m')
     .describe('How much longer a step waits for minExecutions before following inconclusivePolicy'),
@@ -161,12 +161,14 @@ export const Sunset = z.object({
 export const WorkerOptions = z.object({
   connectionRef: z.object({ name: dnsLabel }).describe('A TemporalConnection in the same namespace'),
   temporalNamespace: z.string().min(1).describe('The Temporal namespace the workers poll'),
+  // Refused when a label value or Temporal cannot hold it (pattern and maxLength in the CRD too), never rewritten.
   unsafeCustomBuildID: z
     .string()
     .min(1)
-    .max(63)
+    .max(maxBuildIdLength)
+    .regex(new RegExp(buildIdPattern), 'must be a Kubernetes label value: letters, digits, "-", "_" and ".", starting and ending alphanumeric')
     .optional()
-    .describe('Overrides the computed build ID (sanitised); a template change then needs a new value'),
+    .describe('Overrides the computed build ID, used as it is (a label value of at most 63 characters); a template change then needs a new value'),
 });
 
 /**
@@ -205,12 +207,10 @@ export type PodTemplate = z.infer<typeof PodTemplate>;
 export const TemporalWorkerDeploymentSpec = withCel(
   z
     .object({
-      replicas: z.int32().min(0).default(1).describe('Pods of each version that gets traffic'),
+      replicas: integer(z.int32().min(0)).default(1).describe('Pods of each version that gets traffic'),
       template: PodTemplate,
-      minReadySeconds: z.int32().min(0).default(0).describe('Seconds a pod must be ready to count as available'),
-      progressDeadlineSeconds: z
-        .int32()
-        .min(1)
+      minReadySeconds: integer(z.int32().min(0)).default(0).describe('Seconds a pod must be ready to count as available'),
+      progressDeadlineSeconds: integer(z.int32().min(1))
         .default(600)
         .describe('Seconds a new version may take to become available before the rollout fails'),
       rollout: Rollout,
@@ -318,8 +318,9 @@ export type TemporalWorkerDeploymentStatus = z.infer<typeof TemporalWorkerDeploy
 export const TemporalWorkerDeployment = z.object({
   apiVersion: z.literal(apiVersion),
   kind: z.literal('TemporalWorkerDeployment'),
-  // At most 63 characters (the CRD says so too): versioned Deployment names start with it.
-  metadata: ObjectMeta.extend({ name: z.string().min(1).max(63) }),
+  // A DNS-1123 label (the CRD says so too): versioned Deployment names start with it, and Temporal refuses a
+  // worker deployment name (`<namespace>/<name>`) with "." in it, which a DNS subdomain may have.
+  metadata: ObjectMeta.extend({ name: dnsLabel }),
   spec: TemporalWorkerDeploymentSpec,
   status: TemporalWorkerDeploymentStatus.optional(),
 });

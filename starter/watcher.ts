@@ -415,18 +415,26 @@ export class Watcher {
   /**
    * A spec the watcher cannot hand to a workflow: a condition on the resource and a Warning Event, each said
    * once per generation and message (our own status write comes back as an update event). No build to hand over.
+   * The Event does not wait for the status write: kube-apiserver can refuse that for good (a CEL rule that fails on
+   * a value stored under an older CRD is not ratcheted), and the failed write is then retried on its own.
    */
   private async reportProblem(obj: Resource, phase: string, reason: string, message: string): Promise<undefined> {
     const meta = obj.metadata!;
     const said = `${reason}/${meta.generation}/${message}`;
+    let statusFailure: unknown;
     if (this.reported.get(meta.uid!) !== said) {
-      await this.writeCondition(obj, phase, reason, message);
-      this.reported.set(meta.uid!, said);
+      try {
+        await this.writeCondition(obj, phase, reason, message);
+        this.reported.set(meta.uid!, said);
+      } catch (err) {
+        statusFailure = err ?? new Error('status write failed');
+      }
     }
     if (this.warned.get(meta.uid!) !== said) {
       await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason, message });
       this.warned.set(meta.uid!, said);
     }
+    if (statusFailure) throw statusFailure;
     return undefined;
   }
 

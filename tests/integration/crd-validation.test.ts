@@ -382,7 +382,18 @@ const invalid: InvalidCase[] = [
     resource: twd((r) => (step(r, 0).pauseDuration = '100000000h')),
     field: 'spec.rollout.steps[0].pauseDuration',
     message: 'must be a duration > 0s',
-    apiserverOnly: 'CEL durations end at about 10,000 years; zod’s duration() has no upper bound (a gap, harmless in practice)',
+  },
+  {
+    name: 'pauseDuration under a nanosecond (CEL reads "0.5ns" as 0s)',
+    resource: twd((r) => (step(r, 0).pauseDuration = '0.5ns')),
+    field: 'spec.rollout.steps[0].pauseDuration',
+    message: 'must be a duration > 0s',
+  },
+  {
+    name: 'a custom build ID a label value cannot hold (refused, not sanitised)',
+    resource: twd((r) => Object.assign(r.spec.workerOptions, { unsafeCustomBuildID: 'feature/login' })),
+    field: 'spec.workerOptions.unsafeCustomBuildID',
+    message: 'should match',
   },
   // --- metadata
   {
@@ -390,6 +401,13 @@ const invalid: InvalidCase[] = [
     resource: twd((r) => (r.metadata.name = 'o'.repeat(64))),
     field: 'metadata.name',
     message: 'may not be more than 63',
+    apiserverOnly: 'metadata is outside the spec (the zod TemporalWorkerDeployment object checks it too)',
+  },
+  {
+    name: 'metadata.name with "." (a DNS subdomain, but Temporal refuses "." in a worker deployment name)',
+    resource: twd((r) => (r.metadata.name = 'orders.v1')),
+    field: 'metadata.name',
+    message: 'should match',
     apiserverOnly: 'metadata is outside the spec (the zod TemporalWorkerDeployment object checks it too)',
   },
   // --- TemporalConnection
@@ -620,5 +638,6 @@ describe('invalid resources', () => {
   test('metadata.name over 63 characters is refused by the zod resource schema as well', () => {
     const long = twd((r) => (r.metadata.name = 'o'.repeat(64)));
     expect(TemporalWorkerDeployment.safeParse(long).success).toBe(false);
+    expect(TemporalWorkerDeployment.safeParse(twd((r) => (r.metadata.name = 'orders.v1'))).success).toBe(false);
   });
 });

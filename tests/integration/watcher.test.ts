@@ -11,6 +11,7 @@ import { rolloutWorkflowId } from '../../api/names.js';
 import { asMergePatch } from '../../activities/kubernetes/client.js';
 import { finalizer } from '../../activities/kubernetes/activities.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
+import { schemaAt, withLooserCrd } from '../harness/looser-crd.js';
 import { Watcher, watcherManager, type WatcherOptions } from '../../starter/watcher.js';
 import { startController } from '../../worker/controller.js';
 import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
@@ -31,6 +32,23 @@ const envOf = (d: k8s.V1Deployment) => Object.fromEntries((d.spec?.template?.spe
 
 const getTwd = async (name: string, namespace = env.namespace) =>
   (await env.custom.getNamespacedCustomObject({ group, version, namespace, plural, name })) as k8s.KubernetesObject & { status?: Record<string, unknown> };
+/**
+ * Runs `fn` while the CRD admits any unsafeCustomBuildID, as it did when custom build IDs were sanitised: the
+ * spec it stores then is one admission refuses now, but kube-apiserver keeps it, so the watcher must refuse it.
+ */
+const admittingOldBuildIds = <T>(fn: () => Promise<T>) =>
+  withLooserCrd(
+    env.kc,
+    (schema) => delete schemaAt(schema, ['spec', 'workerOptions', 'unsafeCustomBuildID']).pattern,
+    async () => {
+      const probe = resource(env, 'probe', { env: { VERSION: 'v1' } });
+      Object.assign(probe.spec.workerOptions, { unsafeCustomBuildID: '---' });
+      return env.custom
+        .createNamespacedCustomObject({ group, version, namespace: env.namespace, plural, body: probe, dryRun: 'All' })
+        .then(() => true, () => false);
+    },
+    fn,
+  );
 const warningEvents = async (name: string, reason: string) =>
   (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: `involvedObject.name=${name}` })).items.filter(
     (e) => e.type === 'Warning' && e.reason === reason,
@@ -38,8 +56,8 @@ const warningEvents = async (name: string, reason: string) =>
 
 test('a spec that got past admission but cannot be rolled out: InvalidSpec condition, a Warning Event, no workflow, nothing touched', async () => {
   const obj = resource(env, 'bad', { env: { VERSION: 'v1' } });
-  (obj.spec.workerOptions as Record<string, unknown>).unsafeCustomBuildID = '---'; // the CRD allows it; no build ID can be made of it
-  await apply(env, obj);
+  (obj.spec.workerOptions as Record<string, unknown>).unsafeCustomBuildID = '---'; // not a label value: refused, never rewritten
+  await admittingOldBuildIds(() => apply(env, obj));
   const status = await eventually('InvalidSpec', async () => {
     const s = await twdStatus(env, 'bad');
     return s?.phase === 'InvalidSpec' ? s : undefined;
@@ -166,14 +184,14 @@ test('InvalidSpec does not outlive the spec: fixed, the workflow takes over and 
   // Invalid from the start: no workflow, then a fixed spec starts one.
   const obj = resource(env, 'mended', { env: { VERSION: 'v1' } });
   Object.assign(obj.spec.workerOptions, invalid.spec.workerOptions);
-  await apply(env, obj);
+  await admittingOldBuildIds(() => apply(env, obj));
   await invalidSpecShown();
   await patch(valid);
   await cleared('the first valid spec rolled out, InvalidSpec gone', 'Ready');
 
   // Invalid while a version is current, then fixed back to that same version: nothing to roll out, so the
   // workflow may not write its status at all; the watcher's condition must go all the same.
-  await patch(invalid);
+  await admittingOldBuildIds(() => patch(invalid));
   await invalidSpecShown();
   await patch(valid);
   await cleared('back to the current version, InvalidSpec gone');

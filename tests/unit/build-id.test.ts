@@ -132,23 +132,24 @@ describe('computeBuildId', () => {
     expect(id.length).toBeLessThanOrEqual(63);
   });
 
-  test.each([
-    ['a clean ID', 'release-42', 'release-42'],
-    ['an ID with slashes and spaces', ' feature/new login ', 'feature-new-login'],
-    ['an ID with leading punctuation', '--v1.0--', 'v1.0'],
-  ])('uses the sanitised custom build ID instead of the hash: %s', (_case, custom, expected) => {
-    expect(computeBuildId(template('repo:1.2.3'), custom)).toBe(expected);
+  test.each(['release-42', 'v1.2.3', 'V1_rc.2', 'a', 'a'.repeat(63), '0-9._-Z'])('uses a valid custom build ID as it is, instead of the hash: %s', (custom) => {
+    expect(computeBuildId(template('repo:1.2.3'), custom)).toBe(custom);
   });
 
   test('a custom build ID ignores the template', () => {
     expect(computeBuildId(template('repo:1'), 'fixed')).toBe(computeBuildId(template('repo:2'), 'fixed'));
   });
 
-  test('an empty custom build ID falls back to the computed one', () => {
-    expect(computeBuildId(template('repo:1.2.3'), '')).toBe(computeBuildId(template('repo:1.2.3')));
-  });
-
-  test('a custom build ID with no letters or digits is refused', () => {
-    expect(() => computeBuildId(template('repo:1.2.3'), '---')).toThrow('build ID "---" has no letters or digits');
+  // Never rewritten behind the user's back: what a label value (or Temporal) cannot hold is refused.
+  test.each([
+    ['empty', ''],
+    ['with slashes and spaces', ' feature/new login '],
+    ['with leading punctuation', '--v1.0--'],
+    ['of no letters or digits', '---'],
+    ['starting with "__" (reserved by Temporal)', '__v1'],
+    ['of 64 characters', 'a'.repeat(64)],
+    ['with a non-ASCII letter', 'v1-é'],
+  ])('a custom build ID %s is refused, not rewritten', (_case, custom) => {
+    expect(() => computeBuildId(template('repo:1.2.3'), custom)).toThrow(`build ID "${custom}" is not a Kubernetes label value of 1 to 63 characters`);
   });
 });

@@ -68,6 +68,8 @@ describe('TemporalWorkerDeploymentSpec: valid specs', () => {
     ['20 steps', { rollout: { strategy: 'Progressive', steps: Array.from({ length: 20 }, (_, i) => ({ rampPercentage: i + 1 })) } }],
     ['unknown pod template fields are kept', { template: { spec: { containers: [{ name: 'w', ports: [] }], nodeSelector: { a: 'b' } } } }],
     ['inputFrom with a Secret key', { rollout: { strategy: 'AllAtOnce', gate: { workflowType: 'G', inputFrom: { secretKeyRef: { name: 's', key: 'k' } } } } }],
+    ['a custom build ID that is a label value', { workerOptions: { connectionRef: { name: 't' }, temporalNamespace: 'n', unsafeCustomBuildID: 'V1.2_rc-3' } }],
+    ['the longest duration Go has', { rollout: { strategy: 'AllAtOnce', gate: { workflowType: 'G', timeout: '2562047h47m16.854775807s' } } }],
   ])('accepts %s', (_case, overrides) => {
     const result = TemporalWorkerDeploymentSpec.safeParse({ ...validSpec(), ...overrides });
     expect(result.success ? '' : describeIssues(result.error)).toBe('');
@@ -129,6 +131,13 @@ describe('TemporalWorkerDeploymentSpec: invalid specs name the offending field',
     ['a connectionRef name that is not a DNS label', edit((s) => (s.workerOptions.connectionRef.name = 'Temporal_Conn')), 'workerOptions.connectionRef.name: must be a DNS-1123 label'],
     ['a 64-character connectionRef name', edit((s) => (s.workerOptions.connectionRef.name = 'a'.repeat(64))), 'workerOptions.connectionRef.name'],
     ['a 64-character unsafeCustomBuildID', edit((s) => (s.workerOptions.unsafeCustomBuildID = 'b'.repeat(64))), 'workerOptions.unsafeCustomBuildID'],
+    ['an unsafeCustomBuildID with a slash', edit((s) => (s.workerOptions.unsafeCustomBuildID = 'feature/x')), 'workerOptions.unsafeCustomBuildID: must be a Kubernetes label value'],
+    ['an unsafeCustomBuildID of no letters or digits', edit((s) => (s.workerOptions.unsafeCustomBuildID = '---')), 'workerOptions.unsafeCustomBuildID: must be a Kubernetes label value'],
+    ['an unsafeCustomBuildID starting with "__"', edit((s) => (s.workerOptions.unsafeCustomBuildID = '__v1')), 'workerOptions.unsafeCustomBuildID: must be a Kubernetes label value'],
+    ['an empty unsafeCustomBuildID', edit((s) => (s.workerOptions.unsafeCustomBuildID = '')), 'workerOptions.unsafeCustomBuildID'],
+    // CEL reads durations as Go does: whole nanoseconds, at most 2^63-1 of them.
+    ['a pauseDuration under a nanosecond', edit((s) => (steps(s)[0]!.pauseDuration = '0.5ns')), 'rollout.steps[0].pauseDuration: must be a duration > 0s'],
+    ['a pauseDuration past int64 nanoseconds', edit((s) => (steps(s)[0]!.pauseDuration = '2562048h')), 'rollout.steps[0].pauseDuration: must be a duration of at most 2562047h'],
     ['no workerOptions', edit((s) => delete (s as Record<string, unknown>).workerOptions), 'workerOptions'],
   ])('rejects %s', (_case, spec, expected) => {
     expect(rejection(spec())).toContain(expected);
