@@ -6,8 +6,10 @@
  *   available → routing changed               from the workflow's deploymentObserved(available) signal to setCurrent done
  *   step transition beyond its pause          from a step's timer firing to the next setRamping done
  *   idle cost                                 workflow history events and Kubernetes writes over an idle window
- *   rollback                                  the `rollback` update sent → answered (routing changed), beside the
- *                                             server's own set-current time measured on the same worker deployments
+ *   rollback                                  the `rollback` update sent → answered (routing changed)
+ *   the floor                                 the same routing calls made raw (describe + change) on the same
+ *                                             server and worker deployments; each figure is printed beside it
+ *   history events per Progressive step       from one step's routing call to the next
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -189,7 +191,6 @@ for (let i = 0; i < rollbacks; i++) {
 for (let i = 0; i < rollbacks; i++) await until(async () => { const s = await rbStatus(`rb${i}`); return s?.phase === 'Ready' && s.currentVersion?.buildID !== rbV1.get(i) ? true : undefined; }, 50);
 const rollbackAnswered: number[] = [];
 const rollbackServer: number[] = [];
-const setCurrentFloor: number[] = [];
 for (let i = 0; i < rollbacks; i++) {
   const handle = client.workflow.getHandle(rolloutWorkflowId(namespace, `rb${i}`));
   await sleep(2000); // let the server finish its post-set-current work, as a person's rollback would find it
@@ -211,18 +212,51 @@ for (let i = 0; i < rollbacks; i++) {
     }
   }
 }
-// The floor: the server's own set-current (describe for the conflict token, then set) between the same two builds.
+// The floor, on the same server and worker deployments: each raw routing call as Glidepath makes it (a describe
+// for the conflict token, then the change), a second apart. After the rollback v1 is current and v2 still runs.
+const floor = { describe: [] as number[], firstRamp: [] as number[], stepRamp: [] as number[], setCurrent: [] as number[] };
+const timed = async (into: number[], call: () => Promise<unknown>) => {
+  const t0 = performance.now();
+  await call();
+  into.push(performance.now() - t0);
+};
 for (let i = 0; i < rollbacks; i++) {
-  await sleep(2000);
+  const svc = connection.workflowService;
   const deploymentName = workerDeploymentName(namespace, `rb${i}`);
   const v2 = computeBuildId(rb(i, 'v2').spec.template);
-  const t0 = performance.now();
-  const { conflictToken } = await connection.workflowService.describeWorkerDeployment({ namespace: 'default', deploymentName });
-  await connection.workflowService.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId: v2, conflictToken, identity: 'glidepath' });
-  setCurrentFloor.push(performance.now() - t0);
+  const token = async () => (await svc.describeWorkerDeployment({ namespace: 'default', deploymentName })).conflictToken;
+  const ramp = (percentage: number) => async () => svc.setWorkerDeploymentRampingVersion({ namespace: 'default', deploymentName, buildId: v2, percentage, conflictToken: await token(), identity: 'glidepath' });
+  await sleep(2000);
+  await timed(floor.describe, () => svc.describeWorkerDeployment({ namespace: 'default', deploymentName }));
+  await timed(floor.firstRamp, ramp(20));
+  await sleep(1000);
+  await timed(floor.stepRamp, ramp(60));
+  await sleep(1000);
+  await timed(floor.setCurrent, async () => svc.setWorkerDeploymentCurrentVersion({ namespace: 'default', deploymentName, buildId: v2, conflictToken: await token(), identity: 'glidepath' }));
 }
+
+// History events per Progressive step: from one step's setRamping to the next routing call, per resource.
+const eventsPerStep: number[] = [];
+for (let i = 0; i < resources; i++) {
+  const events = (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory()).events ?? [];
+  const routingAt = events.filter((e) => ['setRamping', 'setCurrent'].includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')).map((e) => Number(e.eventId));
+  for (let k = 1; k < routingAt.length; k++) eventsPerStep.push(routingAt[k]! - routingAt[k - 1]!);
+}
+
+const stats = (xs: number[]) => `p50 ${ms(pct(xs, 50))}, p95 ${ms(pct(xs, 95))}, max ${ms(Math.max(...xs))}`;
+const over = (xs: number[], base: number[], p: number) => `${pct(xs, p) - pct(base, p) >= 0 ? '+' : ''}${ms(pct(xs, p) - pct(base, p))} (×${(pct(xs, p) / pct(base, p)).toFixed(2)})`;
 console.log(`rollback control → answered, routing changed: p50 ${ms(pct(rollbackAnswered, 50))}, max ${ms(Math.max(...rollbackAnswered))}  (server clock, update accepted → set-current done: p50 ${ms(pct(rollbackServer, 50))}; n=${rollbackAnswered.length})`);
-console.log(`  floor, the server's own describe + set-current:  p50 ${ms(pct(setCurrentFloor, 50))}, max ${ms(Math.max(...setCurrentFloor))}`);
+console.log(`\nThe server's floor, raw calls on the same worker deployments (n=${floor.describe.length}):`);
+console.log(`  describe:                      ${stats(floor.describe)}`);
+console.log(`  describe + set ramping (new):  ${stats(floor.firstRamp)}`);
+console.log(`  describe + ramp step change:   ${stats(floor.stepRamp)}`);
+console.log(`  describe + set current:        ${stats(floor.setCurrent)}`);
+console.log('Glidepath beside its floor (p50; target):');
+console.log(`  step transition beyond its pause vs a ramp step change:  ${over(stepOverrun, floor.stepRamp, 50)} p50, ${over(stepOverrun, floor.stepRamp, 95)} p95  (target ≤ +50 ms p50, ≤ +150 ms p95)`);
+console.log(`  available and polling → routing changed vs a first ramp: ${over(readyToRouting, floor.firstRamp, 50)}  (target ≤ +100 ms)`);
+console.log(`  rollback (server clock) vs set current:                   ${over(rollbackServer, floor.setCurrent, 50)}  (target ≤ +100 ms)`);
+console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms)`);
+console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40)`);
 
 await controller.stop();
 pods.kill('SIGTERM');
