@@ -75,6 +75,16 @@ export function portOpen(port: number): Promise<boolean> {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Whether a plain HTTP GET answers 2xx. */
+async function httpOk(url: string): Promise<boolean> {
+  try {
+    const res = await fetch(url, { signal: AbortSignal.timeout(2000) });
+    return res.ok;
+  } catch {
+    return false;
+  }
+}
+
 async function waitFor(what: string, logFile: string, child: ChildProcess, check: () => Promise<boolean>, timeoutMs = 60_000) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
@@ -113,14 +123,16 @@ export interface TemporalServer {
 export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean }): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--log-level', 'warn'];
-  args.push('--http-port', String(await freePort()), '--metrics-port', String(await freePort()));
+  const httpPort = await freePort();
+  args.push('--http-port', String(httpPort), '--metrics-port', String(await freePort()));
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
   if (!opts.defaults) for (const v of fastDrainageConfig) args.push('--dynamic-config-value', v);
   for (const sa of searchAttributeFlags) args.push('--search-attribute', sa);
   const { child, proc } = launch('temporal', temporalBinary(), args, opts.dir, opts.detached ?? false);
-  await waitFor('temporal dev server', proc.logFile, child, () => portOpen(port));
+  // Ready means the frontend answers and knows the namespace: an open port alone may still say "Frontend is not healthy yet".
+  await waitFor('temporal dev server', proc.logFile, child, async () => (await portOpen(port)) && (await httpOk(`http://127.0.0.1:${httpPort}/api/v1/namespaces/default`)));
   return { address: `127.0.0.1:${port}`, namespace: 'default', uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined, process: proc };
 }
 
