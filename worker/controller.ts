@@ -6,7 +6,7 @@ import { hostname } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
@@ -14,6 +14,7 @@ import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
+const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface ControllerOptions {
@@ -74,6 +75,9 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity);
+  // Pollers scale with the work the server reports (down to one per queue when idle): a fixed ten per queue would
+  // cost hundreds of empty long polls an hour for nothing.
+  const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
@@ -81,6 +85,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     identity,
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
+    ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
   // slots that status writes and routing calls need.
@@ -91,6 +96,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     identity,
     activities,
     maxConcurrentActivityTaskExecutions: 1000,
+    ...polling,
   });
   const workers = [worker, waits];
   const done = Promise.all(workers.map((w) => w.run())).then(() => undefined);

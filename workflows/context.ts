@@ -13,6 +13,7 @@ import {
   isCancellation,
   log,
   proxyActivities,
+  proxyLocalActivities,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -62,6 +63,11 @@ export class RolloutContext {
   /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
   readonly kube = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
   readonly temporal = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('5s') });
+  /**
+   * The resync's reads (and its rare repair), as local activities under `lean`: an idle round is then one
+   * workflow task (its timer) instead of three activities and their tasks, a few Temporal calls per hour.
+   */
+  readonly local = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private readonly reporting = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } });
   /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
@@ -73,6 +79,8 @@ export class RolloutContext {
    * started before keeps the old behaviour (its history says so) until its next ContinueAsNew.
    */
   controls = false;
+  /** `patched('lean-v4')`: the idle resync runs as local activities (older runs keep their activities). */
+  lean = false;
   private statusDirty = false;
   private writing = false;
   private background = 0;

@@ -44,6 +44,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   };
   const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
   ctx.controls = patched('controls-v3');
+  ctx.lean = patched('lean-v4');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
@@ -358,15 +359,16 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (!state().desired || state().deleting) continue;
       await quietly('resync', async () => {
         // A resource deleted unseen (its finalizer removed while no watcher ran) must not be healed forever.
-        if (!(await ctx.call('read the resource', () => ctx.kube.resourceExists(owner)))) {
+        const kube = ctx.lean ? ctx.local : ctx.kube;
+        if (!(await ctx.call('read the resource', () => kube.resourceExists(owner)))) {
           log.warn('the resource is gone: cleaning up', { owner });
           return markDeleting();
         }
-        const recreated = await ctx.kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() });
+        const recreated = await kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() });
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
         const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing];
-        const removed = await ctx.kube.deleteStrayDeployments(owner, live);
+        const removed = await kube.deleteStrayDeployments(owner, live);
         for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
       }, () => void (state().resyncDue = true));
     }

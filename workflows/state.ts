@@ -119,7 +119,7 @@ export interface Timings {
   searchAttributes?: boolean;
 }
 
-export const defaultTimings: Timings = { resyncIntervalMs: 30 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };
+export const defaultTimings: Timings = { resyncIntervalMs: 60 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };
 
 export interface RolloutState {
   owner: Owner;
