@@ -156,7 +156,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
       let registeredAt: number | undefined;
-      for (let delay = 25; ; delay = Math.min(delay * 2, 250)) {
+      for (let delay = 20; ; delay = Math.min(delay * 2, 100)) {
         ctx.heartbeat();
         const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
         const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
@@ -164,6 +164,10 @@ export function createTemporalActivities(connections: TemporalConnections, ident
           registeredAt ??= Date.now();
           const have = new Set(queues.map(queueKey));
           if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
+            const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
+            // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
+            // once): with a current version they are not asked about, and the rollout moves at once.
+            if (current) return { ...registration, unversionedPollers: false };
             let unversionedPollers = false;
             for (const q of workflowQueues) {
               const tq = await svc.describeTaskQueue({
@@ -176,11 +180,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
             // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
             // executions on the queue in the last week say as well that unversioned workers serve it.
             if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
-            return {
-              taskQueues: [...new Set(queues.map((q) => q.name ?? ''))],
-              workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))],
-              unversionedPollers,
-            };
+            return { ...registration, unversionedPollers };
           }
         }
         await ctx.sleep(delay);
