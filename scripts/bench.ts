@@ -171,8 +171,8 @@ for (let i = 0; i < resources; i++) {
     const summary = started?.userMetadata?.summary?.data ? Buffer.from(started.userMetadata.summary.data).toString() : '';
     if (!summary.includes('ramp ')) continue; // only the steps' pause timers
     const next = completed('setRamping').concat(completed('setCurrent')).filter((e) => at(e) >= at(fired)).sort((a, b) => at(a) - at(b))[0];
-    const started = next && events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId ?? '') === String(next.activityTaskCompletedEventAttributes?.scheduledEventId));
-    if (started) stepDispatch.push(at(started) - at(fired));
+    const callStarted = next && events.find((e) => String(e.activityTaskStartedEventAttributes?.scheduledEventId ?? '') === String(next.activityTaskCompletedEventAttributes?.scheduledEventId));
+    if (callStarted) stepDispatch.push(at(callStarted) - at(fired));
     if (next) (activityName.get(String(next.activityTaskCompletedEventAttributes?.scheduledEventId)) === 'setCurrent' ? lastStepOverrun : stepOverrun).push(at(next) - at(fired));
     if (process.env.BENCH_VERBOSE && next && i < 2) {
       for (const e of events.filter((e) => Number(e.eventId) >= Number(fired.eventId) && Number(e.eventId) <= Number(next.eventId))) {
