@@ -3,17 +3,19 @@
  * versioned Temporal workers as it has replicas, from the pod template's env, stops them on scale-down or
  * delete, and writes the Deployment's status as the deployment controller and kubelet would.
  * `EXAMPLE_NEVER_READY=true` in the env keeps its pods from ever becoming ready.
+ * With `light`, each pod is a LightPod (light-pod.ts) instead: a bare versioned poller that completes tiny
+ * workflows, so a thousand of them fit in one process (the scale benchmark).
  * Run on its own with `npm run pods` (simulator/main.ts); the integration tests and the demo run it in process.
  */
 import * as k8s from '@kubernetes/client-node';
-import type { Worker } from '@temporalio/worker';
 import { asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
+import { LightPod, LightPodConnections } from './light-pod.js';
 
+/** A running simulated pod, real worker or light. */
 interface Pod {
-  worker: Worker;
-  running: Promise<void>;
+  stop(): Promise<void>;
 }
 
 interface SimulatedDeployment {
@@ -43,6 +45,8 @@ export class PodSimulator {
   readonly scaleEvents: ScaleEvent[] = [];
 
   private readonly log: (message: string) => void;
+  /** Shared by every light pod of this simulator (light mode only). */
+  private readonly lightConnections?: LightPodConnections;
 
   constructor(
     kc: k8s.KubeConfig,
@@ -61,9 +65,12 @@ export class PodSimulator {
        * the number of pods it had. Same contract as `beforeScaleToZero`.
        */
       beforeDelete?: (deployment: k8s.V1Deployment, pods: number) => Promise<void>;
+      /** Light pods (LightPod) instead of real example workers. */
+      light?: boolean;
     } = {},
   ) {
     this.log = options.log ?? (() => {});
+    if (options.light) this.lightConnections = new LightPodConnections();
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
     const selector = `${Labels.managedBy}=${managerName}`;
     this.informer = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => this.apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
@@ -88,8 +95,9 @@ export class PodSimulator {
     this.stopped = true;
     await this.informer.stop();
     await Promise.allSettled([...this.deployments.values()].map((d) => d.queue));
-    await Promise.allSettled([...this.deployments.values()].flatMap((d) => d.pods.map((p) => stopPod(p))));
+    await Promise.allSettled([...this.deployments.values()].flatMap((d) => d.pods.map((p) => p.stop())));
     this.deployments.clear();
+    await this.lightConnections?.close();
   }
 
   private enqueue(d: k8s.V1Deployment, deleted: boolean) {
@@ -125,14 +133,11 @@ export class PodSimulator {
     }
     if (templateKey !== sim.templateKey) {
       // A new template rolls every pod (the simulator does it all at once).
-      await Promise.all(sim.pods.splice(0).map(stopPod));
+      await Promise.all(sim.pods.splice(0).map((p) => p.stop()));
       sim.templateKey = templateKey;
     }
-    while (sim.pods.length > want) await stopPod(sim.pods.pop()!);
-    while (sim.pods.length < want) {
-      const worker = await createExampleWorker(env);
-      sim.pods.push({ worker, running: worker.run().catch((err: Error) => this.log(`worker of ${key} stopped: ${err.message}`)) });
-    }
+    while (sim.pods.length > want) await sim.pods.pop()!.stop();
+    while (sim.pods.length < want) sim.pods.push(await this.startPod(key, env));
     if (before !== sim.pods.length) {
       this.scaleEvents.push({ namespace: d.metadata!.namespace!, name: d.metadata!.name!, buildId: d.metadata?.labels?.[Labels.buildId] ?? '', from: before, to: sim.pods.length, at: Date.now() });
       this.log(`pod simulator: ${key} pods ${before} → ${sim.pods.length}`);
@@ -142,6 +147,18 @@ export class PodSimulator {
       return;
     }
     await this.writeStatus(d, sim.pods.length);
+  }
+
+  private async startPod(key: string, env: Record<string, string>): Promise<Pod> {
+    if (this.lightConnections) return new LightPod(env, this.lightConnections, this.log);
+    const worker = await createExampleWorker(env);
+    const running = worker.run().catch((err: Error) => this.log(`worker of ${key} stopped: ${err.message}`));
+    return {
+      async stop() {
+        if (worker.getState() === 'RUNNING') worker.shutdown();
+        await running;
+      },
+    };
   }
 
   private async observe(key: string, hook: string, call: () => Promise<void> | undefined) {
@@ -177,9 +194,4 @@ export class PodSimulator {
       this.apps.patchNamespacedDeploymentStatus({ name: d.metadata!.name!, namespace: d.metadata!.namespace!, body: { status: { ...status, conditions } } }, asMergePatch),
     );
   }
-}
-
-async function stopPod(pod: Pod): Promise<void> {
-  if (pod.worker.getState() === 'RUNNING') pod.worker.shutdown();
-  await pod.running;
 }

@@ -115,25 +115,36 @@ export interface TemporalServer {
   address: string;
   namespace: string;
   uiUrl?: string;
+  /** The server's Prometheus metrics (`service_requests` counts every RPC; see scripts/servers/metrics.ts). */
+  metricsUrl: string;
   process: ServerProcess;
 }
 
 /** Starts `temporal server start-dev` on loopback with the fast-drainage settings and our search attributes. */
 /** `defaults`: the server's own settings instead of the fast drainage ones (to check behaviour that depends on them). */
-export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean }): Promise<TemporalServer> {
+/** `dynamicConfig`: more `KEY=VALUE` dynamic config values (the scale benchmark raises the server's limits). */
+export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean; dynamicConfig?: string[] }): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--log-level', 'warn'];
   const httpPort = await freePort();
-  args.push('--http-port', String(httpPort), '--metrics-port', String(await freePort()));
+  const metricsPort = await freePort();
+  args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort));
   if (opts.uiPort) args.push('--ui-port', String(opts.uiPort));
   else args.push('--headless');
   if (opts.dbFile) args.push('--db-filename', opts.dbFile);
   if (!opts.defaults) for (const v of fastDrainageConfig) args.push('--dynamic-config-value', v);
+  for (const v of opts.dynamicConfig ?? []) args.push('--dynamic-config-value', v);
   for (const sa of searchAttributeFlags) args.push('--search-attribute', sa);
   const { child, proc } = launch('temporal', temporalBinary(), args, opts.dir, opts.detached ?? false);
   // Ready means the frontend answers and knows the namespace: an open port alone may still say "Frontend is not healthy yet".
   await waitFor('temporal dev server', proc.logFile, child, async () => (await portOpen(port)) && (await httpOk(`http://127.0.0.1:${httpPort}/api/v1/namespaces/default`)));
-  return { address: `127.0.0.1:${port}`, namespace: 'default', uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined, process: proc };
+  return {
+    address: `127.0.0.1:${port}`,
+    namespace: 'default',
+    uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined,
+    metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
+    process: proc,
+  };
 }
 
 export interface KubeServer {

@@ -1,0 +1,598 @@
+/**
+ * `npm run bench:scale -- N [--controllers K] [--idle SECONDS]`: N resources rolled out at once by K controller
+ * processes with their default settings, against real servers started on free loopback ports. Prints figures;
+ * asserts nothing (targets are shown beside them).
+ *
+ *   phase 1   N TemporalWorkerDeployments created (replicas 1, v1 AllAtOnce) → each Ready with a current version
+ *   phase 2   all patched to v2 Progressive (10% 5s, 50% 5s) → each has v2 current; then until its old version is gone
+ *   idle      with --idle S: once nothing moves, what the controllers cost over S seconds, per resource-hour
+ *
+ * The pods are light (simulator --light: one bare versioned poller per pod), in a process of their own; each
+ * controller is a process of its own (`worker/main.ts`), so its RSS and CPU are its own. Requests are counted by
+ * the servers themselves (scripts/servers/metrics.ts): the dev server's `service_requests` and kube-apiserver's
+ * `apiserver_request_total`, scraped every second.
+ *
+ * Options: --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
+ * --keep (keep the servers' and processes' logs).
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import * as k8s from '@kubernetes/client-node';
+import { Client, Connection } from '@temporalio/client';
+import { msToTs } from '@temporalio/common/lib/time.js';
+import proto from '@temporalio/proto';
+import { group, version } from '../api/common.js';
+import { searchAttributeKeys } from '../workflows/search-attributes.js';
+import { kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
+import { startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
+
+const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
+
+const { values, positionals } = parseArgs({
+  allowPositionals: true,
+  options: {
+    controllers: { type: 'string' },
+    idle: { type: 'string' },
+    timeout: { type: 'string' },
+    'gone-timeout': { type: 'string' },
+    keep: { type: 'boolean' },
+  },
+});
+const resources = Number(positionals[0] ?? 100);
+const controllerCount = Number(values.controllers ?? 1);
+const idleSeconds = Number(values.idle ?? 0);
+const phaseTimeoutMs = Number(values.timeout ?? 600 + resources) * 1000;
+const goneTimeoutMs = Number(values['gone-timeout'] ?? 180) * 1000;
+if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep]');
+  process.exit(2);
+}
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const k8sNamespace = 'bench';
+/** The controllers' own Temporal namespace: every request in it is theirs (less the server's own background). */
+const controllerNamespace = 'glidepath';
+/** An empty namespace: the server's own per-namespace background requests, subtracted from `controllerNamespace`'s. */
+const baselineNamespace = 'glidepath-baseline';
+/** Where the pods' worker deployments live. */
+const podNamespace = 'default';
+const steps = [{ rampPercentage: 10, pauseDuration: '5s' }, { rampPercentage: 50, pauseDuration: '5s' }];
+const writeConcurrency = 20;
+
+// ---- processes: everything started here is stopped on every way out ----------------------------------------
+
+const dir = mkdtempSync(join(tmpdir(), 'glidepath-bench-scale-'));
+const children: ChildProcess[] = [];
+let servers: ServerProcess[] = [];
+let cleaning: Promise<void> | undefined;
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+function cleanup(keepLogs: boolean): Promise<void> {
+  cleaning ??= (async () => {
+    await Promise.all(children.map((c) => stopChild(c)));
+    await stopProcesses(servers);
+    if (keepLogs) console.log(`logs kept in ${dir}`);
+    else rmSync(dir, { recursive: true, force: true });
+  })();
+  return cleaning;
+}
+
+async function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return;
+  const exited = new Promise<void>((r) => child.once('exit', () => r()));
+  child.kill('SIGTERM');
+  if (await Promise.race([exited.then(() => true), sleep(graceMs).then(() => false)])) return;
+  child.kill('SIGKILL');
+  await exited;
+}
+
+// Last resort when the process ends without cleanup (an uncaught error): no child outlives it.
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null && c.signalCode === null) c.kill('SIGKILL');
+  for (const s of servers) {
+    try {
+      process.kill(s.pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+});
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    console.error(`\n${signal}: stopping`);
+    void cleanup(true).finally(() => process.exit(130));
+  });
+}
+
+function spawnNode(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
+  const log = openSync(join(dir, `${name}.log`), 'a');
+  const child = spawn(process.execPath, ['--import', 'tsx', join(root, script), ...args], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: '', ...env },
+    stdio: ['ignore', log, log],
+  });
+  children.push(child);
+  return child;
+}
+
+// ---- helpers --------------------------------------------------------------------------------------------------
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 500): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let last: unknown;
+  for (;;) {
+    try {
+      const v = await probe();
+      if (v !== undefined) return v;
+    } catch (err) {
+      last = err;
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? ` (${String(last)})` : ''}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Runs `fn` over `items`, `limit` at a time. */
+async function inBatches<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) await fn(items[next++]!);
+  }));
+}
+
+const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]! : NaN);
+const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
+
+/** VmRSS (kB) and CPU time (ms) of a process, from /proc. */
+function procStats(pid: number): { rssKb: number; cpuMs: number } | undefined {
+  try {
+    const rss = /VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' '); // fields from #3 (state) on
+    const ticks = Number(fields[11]) + Number(fields[12]); // utime + stime, in clock ticks (100 Hz on Linux)
+    return { rssKb: Number(rss?.[1] ?? 0), cpuMs: ticks * 10 };
+  } catch {
+    return undefined;
+  }
+}
+
+// ---- attribution of requests ---------------------------------------------------------------------------------
+
+/** Worker-side task operations: in the pods' namespace they are the pods' (and the server's own system workers'). */
+const isWorkerTaskOperation = (operation: string) => /^(Poll\w+TaskQueue|Respond\w+Task\w*|RecordActivityTaskHeartbeat\w*)$/.test(operation);
+/** Whether a frontend request is the controllers': see `attributionNote`. */
+const isControllers = (l: Labels) => l.namespace === controllerNamespace || (l.namespace === podNamespace && !isWorkerTaskOperation(l.operation ?? ''));
+const attributionNote =
+  `Temporal RPCs from the controller are counted by the dev server (${temporalRequestsMetric}{service_name="frontend", namespace, operation}): ` +
+  `every operation in namespace \`${controllerNamespace}\` (the controllers' RolloutWorkflows), plus in namespace \`${podNamespace}\` (the pods' ` +
+  `worker deployments) every operation except the worker task operations (Poll*TaskQueue, Respond*Task*, RecordActivityTaskHeartbeat), ` +
+  `which there are the pods' PollWorkflowTaskQueue/RespondWorkflowTaskCompleted and the server's own system workers'. ` +
+  `Idle figures subtract the server's own background in \`${controllerNamespace}\`, measured in the empty namespace \`${baselineNamespace}\`.`;
+
+const isWrite = (l: Labels) => kubeWriteVerbs.includes(l.verb ?? '');
+/** Kubernetes requests on resources (not /metrics, /healthz …). */
+const isResourceRequest = (l: Labels) => !!l.resource;
+/**
+ * What the controllers write: Glidepath's own resources, the versioned Deployments (not their status: the pod
+ * simulator writes that) and Events. Everything else written is the simulator's or the servers' own (leases, the
+ * apiserver's `kubernetes` endpoints every 10 s).
+ */
+const isControllersWrite = (l: Labels) =>
+  l.group === group || (l.group === 'apps' && l.resource === 'deployments' && l.subresource !== 'status') || l.resource === 'events';
+const kubeKey = (l: Labels) => `${l.verb} ${l.group ? `${l.group}/` : ''}${l.resource}${l.subresource ? `/${l.subresource}` : ''} (${l.code})`;
+
+// ---- sampling -------------------------------------------------------------------------------------------------
+
+interface Tick {
+  at: number;
+  /** Controllers' Temporal requests so far (cumulative), per namespace/operation. */
+  temporal?: Map<string, number>;
+  /** Kubernetes requests so far (cumulative), per verb and resource. */
+  kube?: Map<string, number>;
+  /** Writes the benchmark itself made so far. */
+  benchWrites: number;
+  rssKb: number;
+  cpuMs: number;
+  podsRssKb: number;
+  /** How long both scrapes took (the sampling's own cost on the servers). */
+  scrapeMs: number;
+}
+
+/** Every frontend request by namespace/operation (cumulative). */
+const byNamespaceOperation = (samples: Sample[]) => sumBy(samples, temporalRequestsMetric, () => true, (l) => `${l.namespace}\t${l.operation}`);
+const controllersTotal = (m: Map<string, number>) => {
+  let n = 0;
+  for (const [k, v] of m) {
+    const [namespace, operation] = k.split('\t');
+    if (isControllers({ namespace: namespace!, operation: operation! })) n += v;
+  }
+  return n;
+};
+const kubeByKey = (samples: Sample[]) => sumBy(samples, kubeRequestsMetric, isResourceRequest, (l) => `${kubeKey(l)}\t${isWrite(l) ? 'w' : 'r'}\t${isControllersWrite(l) ? '' : 'other'}`);
+
+let benchWrites = 0;
+const ticks: Tick[] = [];
+let samplerErrors = 0;
+let sampling = false;
+let samplerLoop: Promise<void> | undefined;
+
+// ---- the run --------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  const t0 = Date.now();
+  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with default settings; logs in ${dir}`);
+  const temporal = await startTemporal({
+    dir,
+    dynamicConfig: [
+      // A namespace holds 100 worker deployments by default; each resource is one.
+      `matching.maxDeployments=${resources + 100}`,
+      // Concurrent long polls per namespace and API (1200 by default): during phase 2 every resource has two pods.
+      `frontend.namespaceCount=${Math.max(1200, 2 * resources + 500)}`,
+      // Without these the metrics page grows by per-task-queue series to megabytes, too much to scrape every second.
+      'metrics.breakdownByTaskQueue=false',
+      'metrics.breakdownByBuildID=false',
+      'metrics.breakdownByPartition=false',
+    ],
+  });
+  servers = [temporal.process];
+  const kube = await startKube({ dir, crds: true });
+  servers = [...kube.processes, temporal.process]; // stop order: kube-controller-manager, apiserver, etcd, Temporal
+  const kc = new k8s.KubeConfig();
+  kc.loadFromFile(kube.kubeconfig);
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: k8sNamespace } } });
+  await custom.createNamespacedCustomObject({
+    group, version, namespace: k8sNamespace, plural: 'temporalconnections',
+    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: temporal.address } },
+  });
+
+  // The controllers' namespace, with Glidepath's search attributes (without them rollouts run without), and the baseline.
+  const connection = await Connection.connect({ address: temporal.address });
+  try {
+    for (const namespace of [controllerNamespace, baselineNamespace]) {
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+    }
+    const keyword = temporalProto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
+    await until('the search attributes registered', async () => {
+      await connection.operatorService.addSearchAttributes({ namespace: controllerNamespace, searchAttributes: Object.fromEntries(searchAttributeKeys.map((k) => [k.name, keyword])) });
+      const registered = (await connection.operatorService.listSearchAttributes({ namespace: controllerNamespace })).customAttributes ?? {};
+      return searchAttributeKeys.every((k) => k.name in registered) ? true : undefined;
+    }, 60_000, 1000);
+    // The frontend knows a new namespace after its namespace cache refreshes: until then every call in it fails.
+    await until('the new namespaces usable', async () => {
+      for (const namespace of [controllerNamespace, baselineNamespace]) await new Client({ connection, namespace }).workflow.count();
+      return true;
+    }, 60_000, 1000);
+  } finally {
+    await connection.close();
+  }
+
+  // Sampling starts before the controllers do: their start-up requests count.
+  sampling = true;
+  samplerLoop = sampler(temporal.metricsUrl, kc);
+  await until('the first sample', () => (ticks.some((t) => t.temporal && t.kube) ? true : undefined), 30_000, 200);
+
+  const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
+  const controllers = Array.from({ length: controllerCount }, (_, i) =>
+    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace], {
+      KUBECONFIG: kube.kubeconfig,
+      TEMPORAL_ADDRESS: temporal.address,
+    }),
+  );
+  controllerPids.push(...controllers.map((c) => c.pid!));
+  podsPid = pods.pid!;
+  for (const [i, c] of controllers.entries()) {
+    await until(`controller ${i} running`, () => {
+      if (c.exitCode !== null) throw new Error(`controller ${i} exited (${c.exitCode}); read ${join(dir, `controller-${i}.log`)}`);
+      return readFileSync(join(dir, `controller-${i}.log`), 'utf8').includes('glidepath controller running') ? true : undefined;
+    }, 120_000);
+  }
+  console.log(`servers and ${controllerCount} controller(s) up in ${secs(Date.now() - t0)}\n`);
+
+  // Each resource's status, as a watch delivers it: the times are when the benchmark saw each state.
+  const names = Array.from({ length: resources }, (_, i) => `r${i}`);
+  const created = new Map<string, number>();
+  const patched = new Map<string, number>();
+  const ready = new Map<string, number>(); // phase 1: Ready with a current version
+  const v1 = new Map<string, string>();
+  const current2 = new Map<string, number>(); // phase 2: a build other than v1 is current
+  const gone = new Map<string, number>(); // phase 2: v2 current and no deprecated version left
+  type Status = { phase?: string; currentVersion?: { buildID?: string }; deprecatedVersions?: unknown[] };
+  const observe = (obj: k8s.KubernetesObject & { status?: Status }) => {
+    const name = obj.metadata?.name ?? '';
+    const s = obj.status;
+    const now = Date.now();
+    const build = s?.currentVersion?.buildID;
+    if (!patched.has(name)) {
+      if (s?.phase === 'Ready' && build && created.has(name) && !ready.has(name)) {
+        ready.set(name, now);
+        v1.set(name, build);
+      }
+      return;
+    }
+    if (build && v1.has(name) && build !== v1.get(name)) {
+      if (!current2.has(name)) current2.set(name, now);
+      if (!(s?.deprecatedVersions ?? []).length && !gone.has(name)) gone.set(name, now);
+    }
+  };
+  const informer = k8s.makeInformer(kc, `/apis/${group}/${version}/namespaces/${k8sNamespace}/temporalworkerdeployments`, () =>
+    custom.listNamespacedCustomObject({ group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments' }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+  );
+  let informerStopped = false;
+  informer.on('add', observe);
+  informer.on('update', observe);
+  informer.on('error', () => {
+    if (!informerStopped) setTimeout(() => void informer.start().catch(() => {}), 1000);
+  });
+  await informer.start();
+
+  const twd = (name: string, marker: 'v1' | 'v2') => ({
+    apiVersion: `${group}/${version}`,
+    kind: 'TemporalWorkerDeployment',
+    metadata: { name, namespace: k8sNamespace },
+    spec: {
+      replicas: 1,
+      rollout: marker === 'v1' ? { strategy: 'AllAtOnce' } : { strategy: 'Progressive', steps },
+      sunset: { scaledownDelay: '0s', deleteDelay: '0s' },
+      workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: podNamespace },
+      template: { spec: { containers: [{ name: 'w', image: 'bench:1', env: [{ name: 'EXAMPLE_TASK_QUEUE', value: `scale-${name}` }, { name: 'MARKER', value: marker }] }] } },
+    },
+  });
+  const settle = (what: string, done: Map<string, number>, timeoutMs: number) =>
+    until(what, () => (done.size >= resources ? true : undefined), timeoutMs, 250).catch((err: Error) => console.log(`  ${err.message}: ${done.size}/${resources}`));
+
+  // Phase 1: create all, v1 AllAtOnce.
+  const phase1 = Date.now();
+  await inBatches(names, writeConcurrency, async (name) => {
+    await custom.createNamespacedCustomObject({ group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments', body: twd(name, 'v1') });
+    benchWrites++;
+    created.set(name, Date.now());
+  });
+  const phase1Created = Date.now();
+  await settle('every resource Ready with a current version', ready, phaseTimeoutMs);
+  const phase1End = Date.now();
+
+  // Phase 2: patch all to v2 Progressive.
+  const phase2 = Date.now();
+  await inBatches(names.filter((n) => ready.has(n)), writeConcurrency, async (name) => {
+    await custom.patchNamespacedCustomObject(
+      { group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments', name, body: { spec: twd(name, 'v2').spec } },
+      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    );
+    benchWrites++;
+    patched.set(name, Date.now());
+  });
+  const phase2Patched = Date.now();
+  await settle('v2 current everywhere', current2, phaseTimeoutMs);
+  const phase2End = Date.now();
+  await settle('old versions gone everywhere', gone, goneTimeoutMs);
+  const goneEnd = Date.now();
+
+  // Idle: once nothing moves, count over the window.
+  let idle: { window: [Tick, Tick]; quietAfterMs: number } | undefined;
+  if (idleSeconds > 0) {
+    const quietFrom = Date.now();
+    const quiet = await until('quiet (10 s without workflow progress or controller writes)', () => (isQuiet(10_000) ? true : undefined), 300_000, 1000).catch((err: Error) => {
+      console.log(`  ${err.message}: measuring anyway`);
+      return false;
+    });
+    const start = lastFullTick()!;
+    const idleStart = Date.now();
+    console.log(`idle window: ${idleSeconds} s from ${quiet ? 'quiet' : 'not quiet'} (${secs(idleStart - quietFrom)} after the rollouts)`);
+    await sleep(idleSeconds * 1000);
+    await until('a sample after the idle window', () => (lastFullTick() && lastFullTick()!.at >= start.at + idleSeconds * 1000 ? true : undefined), 30_000, 200);
+    idle = { window: [start, lastFullTick()!], quietAfterMs: idleStart - quietFrom };
+  }
+  informerStopped = true;
+  await informer.stop();
+  sampling = false;
+  await samplerLoop;
+
+  // ---- report ---------------------------------------------------------------------------------------------------
+  const perResource = (start: Map<string, number>, end: Map<string, number>) => [...end].filter(([n]) => start.has(n)).map(([n, t]) => t - start.get(n)!);
+  const phase1Times = perResource(created, ready);
+  const phase2Times = perResource(patched, current2);
+  const goneTimes = perResource(patched, gone);
+  const window = (from: number, to: number) => ticks.filter((t) => t.at >= from && t.at <= to && t.temporal && t.kube);
+  const rates = (from: number, to: number) => {
+    const ts = window(from - 1000, to + 1000);
+    const out: { temporal: number; kube: number; kubeWrites: number; controllerWrites: number }[] = [];
+    for (let i = 1; i < ts.length; i++) {
+      const [a, b] = [ts[i - 1]!, ts[i]!];
+      const dt = (b.at - a.at) / 1000;
+      const k = kubeDelta(b.kube!, a.kube!);
+      const bench = b.benchWrites - a.benchWrites;
+      out.push({
+        temporal: (controllersTotal(b.temporal!) - controllersTotal(a.temporal!)) / dt,
+        kube: (k.all - bench) / dt,
+        kubeWrites: (k.writes - bench) / dt,
+        controllerWrites: (k.controllerWrites - bench) / dt,
+      });
+    }
+    return out;
+  };
+  const totals = (from: number, to: number) => {
+    const ts = window(from - 1000, to + 1000);
+    const [a, b] = [ts[0], ts.at(-1)];
+    if (!a || !b || a === b) return undefined;
+    return { a, b, temporal: controllersTotal(b.temporal!) - controllersTotal(a.temporal!), seconds: (b.at - a.at) / 1000 };
+  };
+  const peak = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
+  const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+  const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
+  const runTicks = ticks.filter((t) => t.at >= phase1 && t.at <= goneEnd + 1000);
+  const peakRss = peak(runTicks.map((t) => t.rssKb));
+  const startRss = ticks.filter((t) => t.at < phase1).at(-1)?.rssKb ?? NaN;
+  const lastTick = ticks.at(-1);
+  const firstTick = ticks.find((t) => t.at >= phase1);
+  const cpuMs = lastTick && firstTick ? lastTick.cpuMs - firstTick.cpuMs : NaN;
+
+  console.log(`\n${attributionNote}`);
+  console.log(`Kubernetes requests are counted by kube-apiserver (${kubeRequestsMetric}), all clients but the benchmark's own writes; "controller writes" are those to glidepath.dev resources, Deployments (not their status, which the pod simulator writes) and Events.\n`);
+  console.log(`Results: ${resources} resources, ${controllerCount} controller process(es), light pods; v1 AllAtOnce, then v2 Progressive (${steps.map((s) => `${s.rampPercentage}% ${s.pauseDuration}`).join(', ')})`);
+  const phaseLine = (label: string, start: number, created: number, end: number, times: number[]) =>
+    console.log(`  ${label}: wall ${secs(end - start)} (writes took ${secs(created - start)}); per resource p50 ${secs(pct(times, 50))}, p95 ${secs(pct(times, 95))}, max ${secs(peak(times))}; ${times.length}/${resources} complete`);
+  phaseLine('phase 1, create → Ready with v1 current', phase1, phase1Created, phase1End, phase1Times);
+  phaseLine('phase 2, patch → v2 current          ', phase2, phase2Patched, phase2End, phase2Times);
+  console.log(`  phase 2, patch → old version gone:      wall ${secs(goneEnd - phase2)}; per resource p50 ${secs(pct(goneTimes, 50))}, p95 ${secs(pct(goneTimes, 95))}; ${goneTimes.length}/${resources} within ${secs(goneTimeoutMs)} more`);
+  console.log(`  controller RSS peak: ${mb(peakRss)} (sum over ${controllerCount} process(es); target ≤ 300 MB; ${mb(startRss)} started, before any resource); CPU ${secs(cpuMs)} over ${secs(goneEnd - phase1)} (${f1(cpuMs / (goneEnd - phase1))} cores); pods process peak RSS ${mb(peak(runTicks.map((t) => t.podsRssKb)))}`);
+  for (const [label, from, to] of [['phase 1', phase1, phase1End], ['phase 2', phase2, goneEnd]] as const) {
+    const r = rates(from, to);
+    const tot = totals(from, to);
+    console.log(
+      `  ${label}: Temporal RPS from the controller peak ${f0(peak(r.map((x) => x.temporal)))} (target ≤ 50), mean ${f1(tot ? tot.temporal / tot.seconds : NaN)}, ` +
+        `${f0(tot?.temporal ?? NaN)} in all (${f1((tot?.temporal ?? NaN) / resources)} per resource); ` +
+        `Kubernetes requests/s peak ${f0(peak(r.map((x) => x.kube)))}, writes/s peak ${f0(peak(r.map((x) => x.kubeWrites)))}, controller writes/s peak ${f0(peak(r.map((x) => x.controllerWrites)))}`,
+    );
+  }
+  // What the controller called in phase 2, per resource: where its Temporal requests go.
+  const p2 = totals(phase2, goneEnd);
+  if (p2) {
+    const ops = [...p2.b.temporal!].map(([k, v]) => [k, v - (p2.a.temporal!.get(k) ?? 0)] as const).filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
+    console.log('  phase 2 controller RPCs per resource, by namespace and operation:');
+    for (const [k, v] of ops.sort((x, y) => y[1] - x[1])) console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
+  }
+
+  // Errors.
+  const runAll = totals(phase1, goneEnd);
+  const failed = (op: string) => (runAll ? (runAll.b.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) - (runAll.a.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) : NaN);
+  const logLines = (file: string) => {
+    try {
+      return readFileSync(join(dir, file), 'utf8').split('\n');
+    } catch {
+      return [];
+    }
+  };
+  const controllerErrors = Array.from({ length: controllerCount }, (_, i) => logLines(`controller-${i}.log`)).flat().filter((l) => /error/i.test(l));
+  // A light pod's failed poll or answer, and the simulator's failed reconciles and hooks (not its scale lines).
+  const podErrors = logLines('pods.log').filter((l) => /light pod \S+: |pod simulator: \S+: /.test(l) && !/ pods \d+ → \d+$/.test(l));
+  console.log(
+    `  errors: ${resources - phase1Times.length} not Ready in phase 1, ${resources - phase2Times.length} without v2 current in phase 2; ` +
+      `workflow task failures ${f0(failed('RespondWorkflowTaskFailed'))}, activity attempts failed ${f0(failed('RespondActivityTaskFailed'))} (namespace ${controllerNamespace}); ` +
+      `controller log lines with 'error' ${controllerErrors.length}; pod simulator errors ${podErrors.length}; ` +
+      `failed scrapes ${samplerErrors} (of ${ticks.length}, p50 ${f0(pct(ticks.map((t) => t.scrapeMs), 50))} ms each)`,
+  );
+  const distinct = (lines: string[]) => [...new Set(lines.map((l) => l.replace(/^\S+Z /, '').replace(/\d+/g, 'N').slice(0, 160)))].slice(0, 5);
+  for (const l of distinct(controllerErrors)) console.log(`    controller: ${l}`);
+  for (const l of distinct(podErrors)) console.log(`    pods: ${l}`);
+
+  if (idle) {
+    const [a, b] = idle.window;
+    const hours = (b.at - a.at) / 3_600_000;
+    const perResourceHour = (n: number) => (n / resources / hours).toFixed(2);
+    console.log(`\nIdle: ${secs(b.at - a.at)} with ${resources} resources (after ${secs(idle.quietAfterMs)} to settle), per resource-hour (count / ${resources} / ${hours.toFixed(4)} h):`);
+    const temporalDelta = new Map([...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)]));
+    const baseline = (op: string) => temporalDelta.get(`${baselineNamespace}\t${op}`) ?? 0;
+    let total = 0;
+    const rows: [string, number, number][] = [];
+    for (const [k, v] of temporalDelta) {
+      const [namespace, operation] = k.split('\t') as [string, string];
+      if (!isControllers({ namespace, operation })) continue;
+      const own = namespace === controllerNamespace ? Math.max(0, v - baseline(operation)) : v;
+      if (v > 0) rows.push([`${namespace}  ${operation}`, v, own]);
+      total += own;
+    }
+    console.log(`  Temporal RPCs from the controller: ${perResourceHour(total)} per resource-hour (target ≤ 12)`);
+    console.log(`    ${'namespace  operation'.padEnd(60)} ${'count'.padStart(7)} ${'less server bg'.padStart(15)} ${'per res-hour'.padStart(13)}`);
+    for (const [k, v, own] of rows.sort((x, y) => y[2] - x[2])) console.log(`    ${k.padEnd(60)} ${String(v).padStart(7)} ${String(own).padStart(15)} ${perResourceHour(own).padStart(13)}`);
+    const unattributed = [...temporalDelta].filter(([k, v]) => v > 0 && k.startsWith('_unknown_'));
+    if (unattributed.length) console.log(`    not attributable (no namespace): ${unattributed.map(([k, v]) => `${k.split('\t')[1]} ${v}`).join(', ')}`);
+    const kd = new Map([...b.kube!].map(([k, v]) => [k, v - (a.kube!.get(k) ?? 0)]));
+    const writes = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'w');
+    const controllerWrites = writes.filter(([k]) => k.split('\t')[2] !== 'other').reduce((s, [, v]) => s + v, 0);
+    const reads = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'r').reduce((s, [, v]) => s + v, 0);
+    console.log(`  Kubernetes writes by the controller: ${perResourceHour(controllerWrites)} per resource-hour (target 0); all reads ${perResourceHour(reads)} per resource-hour`);
+    for (const [k, v] of writes.sort((x, y) => y[1] - x[1])) {
+      const [what, , owner] = k.split('\t');
+      console.log(`    ${what!.padEnd(60)} ${String(v).padStart(7)} ${perResourceHour(v).padStart(13)}${owner === 'other' ? '  (not the controller: simulator or servers)' : ''}`);
+    }
+  }
+  console.log(`\ntotal ${secs(Date.now() - t0)}`);
+}
+
+interface KubeDelta {
+  all: number;
+  writes: number;
+  controllerWrites: number;
+}
+function kubeDelta(after: Map<string, number>, before: Map<string, number>): KubeDelta {
+  const d: KubeDelta = { all: 0, writes: 0, controllerWrites: 0 };
+  for (const [k, v] of after) {
+    const n = v - (before.get(k) ?? 0);
+    const [, kind, owner] = k.split('\t');
+    d.all += n;
+    if (kind === 'w') {
+      d.writes += n;
+      if (owner !== 'other') d.controllerWrites += n;
+    }
+  }
+  return d;
+}
+
+const controllerPids: number[] = [];
+let podsPid: number | undefined;
+
+/** One sample a second until `sampling` ends; a failed scrape leaves a gap (and is counted). */
+async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
+  while (sampling) {
+    const started = Date.now();
+    const [temporal, kube] = await Promise.all([
+      scrapeTemporal(metricsUrl).then(byNamespaceOperation).catch(() => (samplerErrors++, undefined)),
+      scrapeKube(kc).then(kubeByKey).catch(() => (samplerErrors++, undefined)),
+    ]);
+    const procs = controllerPids.map(procStats);
+    ticks.push({
+      at: Date.now(),
+      temporal,
+      kube,
+      benchWrites,
+      rssKb: procs.reduce((s, p) => s + (p?.rssKb ?? 0), 0),
+      cpuMs: procs.reduce((s, p) => s + (p?.cpuMs ?? 0), 0),
+      podsRssKb: (podsPid && procStats(podsPid)?.rssKb) || 0,
+      scrapeMs: Date.now() - started,
+    });
+    await sleep(Math.max(0, 1000 - (Date.now() - started)));
+  }
+}
+
+function lastFullTick(): Tick | undefined {
+  for (let i = ticks.length - 1; i >= 0; i--) if (ticks[i]!.temporal && ticks[i]!.kube) return ticks[i];
+  return undefined;
+}
+
+/** No workflow progress in the controllers' namespace (no task completed, no signal) and no controller writes for `ms`. */
+function isQuiet(ms: number): boolean {
+  const b = lastFullTick();
+  const a = ticks.find((t) => t.temporal && t.kube && t.at >= (b?.at ?? 0) - ms);
+  if (!a || !b || b.at - a.at < ms * 0.9) return false;
+  for (const [k, v] of b.temporal!) {
+    const [namespace, operation] = k.split('\t');
+    if (namespace === controllerNamespace && !operation!.startsWith('Poll') && v - (a.temporal!.get(k) ?? 0) > 0) return false;
+  }
+  return kubeDelta(b.kube!, a.kube!).controllerWrites - (b.benchWrites - a.benchWrites) === 0;
+}
+
+// The whole run is bounded: phases, settling and idle, plus start-up and slack.
+const hardLimitMs = 3 * phaseTimeoutMs + goneTimeoutMs + (idleSeconds + 300) * 1000 + 600_000;
+const hardLimit = setTimeout(() => {
+  console.error(`\nthe benchmark ran over its limit (${secs(hardLimitMs)}): stopping`);
+  void cleanup(true).finally(() => process.exit(3));
+}, hardLimitMs);
+hardLimit.unref();
+
+try {
+  await main();
+  await cleanup(values.keep ?? false);
+  process.exit(0);
+} catch (err) {
+  console.error(`\nbenchmark failed: ${(err as Error).stack ?? String(err)}`);
+  sampling = false;
+  await cleanup(true);
+  process.exit(1);
+}
