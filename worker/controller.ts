@@ -2,7 +2,11 @@
  * The controller process: a Temporal Worker on the `glidepath` task queue (RolloutWorkflow + activities)
  * and the watcher, in one Node process.
  */
-import { hostname } from 'node:os';
+import { execFile } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { hostname, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
@@ -14,6 +18,7 @@ import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
+export const defaultMaxCachedWorkflows = 250;
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -34,6 +39,11 @@ export interface ControllerOptions {
   /** How often the watcher sends every resource's spec again (default 10 minutes). */
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   signalDeployments?: WatcherOptions['signalDeployments'];
+  /**
+   * Workflows kept in memory between their tasks (default 250): more costs memory, fewer costs CPU (an evicted
+   * rollout replays its history at its next task). See the README's "Scale" section.
+   */
+  maxCachedWorkflows?: number;
   /** A prebuilt bundle (tests build it once for many controllers). */
   workflowBundle?: WorkflowBundle;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -55,6 +65,21 @@ export function installRuntime(level: LogLevel): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({ logger: new DefaultLogger(level) });
+}
+
+/**
+ * The bundle built by a child process (worker/bundle.ts): the controller's own memory then holds the bundle's
+ * code, not webpack's heap.
+ */
+export async function rolloutBundleApart(): Promise<WorkflowBundle> {
+  const dir = mkdtempSync(join(tmpdir(), 'glidepath-bundle-'));
+  const out = join(dir, 'workflows.js');
+  try {
+    await promisify(execFile)(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./bundle.ts', import.meta.url)), out], { env: { ...process.env, NODE_OPTIONS: '' } });
+    return { code: readFileSync(out, 'utf8') };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 let bundle: Promise<WorkflowBundle> | undefined;
@@ -85,6 +110,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     identity,
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
+    maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the

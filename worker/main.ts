@@ -10,6 +10,7 @@
  *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
  *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default "glidepath",
  *                               or "glidepath/<task queue>" with another --task-queue)
+ *   --max-cached-workflows N    rollouts kept in memory between their workflow tasks (250): memory against CPU
  * TLS and API key follow Temporal's env conventions: TEMPORAL_TLS_CLIENT_CERT_PATH,
  * TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME, TEMPORAL_API_KEY.
  * GLIDEPATH_LOG_LEVEL sets the SDK's log level (INFO).
@@ -19,7 +20,7 @@ import { parseArgs } from 'node:util';
 import { loadKubeConfig } from '../activities/kubernetes/client.js';
 import { parseDuration } from '../api/duration.js';
 import type { LogLevel } from '@temporalio/worker';
-import { installRuntime, startController } from './controller.js';
+import { installRuntime, rolloutBundleApart, startController } from './controller.js';
 
 const { values } = parseArgs({
   options: {
@@ -30,12 +31,24 @@ const { values } = parseArgs({
     namespace: { type: 'string', multiple: true },
     'resync-interval': { type: 'string' },
     'manager-identity': { type: 'string' },
+    'max-cached-workflows': { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME]');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N]');
   process.exit(0);
+}
+
+/** A flag that must be a whole number ≥ 0 (absent: undefined). */
+function count(flag: 'max-cached-workflows'): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  if (!/^\d+$/.test(raw)) {
+    console.error(`--${flag}: "${raw}" is not a whole number`);
+    process.exit(2);
+  }
+  return Number(raw);
 }
 
 const env = process.env;
@@ -63,6 +76,8 @@ const controller = await startController({
   namespaces: values.namespace ?? env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean),
   resyncIntervalMs: values['resync-interval'] ? parseDuration(values['resync-interval']) : undefined,
   managerIdentity: values['manager-identity'],
+  maxCachedWorkflows: count('max-cached-workflows'),
+  workflowBundle: await rolloutBundleApart(),
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });
