@@ -26,7 +26,11 @@ export interface Sample {
 }
 
 const labelPattern = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"/g;
-const unescape = (v: string) => v.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c));
+/**
+ * A label value of its own: a regexp match is a slice of the whole page (megabytes), and a slice kept in a map
+ * key would keep the page alive with it, one page per scrape.
+ */
+const unescape = (v: string) => Buffer.from(v.replace(/\\(.)/g, (_, c: string) => (c === 'n' ? '\n' : c))).toString();
 
 /** Parses the Prometheus text format, keeping only samples of the named metrics. */
 export function parsePrometheus(text: string, names: string[]): Sample[] {
@@ -73,11 +77,26 @@ export async function scrapeTemporal(metricsUrl: string): Promise<Sample[]> {
   return parsePrometheus(await res.text(), [temporalRequestsMetric]).filter((s) => s.labels.service_name === 'frontend');
 }
 
+type RequestOptions = NonNullable<Parameters<typeof request>[1]>;
+const optionsByConfig = new WeakMap<k8s.KubeConfig, Promise<RequestOptions>>();
+/**
+ * The kubeconfig's credentials and TLS settings, made once: each applyToHTTPSOptions makes a new agent with its
+ * own TLS context, a few megabytes that a scrape a second would pile up.
+ */
+function httpsOptions(kc: k8s.KubeConfig): Promise<RequestOptions> {
+  let options = optionsByConfig.get(kc);
+  if (!options) {
+    const o: RequestOptions = { method: 'GET', timeout: 10_000 };
+    options = kc.applyToHTTPSOptions(o).then(() => o);
+    optionsByConfig.set(kc, options);
+  }
+  return options;
+}
+
 /** kube-apiserver's request counters, read with the kubeconfig's credentials and TLS settings. */
 export async function scrapeKube(kc: k8s.KubeConfig): Promise<Sample[]> {
   const url = new URL('/metrics', kc.getCurrentCluster()!.server);
-  const options: Parameters<typeof request>[1] = { method: 'GET', timeout: 10_000 };
-  await kc.applyToHTTPSOptions(options);
+  const options = { ...(await httpsOptions(kc)) };
   const text = await new Promise<string>((resolve, reject) => {
     const req = request(url, options, (res) => {
       let body = '';
