@@ -13,7 +13,8 @@
  * `apiserver_request_total`, scraped every second.
  *
  * Options: --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
- * --keep (keep the servers' and processes' logs).
+ * --keep (keep the servers' and processes' logs), --controller-flag=FLAG (repeatable: passed to every controller,
+ * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -40,6 +41,7 @@ const { values, positionals } = parseArgs({
     timeout: { type: 'string' },
     'gone-timeout': { type: 'string' },
     keep: { type: 'boolean' },
+    'controller-flag': { type: 'string', multiple: true },
   },
 });
 const resources = Number(positionals[0] ?? 100);
@@ -48,7 +50,7 @@ const idleSeconds = Number(values.idle ?? 0);
 const phaseTimeoutMs = Number(values.timeout ?? 600 + resources) * 1000;
 const goneTimeoutMs = Number(values['gone-timeout'] ?? 180) * 1000;
 if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep]');
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]...');
   process.exit(2);
 }
 
@@ -225,7 +227,7 @@ let samplerLoop: Promise<void> | undefined;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with default settings; logs in ${dir}`);
+  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}; logs in ${dir}`);
   const temporal = await startTemporal({
     dir,
     dynamicConfig: [
@@ -279,7 +281,7 @@ async function main(): Promise<void> {
 
   const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
   const controllers = Array.from({ length: controllerCount }, (_, i) =>
-    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace], {
+    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, ...(values['controller-flag'] ?? [])], {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
     }),
