@@ -1,7 +1,7 @@
 /**
  * `TemporalWorkerDeployment`: the spec a user applies and the status Glidepath writes. Field for field
  * compatible with temporal-worker-controller's v1alpha1, so its users migrate by changing `apiVersion`.
- * The CRD YAML (`k8s-manifests/crds/`) is generated from these schemas.
+ * The CRD YAML (`k8s-manifests/base/crds/`) is generated from these schemas.
  */
 import { z } from 'zod';
 import { withCel } from './cel.js';

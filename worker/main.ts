@@ -6,7 +6,7 @@
  *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
  *   --task-queue NAME           default "glidepath"
  *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated);
- *                               with it the controller needs only the namespaced Role (k8s-manifests/rbac/namespaced/)
+ *                               with it the controller needs only the namespaced Role (k8s-manifests/overlays/namespaced/)
  *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
  *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default "glidepath",
  *                               or "glidepath/<task queue>" with another --task-queue)

@@ -6,7 +6,7 @@ import { execFileSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const crdDir = join(dirname(fileURLToPath(import.meta.url)), '../../k8s-manifests/crds');
+export const crdDir = join(dirname(fileURLToPath(import.meta.url)), '../../k8s-manifests/base/crds');
 
 export function installCrds(kubeconfig: string, kubectl: string): void {
   const run = (...args: string[]) =>

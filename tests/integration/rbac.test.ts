@@ -1,5 +1,5 @@
 /**
- * k8s-manifests/rbac/ is enough: the controller, authenticated as the glidepath ServiceAccount, rolls a resource
+ * k8s-manifests/base/rbac.yaml is enough: the controller, authenticated as the glidepath ServiceAccount, rolls a resource
  * out and deletes it; and it cannot do what it does not need. The namespaced variant is enough for a controller
  * run with `--namespace`.
  */
@@ -10,7 +10,8 @@ import { group, version } from '../../api/common.js';
 import { startController, type Controller } from '../../worker/controller.js';
 import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
 
-const rbac = fileURLToPath(new URL('../../k8s-manifests/rbac/', import.meta.url));
+const rbac = fileURLToPath(new URL('../../k8s-manifests/base/rbac.yaml', import.meta.url));
+const namespacedRbac = fileURLToPath(new URL('../../k8s-manifests/overlays/namespaced/role.yaml', import.meta.url));
 const kubectl = (...args: string[]) =>
   execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], { encoding: 'utf8' }).trim();
 
@@ -87,7 +88,7 @@ test('the controller runs as the glidepath ServiceAccount with only the ClusterR
 test('with --namespace the controller needs only the namespaced Role: a rollout to current and not one watch error', async () => {
   await controller?.stop();
   controller = undefined;
-  kubectl('apply', '-n', env.namespace, '-f', `${rbac}namespaced/`);
+  kubectl('apply', '-n', env.namespace, '-f', namespacedRbac);
   const lines: string[] = [];
   controller = await startController({
     kubeConfig: kubeConfigAs('glidepath', env.namespace),
