@@ -281,7 +281,7 @@ async function main(): Promise<void> {
 
   const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
   const controllers = Array.from({ length: controllerCount }, (_, i) =>
-    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, ...(values['controller-flag'] ?? [])], {
+    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, '--metrics-bind-address=0', '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
     }),

@@ -42,6 +42,9 @@ export function prng(seed: number): () => number {
   };
 }
 
+/** Controllers started side by side (and beside `npm start`) must not all bind :8080 and :8081. */
+const noServedPorts = ['--metrics-bind-address=0', '--health-probe-bind-address=0'];
+
 export interface ControllerProcess {
   child: ChildProcess;
   exited: Promise<void>;
@@ -53,7 +56,7 @@ export interface ControllerProcess {
  */
 export function startControllerProcess(opts: { namespace: string; logFile: string; env?: Record<string, string> }): Promise<ControllerProcess> {
   appendFileSync(opts.logFile, `\n==== ${new Date().toISOString()} controller start\n`);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', opts.namespace, '--task-queue', `glidepath-${opts.namespace}`], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', opts.namespace, '--task-queue', `glidepath-${opts.namespace}`, ...noServedPorts], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', GLIDEPATH_DRAIN_POLL_MAX: '1000', GLIDEPATH_LOG_LEVEL: 'WARN', ...opts.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -13,7 +13,7 @@ let controller: ChildProcess | undefined;
 
 /** Starts `worker/main.ts` (what `npm start` runs) for this test's namespace; resolves once it is watching. */
 function startControllerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', env.namespace, '--task-queue', `glidepath-${env.namespace}`], {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', env.namespace, '--task-queue', `glidepath-${env.namespace}`, '--metrics-bind-address=0', '--health-probe-bind-address=0'], {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', GLIDEPATH_DRAIN_POLL_MAX: '1000' },
     stdio: ['ignore', 'pipe', 'pipe'],

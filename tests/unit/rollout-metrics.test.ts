@@ -1,0 +1,59 @@
+import { RolloutMetric, transitionMetrics, type TransitionSeen } from '../../workflows/metrics.js';
+import { errorKind, resourceGauges } from '../../worker/metrics.js';
+import { ApplicationFailure } from '@temporalio/common';
+import { TransientError } from '../../activities/errors.js';
+
+const t0 = '2026-11-23T10:00:00.000Z';
+const at = (s: number) => new Date(Date.parse(t0) + s * 1000);
+const names = (r: ReturnType<typeof transitionMetrics>) => r.points.map((p) => p.metric).filter((m) => m !== RolloutMetric.transitions);
+
+describe('transitionMetrics', () => {
+  const base = (over: Partial<TransitionSeen>): TransitionSeen => ({ before: { phase: 'Ready', reason: 'RolloutComplete', since: t0 }, phase: 'Deploying', reason: 'Deploying', target: { buildId: 'v2' }, now: at(10), ...over });
+
+  test.each<[string, Partial<TransitionSeen>, string[]]>([
+    ['the first transition of a new target starts a rollout, and times the phase left', {}, [RolloutMetric.phaseSeconds, RolloutMetric.started]],
+    ['a step counts once per step index', { before: { phase: 'WaitingForPollers', reason: 'WaitingForPollers', since: t0, measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Ramping', reason: 'Ramping', target: { buildId: 'v2', stepIndex: 0 } }, [RolloutMetric.phaseSeconds, RolloutMetric.stepTransitions]],
+    ['the same step again (a new message) is not another step', { before: { phase: 'Ramping', reason: 'Ramping', since: t0, measured: { buildId: 'v2', startedAt: t0, stepIndex: 0 } }, phase: 'Ramping', reason: 'Ramping', target: { buildId: 'v2', stepIndex: 0 } }, []],
+    ['completion: counted with the rollout\'s duration', { before: { phase: 'Ramping', reason: 'Ramping', since: t0, measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Ready', reason: 'RolloutComplete', target: undefined }, [RolloutMetric.phaseSeconds, RolloutMetric.rolloutSeconds, RolloutMetric.completed]],
+    ['Ready again without a measured rollout (a resync) is no completion', { before: { phase: 'Paused', reason: 'Paused', since: t0 }, phase: 'Ready', reason: 'RolloutComplete', target: undefined }, [RolloutMetric.phaseSeconds]],
+    ['an abort', { before: { phase: 'Ramping', reason: 'Ramping', since: t0, measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Aborted', reason: 'AnalysisFailed' }, [RolloutMetric.phaseSeconds, RolloutMetric.aborted]],
+    ['a rollback is a rollback, not an abort', { before: { phase: 'Ramping', reason: 'Ramping', since: t0, measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Aborted', reason: 'RolledBack' }, [RolloutMetric.phaseSeconds, RolloutMetric.rolledBack]],
+    ['a failure, by reason', { before: { phase: 'WaitingForPollers', reason: 'WaitingForPollers', since: t0, measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Failed', reason: 'ProgressDeadlineExceeded' }, [RolloutMetric.phaseSeconds, RolloutMetric.failed]],
+  ])('%s', (_, over, expected) => {
+    expect(names(transitionMetrics(base(over)))).toEqual(expected);
+  });
+
+  test('durations are workflow time between transitions, in seconds', () => {
+    const r = transitionMetrics(base({ before: { phase: 'Ramping', reason: 'Ramping', since: at(4).toISOString(), measured: { buildId: 'v2', startedAt: t0 } }, phase: 'Ready', reason: 'RolloutComplete', target: undefined, now: at(10) }));
+    expect(r.points.find((p) => p.metric === RolloutMetric.phaseSeconds)).toEqual({ metric: RolloutMetric.phaseSeconds, value: 6, tags: { phase: 'Ramping' } });
+    expect(r.points.find((p) => p.metric === RolloutMetric.rolloutSeconds)?.value).toBe(10);
+    expect(r.measured).toBeUndefined();
+  });
+
+  test('every transition is counted by phase and reason', () => {
+    expect(transitionMetrics(base({})).points[0]).toEqual({ metric: RolloutMetric.transitions, value: 1, tags: { phase: 'Deploying', reason: 'Deploying' } });
+  });
+});
+
+describe('resourceGauges', () => {
+  test('one phase at 1, every other at 0; the ramp of the target', () => {
+    const g = resourceGauges({ phase: 'Ramping', targetVersion: { rampPercentage: 25 } });
+    expect(g.ramp).toBe(25);
+    expect(Object.entries(g.phases).filter(([, v]) => v === 1)).toEqual([['Ramping', 1]]);
+    expect(Object.keys(g.phases)).toContain('Ready');
+  });
+  test('a resource gone reports nothing: every phase 0, ramp 0', () => {
+    const g = resourceGauges(undefined);
+    expect(g.ramp).toBe(0);
+    expect(Object.values(g.phases).every((v) => v === 0)).toBe(true);
+  });
+});
+
+describe('errorKind', () => {
+  test.each<[string, unknown, string]>([
+    ['an ApplicationFailure by its type', ApplicationFailure.nonRetryable('no', 'Permanent'), 'Permanent'],
+    ['a transient error', new TransientError('later'), 'transient'],
+    ['any other error by its name', new TypeError('x'), 'TypeError'],
+    ['a thrown string', 'oops', 'string'],
+  ])('%s', (_, err, kind) => expect(errorKind(err)).toBe(kind));
+});

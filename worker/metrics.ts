@@ -1,0 +1,92 @@
+/**
+ * The controller's `/metrics`: the SDK's Prometheus exporter serves the Temporal runtime's metrics (`temporal_…`)
+ * and Glidepath's (`glidepath_…`) on one address. The rollout metrics come from the workflows
+ * (workflows/metrics.ts); here are the ones only the process sees: activity errors, and gauges of every
+ * resource's status as the watcher reads it (every replica reports the same truth, so a dashboard takes `max`).
+ */
+import { ApplicationFailure } from '@temporalio/common';
+import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
+import { Phase } from '../api/temporal-worker-deployment.js';
+import { TransientError } from '../activities/errors.js';
+import { durationBuckets, RolloutMetric, rolloutMetricDescriptions } from '../workflows/metrics.js';
+
+export const ProcessMetric = {
+  activityErrors: 'glidepath_activity_errors_total',
+  rampPercentage: 'glidepath_rollout_ramp_percentage',
+  phase: 'glidepath_rollout_phase',
+} as const;
+
+/** The runtime's metrics options for a Prometheus endpoint on `host:port`. */
+export function prometheusMetrics(bind: { host: string; port: number }): NonNullable<NonNullable<RuntimeOptions['telemetryOptions']>['metrics']> {
+  const host = bind.host.includes(':') ? `[${bind.host}]` : bind.host;
+  return {
+    prometheus: {
+      bindAddress: `${host}:${bind.port}`,
+      countersTotalSuffix: false, // our counters are named with `_total` already
+      histogramBucketOverrides: { [RolloutMetric.phaseSeconds]: durationBuckets, [RolloutMetric.rolloutSeconds]: durationBuckets },
+    },
+  };
+}
+
+/**
+ * Every counter at 0 from the start: a counter that has not counted yet would be absent, and a dashboard's
+ * `rate()` or `increase()` of it empty rather than 0.
+ */
+export function initializeCounters(): void {
+  const meter = Runtime.instance().metricMeter;
+  const counters = [RolloutMetric.started, RolloutMetric.completed, RolloutMetric.aborted, RolloutMetric.rolledBack, RolloutMetric.failed, RolloutMetric.stepTransitions, RolloutMetric.transitions];
+  for (const name of counters) meter.createCounter(name, '1', rolloutMetricDescriptions[name]).add(0);
+  meter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription).add(0);
+}
+
+const activityErrorsDescription = 'Failed activity attempts, by activity and kind';
+
+/** What kind of failure an activity ended with: its ApplicationFailure type, `transient`, or the error's name. */
+export function errorKind(err: unknown): string {
+  if (err instanceof ApplicationFailure && err.type) return err.type;
+  if (err instanceof TransientError) return 'transient';
+  if (err instanceof Error && err.name === 'CancelledFailure') return 'cancelled';
+  return err instanceof Error ? err.name : typeof err;
+}
+
+/** Counts every failed activity attempt by activity type and kind. */
+export function activityErrorCounter(): (ctx: { info: { activityType: string } }) => { inbound: ActivityInboundCallsInterceptor } {
+  const counter = () => Runtime.instance().metricMeter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription);
+  return (ctx) => ({
+    inbound: {
+      async execute(input, next) {
+        try {
+          return await next(input);
+        } catch (err) {
+          counter().add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
+          throw err;
+        }
+      },
+    },
+  });
+}
+
+/** The status of a resource as the watcher sees it (absent: the resource is gone). */
+export interface SeenStatus {
+  phase?: string;
+  targetVersion?: { rampPercentage?: number };
+}
+
+/**
+ * The gauge values for one resource: its ramp (0 without a target) and a 1 for its phase, 0 for every other
+ * (so a phase a resource left does not keep reporting it). Pure.
+ */
+export function resourceGauges(status: SeenStatus | undefined): { ramp: number; phases: Record<string, number> } {
+  const phases: Record<string, number> = {};
+  for (const phase of Object.values(Phase)) phases[phase] = status?.phase === phase ? 1 : 0;
+  return { ramp: status?.targetVersion?.rampPercentage ?? 0, phases };
+}
+
+/** Sets the resource gauges on each sighting of a resource (the watcher's informer events). */
+export function recordResourceGauges(resource: { namespace: string; name: string }, status: SeenStatus | undefined): void {
+  const meter = Runtime.instance().metricMeter;
+  const { ramp, phases } = resourceGauges(status);
+  meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', 'The target version\'s ramp, per resource').set(ramp, resource);
+  const phase = meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and not in (0)');
+  for (const [name, value] of Object.entries(phases)) phase.set(value, { ...resource, phase: name });
+}
