@@ -4,7 +4,7 @@
  * (workflows/metrics.ts); here are the ones only the process sees: activity errors, and gauges of every
  * resource's status as the watcher reads it (every replica reports the same truth, so a dashboard takes `max`).
  */
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, type MetricCounter, type MetricGauge } from '@temporalio/common';
 import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
 import { Phase } from '../api/temporal-worker-deployment.js';
 import { TransientError } from '../activities/errors.js';
@@ -51,14 +51,15 @@ export function errorKind(err: unknown): string {
 
 /** Counts every failed activity attempt by activity type and kind. */
 export function activityErrorCounter(): (ctx: { info: { activityType: string } }) => { inbound: ActivityInboundCallsInterceptor } {
-  const counter = () => Runtime.instance().metricMeter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription);
+  let counter: MetricCounter | undefined;
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
         try {
           return await next(input);
         } catch (err) {
-          counter().add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
+          counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription);
+          counter.add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
           throw err;
         }
       },
@@ -82,11 +83,16 @@ export function resourceGauges(status: SeenStatus | undefined): { ramp: number; 
   return { ramp: status?.targetVersion?.rampPercentage ?? 0, phases };
 }
 
+let gauges: { ramp: MetricGauge; phase: MetricGauge } | undefined;
+
 /** Sets the resource gauges on each sighting of a resource (the watcher's informer events). */
 export function recordResourceGauges(resource: { namespace: string; name: string }, status: SeenStatus | undefined): void {
   const meter = Runtime.instance().metricMeter;
+  gauges ??= {
+    ramp: meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', 'The target version\'s ramp, per resource'),
+    phase: meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and not in (0)'),
+  };
   const { ramp, phases } = resourceGauges(status);
-  meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', 'The target version\'s ramp, per resource').set(ramp, resource);
-  const phase = meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and not in (0)');
-  for (const [name, value] of Object.entries(phases)) phase.set(value, { ...resource, phase: name });
+  gauges.ramp.set(ramp, resource);
+  for (const [name, value] of Object.entries(phases)) gauges.phase.set(value, { ...resource, phase: name });
 }
