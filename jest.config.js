@@ -1,6 +1,7 @@
-// Four tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
+// Five tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
 // kube-apiserver + etcd + kube-controller-manager + Temporal dev server + simulated pods), chaos (faults:
-// the controller SIGKILLed, the servers restarted).
+// the controller SIGKILLed, the servers restarted), e2e (a real node: containerd + kubelet, the images installed
+// with kubectl apply -k).
 const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },
@@ -32,6 +33,13 @@ export default {
       testMatch: ['<rootDir>/tests/chaos/**/*.test.ts'],
       globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
       globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
+    },
+    {
+      ...common,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/tests/e2e/**/*.test.ts'],
+      globalSetup: '<rootDir>/tests/e2e/global-setup.mjs',
+      globalTeardown: '<rootDir>/tests/e2e/global-teardown.mjs',
     },
   ],
   testTimeout: 120_000,

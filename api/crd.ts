@@ -4,8 +4,10 @@
  */
 import { z } from 'zod';
 import { dnsLabelPattern, group, version } from './common.js';
+import { ConnectionSpec } from './connection.js';
 import { TemporalConnectionSpec } from './temporal-connection.js';
 import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
+import { WorkerDeploymentSpec } from './worker-deployment.js';
 
 /** A JSON Schema node, as much of it as a CRD's structural schema holds. */
 export type JsonSchema = { [key: string]: unknown };
@@ -35,6 +37,8 @@ export function toStructural(node: JsonSchema): JsonSchema {
       continue; // any value is kept as it is
     } else if (key === 'items' || (key === 'additionalProperties' && typeof value === 'object')) {
       out[key] = toStructural(value as JsonSchema);
+    } else if (key === 'anyOf') {
+      out.anyOf = (value as JsonSchema[]).map(toStructural);
     } else if (key === 'additionalProperties') {
       continue; // `false` is implied by a structural schema (unknown fields are pruned)
     } else {
@@ -58,6 +62,8 @@ interface CrdOptions {
   printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
   /** Restricts metadata.name beyond kube-apiserver's DNS subdomain rule. */
   namePattern?: string;
+  /** Default: Namespaced. */
+  scope?: 'Namespaced' | 'Cluster';
 }
 
 function crd(o: CrdOptions) {
@@ -68,7 +74,7 @@ function crd(o: CrdOptions) {
     spec: {
       group,
       names: { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular: o.kind.toLowerCase(), shortNames: o.shortNames, categories: ['glidepath'] },
-      scope: 'Namespaced',
+      scope: o.scope ?? 'Namespaced',
       versions: [
         {
           name: version,
@@ -110,21 +116,54 @@ function constrainContainers(template: JsonSchema) {
 }
 
 /**
- * Both CRDs. `podTemplateSpec` is Kubernetes' own PodTemplateSpec schema (structural, refs resolved), so
- * the pod template is checked at `kubectl apply` as a Deployment's would be.
+ * Replaces our PodTemplate at `path` (property names from the spec) with Kubernetes' own PodTemplateSpec schema,
+ * keeping our CEL rules, so the pod template is checked at `kubectl apply` as a Deployment's would be.
  */
-export function renderCrds(podTemplateSpec: JsonSchema) {
-  const spec = toStructural(jsonSchemaOf(TemporalWorkerDeploymentSpec));
-  const properties = spec.properties as Record<string, JsonSchema>;
-  const ourTemplate = properties.template!;
-  properties.template = {
-    ...podTemplateSpec,
+function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: JsonSchema, note = '') {
+  const parent = path.slice(0, -1).reduce((node, key) => (node.properties as Record<string, JsonSchema>)[key]!, spec);
+  const properties = parent.properties as Record<string, JsonSchema>;
+  const key = path[path.length - 1]!;
+  const ours = properties[key]!;
+  properties[key] = {
+    // A copy for each place: the YAML then repeats it instead of using anchors.
+    ...structuredClone(podTemplateSpec),
     // As zod: without `spec`, the restartPolicy rule fails to evaluate and names `spec.template`, not the field.
     required: ['spec'],
-    description: 'The pods of each version (a PodTemplateSpec; restartPolicy must be Always)',
-    'x-kubernetes-validations': ourTemplate['x-kubernetes-validations'],
+    description: `The pods of each version (a PodTemplateSpec; restartPolicy must be Always)${note}`,
+    'x-kubernetes-validations': ours['x-kubernetes-validations'],
   };
-  constrainContainers(properties.template);
+  constrainContainers(properties[key]);
+}
+
+/** What `kubectl get` prints for either kind of resource. */
+const resourceColumns = [
+  { name: 'Current', type: 'string', jsonPath: '.status.currentVersion.buildID', description: 'Current build ID' },
+  { name: 'Target', type: 'string', jsonPath: '.status.targetVersion.buildID', description: 'Target build ID' },
+  { name: 'Ramp %', type: 'number', jsonPath: '.status.targetVersion.rampPercentage', description: 'Share of new executions on the target' },
+  { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+  // "Paused (42s left in step 1/3): looking at errors", the abort reason, what is retried.
+  { name: 'Message', type: 'string', jsonPath: '.status.message', description: 'Where the rollout stands, in words' },
+];
+const connectionColumns = [
+  { name: 'Host', type: 'string', jsonPath: '.spec.hostPort' },
+  { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+];
+
+/**
+ * Every CRD: ours (TemporalWorkerDeployment, TemporalConnection) and temporal-worker-controller's ≥ 1.7 kinds
+ * (WorkerDeployment, Connection, ClusterConnection). `podTemplateSpec` is Kubernetes' own PodTemplateSpec schema
+ * (structural, refs resolved). Short names differ from each other and from the other controller's (`wd`,
+ * `wdeployment`), which may still be installed while its users move over.
+ */
+export function renderCrds(podTemplateSpec: JsonSchema) {
+  const twdSpec = toStructural(jsonSchemaOf(TemporalWorkerDeploymentSpec));
+  embedPodTemplate(twdSpec, ['template'], podTemplateSpec);
+  const wdSpec = toStructural(jsonSchemaOf(WorkerDeploymentSpec));
+  embedPodTemplate(wdSpec, ['deployment', 'template'], podTemplateSpec);
+  embedPodTemplate(wdSpec, ['template'], podTemplateSpec, '; deprecated: use spec.deployment.template');
+  const status = toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus));
+  const connectionStatus = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
   return [
     crd({
       kind: 'TemporalWorkerDeployment',
@@ -132,28 +171,43 @@ export function renderCrds(podTemplateSpec: JsonSchema) {
       shortNames: ['twd'],
       // A DNS-1123 label: Temporal refuses "." in the worker deployment name `<namespace>/<name>`.
       namePattern: dnsLabelPattern,
-      spec,
-      status: toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus)),
-      printerColumns: [
-        { name: 'Current', type: 'string', jsonPath: '.status.currentVersion.buildID', description: 'Current build ID' },
-        { name: 'Target', type: 'string', jsonPath: '.status.targetVersion.buildID', description: 'Target build ID' },
-        { name: 'Ramp %', type: 'number', jsonPath: '.status.targetVersion.rampPercentage', description: 'Share of new executions on the target' },
-        { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
-        { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-        // "Paused (42s left in step 1/3): looking at errors", the abort reason, what is retried.
-        { name: 'Message', type: 'string', jsonPath: '.status.message', description: 'Where the rollout stands, in words' },
-      ],
+      spec: twdSpec,
+      status,
+      printerColumns: resourceColumns,
     }),
     crd({
       kind: 'TemporalConnection',
       plural: 'temporalconnections',
       shortNames: ['tconn'],
       spec: toStructural(jsonSchemaOf(TemporalConnectionSpec)),
-      status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
-      printerColumns: [
-        { name: 'Host', type: 'string', jsonPath: '.spec.hostPort' },
-        { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
-      ],
+      status: connectionStatus,
+      printerColumns: connectionColumns,
+    }),
+    crd({
+      kind: 'WorkerDeployment',
+      plural: 'workerdeployments',
+      shortNames: ['gwd'],
+      namePattern: dnsLabelPattern,
+      spec: wdSpec,
+      status,
+      printerColumns: resourceColumns,
+    }),
+    crd({
+      kind: 'Connection',
+      plural: 'connections',
+      shortNames: ['gconn'],
+      spec: toStructural(jsonSchemaOf(ConnectionSpec)),
+      status: connectionStatus,
+      printerColumns: connectionColumns,
+    }),
+    crd({
+      kind: 'ClusterConnection',
+      plural: 'clusterconnections',
+      shortNames: ['gcconn'],
+      scope: 'Cluster',
+      spec: toStructural(jsonSchemaOf(ConnectionSpec)),
+      status: connectionStatus,
+      printerColumns: connectionColumns,
     }),
   ];
 }

@@ -1,7 +1,14 @@
-/** `TemporalConnection`: how workers (and the gate) reach a Temporal server. Compatible with TWC's v1alpha1. */
+/**
+ * How workers (and the gate) reach a Temporal server: the spec of `TemporalConnection`, and of the `Connection` and
+ * cluster-scoped `ClusterConnection` of temporal-worker-controller ≥ 1.7 (api/connection.ts). One schema for all
+ * three, so a connection of any kind is the same thing to the rest of Glidepath.
+ */
 import { z } from 'zod';
 import { withCel } from './cel.js';
 import { KeySelector, ObjectMeta, SecretRef, apiVersion } from './common.js';
+
+const onlyOneCredential = 'only one of mutualTLSSecretRef or apiKeySecretRef may be set';
+const caWithMtls = 'tls.caCertSecretRef cannot be combined with mutualTLSSecretRef: put the CA in that Secret\'s ca.crt key instead';
 
 export const TemporalConnectionSpec = withCel(
   z
@@ -11,22 +18,26 @@ export const TemporalConnectionSpec = withCel(
         .regex(/^[a-zA-Z0-9.-]+:[0-9]+$/, 'must be host:port, e.g. "temporal-frontend.temporal:7233"')
         .describe('The host and port of the Temporal frontend'),
       tls: z
-        .object({ serverName: z.string().optional().describe('Overrides the TLS server name') })
+        .object({
+          serverName: z.string().optional().describe('Overrides the TLS server name'),
+          caCertSecretRef: SecretRef.optional().describe(
+            'A Secret whose ca.crt the workers and Glidepath trust for the server certificate (turns TLS on); for a ClusterConnection, in the namespace of each resource that uses it',
+          ),
+        })
         .optional()
-        .describe('Server TLS settings; TLS is on whenever mTLS or an API key is configured'),
+        .describe('Server TLS settings; TLS is on whenever mTLS, an API key or a CA is configured'),
       mutualTLSSecretRef: SecretRef.optional().describe(
         'A kubernetes.io/tls (or Opaque) Secret with tls.crt, tls.key and optionally ca.crt',
       ),
       apiKeySecretRef: KeySelector.optional().describe('The Secret key holding an API key'),
     })
-    .refine((s) => !(s.mutualTLSSecretRef && s.apiKeySecretRef), {
-      message: 'only one of mutualTLSSecretRef or apiKeySecretRef may be set',
-      path: ['apiKeySecretRef'],
-    }),
+    .refine((s) => !(s.mutualTLSSecretRef && s.apiKeySecretRef), { message: onlyOneCredential, path: ['apiKeySecretRef'] })
+    .refine((s) => !(s.mutualTLSSecretRef && s.tls?.caCertSecretRef), { message: caWithMtls, path: ['tls', 'caCertSecretRef'] }),
+  { rule: '!(has(self.mutualTLSSecretRef) && has(self.apiKeySecretRef))', message: onlyOneCredential, fieldPath: '.apiKeySecretRef' },
   {
-    rule: '!(has(self.mutualTLSSecretRef) && has(self.apiKeySecretRef))',
-    message: 'only one of mutualTLSSecretRef or apiKeySecretRef may be set',
-    fieldPath: '.apiKeySecretRef',
+    rule: '!(has(self.mutualTLSSecretRef) && has(self.tls) && has(self.tls.caCertSecretRef))',
+    message: caWithMtls,
+    fieldPath: '.tls.caCertSecretRef',
   },
 );
 export type TemporalConnectionSpec = z.infer<typeof TemporalConnectionSpec>;

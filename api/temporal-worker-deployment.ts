@@ -158,8 +158,23 @@ export const Sunset = z.object({
     .describe('What happens to executions still pinned to a version after maxDrainDuration'),
 });
 
+/** The kinds a connectionRef may name; the default depends on the resource's kind (api/kinds.ts). */
+export const ConnectionRefKind = z.enum(['TemporalConnection', 'Connection', 'ClusterConnection']);
+export type ConnectionRefKind = z.infer<typeof ConnectionRefKind>;
+
+export const ConnectionRef = z
+  .object({
+    name: dnsLabel,
+    // No default here: it differs per resource kind, and the apiserver's defaults must equal zod's.
+    kind: ConnectionRefKind.optional().describe(
+      'TemporalConnection (the default for a TemporalWorkerDeployment), Connection (the default for a WorkerDeployment) or ClusterConnection',
+    ),
+  })
+  .describe('A TemporalConnection or Connection in the same namespace, or a ClusterConnection');
+export type ConnectionRef = z.infer<typeof ConnectionRef>;
+
 export const WorkerOptions = z.object({
-  connectionRef: z.object({ name: dnsLabel }).describe('A TemporalConnection in the same namespace'),
+  connectionRef: ConnectionRef,
   temporalNamespace: z.string().min(1).describe('The Temporal namespace the workers poll'),
   // Refused when a label value or Temporal cannot hold it (pattern and maxLength in the CRD too), never rewritten.
   unsafeCustomBuildID: z
@@ -204,17 +219,35 @@ export const PodTemplate = withCel(
 );
 export type PodTemplate = z.infer<typeof PodTemplate>;
 
+/**
+ * The versioned Deployments' own settings, without defaults: a TemporalWorkerDeployment sets them at the top of
+ * its spec (defaulted below), a WorkerDeployment in `spec.deployment` (api/worker-deployment.ts).
+ */
+export const DeploymentFields = {
+  replicas: () => integer(z.int32().min(0)),
+  minReadySeconds: () => integer(z.int32().min(0)),
+  progressDeadlineSeconds: () => integer(z.int32().min(1)),
+} as const;
+export const DeploymentFieldDescriptions = {
+  replicas: 'Pods of each version that gets traffic',
+  minReadySeconds: 'Seconds a pod must be ready to count as available',
+  progressDeadlineSeconds: 'Seconds a new version may take to become available before the rollout fails',
+} as const;
+/** What a spec without them gets. */
+export const DeploymentDefaults = { replicas: 1, minReadySeconds: 0, progressDeadlineSeconds: 600 } as const;
+export const SunsetDefaults = { scaledownDelay: '1h', deleteDelay: '24h' } as const;
+
 export const TemporalWorkerDeploymentSpec = withCel(
   z
     .object({
-      replicas: integer(z.int32().min(0)).default(1).describe('Pods of each version that gets traffic'),
+      replicas: DeploymentFields.replicas().default(DeploymentDefaults.replicas).describe(DeploymentFieldDescriptions.replicas),
       template: PodTemplate,
-      minReadySeconds: integer(z.int32().min(0)).default(0).describe('Seconds a pod must be ready to count as available'),
-      progressDeadlineSeconds: integer(z.int32().min(1))
-        .default(600)
-        .describe('Seconds a new version may take to become available before the rollout fails'),
+      minReadySeconds: DeploymentFields.minReadySeconds().default(DeploymentDefaults.minReadySeconds).describe(DeploymentFieldDescriptions.minReadySeconds),
+      progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds()
+        .default(DeploymentDefaults.progressDeadlineSeconds)
+        .describe(DeploymentFieldDescriptions.progressDeadlineSeconds),
       rollout: Rollout,
-      sunset: Sunset.default({ scaledownDelay: '1h', deleteDelay: '24h' }),
+      sunset: Sunset.default(SunsetDefaults),
       workerOptions: WorkerOptions,
     })
     .refine((s) => s.progressDeadlineSeconds > s.minReadySeconds, {

@@ -1,5 +1,6 @@
 /**
- * Simulated pods: there is no kubelet here, so for every Deployment Glidepath owns this starts as many real
+ * Simulated pods: there is no kubelet here, so for every Deployment Glidepath owns (or temporal-worker-controller
+ * made: its labels, a worker deployment's version before Glidepath adopts it) this starts as many real
  * versioned Temporal workers as it has replicas, from the pod template's env, stops them on scale-down or
  * delete, and writes the Deployment's status as the deployment controller and kubelet would.
  * `EXAMPLE_NEVER_READY=true` in the env keeps its pods from ever becoming ready.
@@ -9,6 +10,7 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
+import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
 import { LightPod, LightPodConnections } from './light-pod.js';
@@ -72,8 +74,8 @@ export class PodSimulator {
     this.log = options.log ?? (() => {});
     if (options.light) this.lightConnections = new LightPodConnections();
     this.apps = kc.makeApiClient(k8s.AppsV1Api);
-    const selector = `${Labels.managedBy}=${managerName}`;
-    this.informer = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => this.apps.listDeploymentForAllNamespaces({ labelSelector: selector }), selector);
+    // Every Deployment (one label selector cannot say "ours or the other controller's"); `enqueue` picks.
+    this.informer = k8s.makeInformer(kc, '/apis/apps/v1/deployments', () => this.apps.listDeploymentForAllNamespaces());
     this.informer.on('add', (d) => this.enqueue(d, false));
     this.informer.on('update', (d) => this.enqueue(d, false));
     this.informer.on('delete', (d) => this.enqueue(d, true));
@@ -102,6 +104,8 @@ export class PodSimulator {
 
   private enqueue(d: k8s.V1Deployment, deleted: boolean) {
     if (this.options.namespaces && !this.options.namespaces.includes(d.metadata?.namespace ?? '')) return;
+    const labels = d.metadata?.labels ?? {};
+    if (labels[Labels.managedBy] !== managerName && !labels[ForeignLabels.buildId]) return;
     const key = `${d.metadata!.namespace}/${d.metadata!.name}`;
     let sim = this.deployments.get(key);
     if (!sim) {
@@ -139,7 +143,7 @@ export class PodSimulator {
     while (sim.pods.length > want) await sim.pods.pop()!.stop();
     while (sim.pods.length < want) sim.pods.push(await this.startPod(key, env));
     if (before !== sim.pods.length) {
-      this.scaleEvents.push({ namespace: d.metadata!.namespace!, name: d.metadata!.name!, buildId: d.metadata?.labels?.[Labels.buildId] ?? '', from: before, to: sim.pods.length, at: Date.now() });
+      this.scaleEvents.push({ namespace: d.metadata!.namespace!, name: d.metadata!.name!, buildId: d.metadata?.labels?.[Labels.buildId] ?? d.metadata?.labels?.[ForeignLabels.buildId] ?? '', from: before, to: sim.pods.length, at: Date.now() });
       this.log(`pod simulator: ${key} pods ${before} → ${sim.pods.length}`);
     }
     if (deleted) {

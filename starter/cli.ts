@@ -1,97 +1,198 @@
 /**
- * `npm run glidepath -- <command> <namespace>/<name> [...]`: talk to a resource's RolloutWorkflow.
+ * The `glidepath` CLI: `kubectl glidepath …` (the `kubectl-glidepath` bin), `npx glidepath …`, or
+ * `npm run glidepath -- …` in a checkout. Talks to each resource's RolloutWorkflow in the controller's Temporal:
  *
- *   status   NS/NAME                        the rollout as the workflow sees it
- *   history  NS/NAME                        who did what and why (controls, transitions, refusals)
- *   pause    NS/NAME [REASON]               hold the rollout (a running pause timer stops counting)
- *   resume   NS/NAME [REASON]
- *   promote  NS/NAME [--full] [REASON]      end the step waiting for promotion (--full: make the target current now)
- *   abort    NS/NAME [REASON]               stop: the target gets no new work and is sunset
- *   rollback NS/NAME [--to BUILD] [REASON]  route back to the previous current build (or BUILD)
- *   retry    NS/NAME [REASON]               roll an aborted build out again
- *   list                                    every rollout with its phase and builds
+ *   status   [NS/NAME] [--watch]              the rollout live: ramp and step, time left, versions, open executions
+ *   list                                      running rollouts with their phase and builds
+ *   history  NS/NAME                          who did what and why (controls, transitions, refusals)
+ *   pause|resume|abort|retry NS/NAME [REASON…]
+ *   promote  NS/NAME [--full] [REASON…]       end the step waiting for promotion (--full: make the target current now)
+ *   rollback NS/NAME [--to BUILD] [REASON…]   route back to the previous current build (or BUILD)
  *
  * Controls are updates: the workflow answers with the status once the control took effect, or refuses it
- * (printed as `refused: <why>`, exit 1). Uses TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE (as `.dev/env.sh` sets them).
- * The same names work with `temporal workflow update execute|signal --workflow-id glidepath/NS/NAME --name pause`.
+ * (`refused: <why>`, exit 1). `--output json|yaml` for scripts; the exit codes are in ./cli/exit-codes.ts. The same
+ * names work with `temporal workflow update execute --workflow-id glidepath/NS/NAME --name pause`.
  */
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
-import * as k8s from '@kubernetes/client-node';
-import { Client, Connection, WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
+import { basename } from 'node:path';
+import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { rolloutWorkflowId } from '../api/names.js';
-import { history, status, updates, type AbortRequest, type ControlName, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
-import type { HistoryEntry, RolloutStatus } from '../workflows/state.js';
+import pc from 'picocolors';
+import { history, updates, type AbortRequest, type ControlName, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
+import type { RolloutStatus } from '../workflows/state.js';
+import { currentBuildKey, phaseKey, targetBuildKey } from '../workflows/search-attributes.js';
 import { refusalReason } from './annotations.js';
+import { parseResourceRef, parseWorkflowId, type ResourceRef } from './cli/config.js';
+import { CliError, ExitCode, errorMessage, exitCodeOf } from './cli/exit-codes.js';
+import { parseInvocation, type GlobalOptions, type Invocation } from './cli/program.js';
+import { formatData, plain, renderHistory, renderList, renderRollout, renderUnavailable, type Colors, type ListRow } from './cli/render.js';
+import { Session, updateTimeoutMs, type ListedResource } from './cli/session.js';
+import { rolloutView, type RolloutView } from './cli/view.js';
+import { watch, type WatchIo } from './cli/watch.js';
 
 /** Every control's request in one type, so one call sends any of them. */
 type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
-
-const usage = [
-  'usage: glidepath status|history <namespace>/<name>',
-  '       glidepath pause|resume|abort|retry <namespace>/<name> [reason]',
-  '       glidepath promote <namespace>/<name> [--full] [reason]',
-  '       glidepath rollback <namespace>/<name> [--to BUILD] [reason]',
-  '       glidepath list',
-].join('\n');
 
 /** What each control did, for the first word of its answer. */
 const done: Record<ControlName, string> = {
   pause: 'paused', resume: 'resumed', abort: 'aborted', promote: 'promoted', rollback: 'rolled back', retry: 'retrying',
 };
 
-export async function main(argv: string[]): Promise<string> {
-  const [command, target, ...rest] = argv;
-  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS ?? 'localhost:7233' });
-  const client = new Client({ connection, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' });
+/** Where the CLI writes and reads; the process's own by default. */
+export interface CliIo extends WatchIo {
+  env: NodeJS.ProcessEnv;
+  /** `glidepath`, or `kubectl glidepath` as the kubectl plugin. */
+  name: string;
+}
+
+const processIo = (): CliIo => ({ stdout: process.stdout, stdin: process.stdin, env: process.env, name: programName(process.argv[1]) });
+
+/** The name people typed: `kubectl glidepath` for the plugin, else `glidepath`. */
+export function programName(script: string | undefined): string {
+  return script && basename(script).startsWith('kubectl-') ? 'kubectl glidepath' : 'glidepath';
+}
+
+/**
+ * Runs one command line and returns what to print (a watch draws on `io.stdout` itself and returns '' when it
+ * ends). A failure is thrown: a CliError (or an error `exitCodeOf` knows) with the message to print.
+ */
+export async function main(argv: string[], io: Partial<CliIo> = {}): Promise<string> {
+  const cio: CliIo = { ...processIo(), ...io };
+  const invocation = await parseInvocation(argv, cio.name);
+  if (invocation.command === 'help') return invocation.text.trimEnd();
+  const g = invocation.globals;
+  const colors = useColors(g, cio) ? pc.createColors(true) : plain;
+  const session = new Session(g);
   try {
-    if (command === 'list') return await list(client);
-    const match = /^([a-z0-9-]+)\/([a-z0-9-]+)$/.exec(target ?? '');
-    if (!command || !match) throw new Error(usage);
-    const handle = client.workflow.getHandle(rolloutWorkflowId(match[1]!, match[2]!));
-    if (command === 'status') return JSON.stringify(await handle.query(status), null, 2);
-    if (command === 'history') return formatHistory(await handle.query(history));
-    if (!(command in updates)) throw new Error(`unknown command "${command}"\n${usage}`);
-    const control = command as ControlName;
-    const args = parseArgs(rest);
-    const request: AnyControlRequest = { reason: args.reason, identity: identity(), requestId: randomUUID() };
-    // promote and abort name the build they mean: one that a newer build superseded meanwhile is refused.
-    if (control === 'promote' || control === 'abort') request.buildId = (await handle.query(status)).target?.buildId;
-    if (control === 'promote') request.full = args.full;
-    if (control === 'rollback') request.toBuildId = args.to;
-    const answer = await send(handle, control, request);
-    return `${done[control]} ${target}: ${answer.phase}${answer.message ? ` — ${answer.message}` : ''}`;
+    switch (invocation.command) {
+      case 'status':
+        return await status(session, invocation, colors, cio);
+      case 'list':
+        return await list(session, g, colors);
+      case 'history': {
+        const ref = resourceRef(session, invocation.resource);
+        const entries = await session.query(ref, (h) => h.query(history));
+        return g.output === 'table' ? renderHistory(entries, colors) : formatData(entries, g.output);
+      }
+      default:
+        return await control(session, invocation, colors);
+    }
   } finally {
-    await connection.close();
+    await session.close();
   }
 }
 
-/** `[--full] [--to BUILD] words…`: the flags, and the rest as the reason. */
-function parseArgs(rest: string[]): { full: boolean; to?: string; reason?: string } {
-  const words: string[] = [];
-  let to: string | undefined;
-  for (let i = 0; i < rest.length; i++) {
-    if (rest[i] === '--to') to = rest[++i];
-    else if (rest[i] !== '--full') words.push(rest[i]!);
-  }
-  if (rest.includes('--to') && !to) throw new Error(`--to needs a build ID\n${usage}`);
-  return { full: rest.includes('--full'), to, reason: words.join(' ') || undefined };
+function useColors(g: GlobalOptions, io: CliIo): boolean {
+  if (!g.color || g.output !== 'table' || io.env.NO_COLOR) return false;
+  if (io.env.FORCE_COLOR && io.env.FORCE_COLOR !== '0') return true;
+  return io.stdout.isTTY === true && io.env.TERM !== 'dumb';
 }
 
-/** Runs a control as an update; a refusal becomes `refused: <why>`. */
+/** NAMESPACE/NAME, or NAME in the namespace `-n` or the kube context gives (the kubeconfig is read only then). */
+function resourceRef(session: Session, text: string): ResourceRef {
+  return parseResourceRef(text, text.includes('/') ? 'default' : session.flags.namespace ?? session.kube().namespace);
+}
+
+/** One resource's rollout, or why it cannot be shown. */
+interface Entry {
+  ref: ListedResource;
+  view?: RolloutView;
+  error?: string;
+}
+
+async function status(session: Session, inv: Extract<Invocation, { command: 'status' }>, colors: Colors, io: CliIo): Promise<string> {
+  const g = inv.globals;
+  const single = inv.resource ? resourceRef(session, inv.resource) : undefined;
+  const where = g.allNamespaces ? 'any namespace' : `namespace ${g.namespace ?? session.kube().namespace}`;
+
+  const entries = async (): Promise<Entry[]> => {
+    const refs: ListedResource[] = single ? [single] : await session.resources(g.allNamespaces);
+    return mapLimited(refs, 8, async (ref) => {
+      try {
+        const s = await session.status(ref);
+        return { ref, view: rolloutView(ref, s, await session.openExecutions(ref, s), Date.now()) };
+      } catch (err) {
+        const code = exitCodeOf(err);
+        // One resource: its error is the command's. Several: a missing rollout is a line among the others.
+        if (single || code === ExitCode.CannotConnect) throw err;
+        if (code === ExitCode.NotFound) return { ref, error: `no rollout workflow${ref.phase ? ` (resource phase ${ref.phase})` : ''}: is the controller running against this Temporal?` };
+        return { ref, error: (err as Error).message };
+      }
+    });
+  };
+  const asData = (list: Entry[]) => {
+    const data = list.map((e) => e.view ?? { namespace: e.ref.namespace, name: e.ref.name, error: e.error });
+    return single ? data[0] : data;
+  };
+  const width = io.stdout.columns ?? 120;
+  const barSize = Math.max(10, Math.min(40, width - 70));
+  const render = (list: Entry[]): string => {
+    if (g.output !== 'table') return formatData(asData(list), g.output);
+    if (!list.length) return `no TemporalWorkerDeployments in ${where}`;
+    const now = Date.now();
+    return list.map((e) => (e.view ? renderRollout(e.view, { colors, now, barSize }) : renderUnavailable(e.ref, e.error ?? '', colors)).join('\n')).join('\n\n');
+  };
+
+  if (!inv.watch) return render(await entries());
+  const title = `${io.name} status ${inv.resource ?? (g.allNamespaces ? '-A' : `-n ${g.namespace ?? session.kube().namespace}`)}`;
+  const frame =
+    g.output === 'table'
+      ? async () => render(await entries())
+      : async () => (g.output === 'json' ? JSON.stringify(asData(await entries())) : `---\n${formatData(asData(await entries()), 'yaml')}`);
+  await watch(io, inv.intervalMs, frame, (at) => colors.dim(`${title}   every ${inv.intervalMs / 1000}s   ${at.toLocaleTimeString()}   (q or Ctrl-C to quit)`));
+  return '';
+}
+
+async function list(session: Session, g: GlobalOptions, colors: Colors): Promise<string> {
+  const namespace = g.allNamespaces ? undefined : (g.namespace ?? session.kube().namespace);
+  const client = await session.client();
+  const rows: ListRow[] = [];
+  for await (const wf of client.workflow.list({ query: `WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'` })) {
+    const ref = parseWorkflowId(wf.workflowId);
+    if (!ref || (namespace && ref.namespace !== namespace)) continue;
+    const sa = wf.typedSearchAttributes;
+    rows.push({
+      ...ref,
+      ...optional('phase', sa.get(phaseKey)),
+      ...optional('current', sa.get(currentBuildKey)),
+      ...optional('target', sa.get(targetBuildKey)),
+      started: wf.startTime.toISOString(),
+    });
+  }
+  rows.sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+  if (g.output !== 'table') return formatData(rows, g.output);
+  return rows.length ? renderList(rows, { colors, now: Date.now() }) : `no rollouts running in ${namespace ? `namespace ${namespace}` : 'any namespace'}`;
+}
+
+const optional = <K extends string>(key: K, value: string | undefined) => (value ? ({ [key]: value } as Record<K, string>) : {});
+
+async function control(session: Session, inv: Extract<Invocation, { command: ControlName }>, colors: Colors): Promise<string> {
+  const ref = resourceRef(session, inv.resource);
+  const name = inv.command;
+  const request: AnyControlRequest = { reason: inv.reason, identity: identity(session), requestId: randomUUID() };
+  // promote and abort name the build they mean: one that a newer build superseded meanwhile is refused.
+  if (name === 'promote' || name === 'abort') request.buildId = (await session.status(ref)).target?.buildId;
+  if (name === 'promote') request.full = inv.full === true;
+  if (name === 'rollback') request.toBuildId = inv.to;
+  const answer = await session.query(ref, (h) => send(h, name, request), updateTimeoutMs);
+  if (inv.globals.output !== 'table') return formatData(answer, inv.globals.output);
+  return `${done[name]} ${ref.namespace}/${ref.name}: ${colors.bold(answer.phase)}${answer.message ? ` — ${answer.message}` : ''}`;
+}
+
+/** Runs a control as an update; a refusal becomes `refused: <why>` (exit 1). */
 async function send(handle: WorkflowHandle, control: ControlName, request: AnyControlRequest): Promise<RolloutStatus> {
   const update = updates[control] as UpdateDefinition<RolloutStatus, [AnyControlRequest]>;
   try {
     return await handle.executeUpdate(update, { args: [request], updateId: request.requestId });
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) throw new Error(`refused: ${refusalReason(control, err.cause?.message ?? err.message)}`);
+    if (err instanceof WorkflowUpdateFailedError) throw new CliError(`refused: ${refusalReason(control, err.cause?.message ?? err.message)}`, ExitCode.Failed);
     throw err;
   }
 }
 
 /** `alice (kube context kind-dev)`: the OS user, and the kube context in use if there is one. */
-export function identity(): string {
+export function identity(session: Session): string {
   let user = 'unknown';
   try {
     user = userInfo().username;
@@ -100,44 +201,46 @@ export function identity(): string {
   }
   let context: string | undefined;
   try {
-    const kc = new k8s.KubeConfig();
-    kc.loadFromDefault();
-    // With no kubeconfig, client-node makes one up under this name.
-    context = kc.getCurrentContext() !== 'loaded-context' ? kc.getCurrentContext() || undefined : undefined;
+    context = session.kube().context;
   } catch {
     // an unreadable kubeconfig names no context
   }
   return context ? `${user} (kube context ${context})` : user;
 }
 
-/** History as aligned columns: at, who, what, why. */
-export function formatHistory(entries: HistoryEntry[]): string {
-  if (!entries.length) return 'no history yet';
-  const rows = entries.map((e) => [
-    e.at,
-    e.who,
-    `${e.kind === 'refused' ? 'refused ' : ''}${e.what}${e.buildId ? ` ${e.buildId}` : ''}`,
-    e.why,
-  ]);
-  const widths = [0, 1, 2].map((i) => Math.max(...rows.map((r) => r[i]!.length)));
-  return rows.map((r) => r.map((cell, i) => (i < 3 ? cell.padEnd(widths[i]!) : cell)).join('  ').trimEnd()).join('\n');
+/** Runs `items` through `fn`, at most `limit` at once, keeping their order. */
+async function mapLimited<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const lane = async () => {
+    while (next < items.length) {
+      const i = next++;
+      results[i] = await fn(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return results;
 }
 
-async function list(client: Client): Promise<string> {
-  const lines: string[] = [];
-  for await (const wf of client.workflow.list({ query: `WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'` })) {
-    const sa = wf.searchAttributes as Record<string, unknown[] | undefined>;
-    lines.push(`${wf.workflowId}\t${sa.GlidepathPhase?.[0] ?? ''}\tcurrent=${sa.GlidepathCurrentBuild?.[0] ?? ''}\ttarget=${sa.GlidepathTargetBuild?.[0] ?? ''}`);
+/** Runs the CLI as a program: prints the answer or the error, and returns the exit code. */
+export async function run(argv: string[] = process.argv.slice(2), io: Partial<CliIo> = {}): Promise<number> {
+  const stdout = io.stdout ?? process.stdout;
+  try {
+    const out = await main(argv, io);
+    if (out) stdout.write(`${out}\n`);
+    return ExitCode.Ok;
+  } catch (err) {
+    process.stderr.write(`${err instanceof CliError ? '' : 'error: '}${errorMessage(err)}\n`);
+    return exitCodeOf(err);
   }
-  return lines.join('\n') || 'no rollouts running';
 }
 
-if (process.argv[1]?.endsWith('cli.ts')) {
-  main(process.argv.slice(2)).then(
-    (out) => console.log(out),
-    (err: Error) => {
-      console.error(err.message);
-      process.exit(1);
-    },
-  );
+/** Exits once stdout has taken everything (a pipe may still be writing). */
+export function exitWith(code: number): void {
+  process.stdout.write('', () => process.exit(code));
+}
+
+// `tsx starter/cli.ts …` and `node dist/starter/cli.js …` (the bins import this module and call run themselves).
+if (/[\\/]starter[\\/]cli\.[jt]s$/.test(process.argv[1] ?? '')) {
+  void run().then(exitWith);
 }

@@ -1,7 +1,9 @@
 /**
- * The watcher: thin and stateless. Informers on TemporalWorkerDeployments, TemporalConnections and the
+ * The watcher: thin and stateless. Informers on the resources (TemporalWorkerDeployments, and WorkerDeployments of
+ * temporal-worker-controller ≥ 1.7), their connections (TemporalConnections, Connections, ClusterConnections) and the
  * Deployments Glidepath owns turn every change into a signal to the resource's RolloutWorkflow (started on
- * first sight with signalWithStart; the workflow ID deduplicates, so several watchers are harmless).
+ * first sight with signalWithStart; the workflow ID deduplicates, so several watchers are harmless). Either kind is
+ * normalized into the one spec the workflow gets (api/kinds.ts).
  *
  * Signals wake the workflow; they are not the truth. A failed signal is retried with backoff, and a periodic
  * resync from the informer caches sends every resource's spec again, so no state depends on one signal.
@@ -13,16 +15,17 @@ import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import { computeBuildId } from '../api/build-id.js';
-import { apiVersion, describeIssues, group, version } from '../api/common.js';
+import { apiVersion, group, version } from '../api/common.js';
+import { connectionKinds, connectionLabel, parseConnection, parseWorkerResource, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { rolloutWorkflowId } from '../api/names.js';
-import { TemporalConnection } from '../api/temporal-connection.js';
-import { TemporalWorkerDeployment } from '../api/temporal-worker-deployment.js';
+import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
-import { createKubernetesActivities, finalizer, observeDeployment, plural, type KubernetesActivities } from '../activities/kubernetes/activities.js';
+import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
+import { staticDetails, staticSummary } from '../workflows/details.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
-import type { Desired, RolloutStatus, Timings } from '../workflows/state.js';
+import type { Desired, Owner, RolloutStatus, Timings } from '../workflows/state.js';
 import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
@@ -46,9 +49,38 @@ export interface WatcherOptions {
   /** Backoff of a failed signal or status write (default 200 ms doubling to 30 s). */
   retryBackoff?: Backoff;
   log?: (message: string, fields?: Record<string, unknown>) => void;
+  /** Each sighting of a resource (undefined: it is gone): the controller's gauges of every resource's status. */
+  onResourceSeen?: (resource: { namespace: string; name: string }, status: Record<string, unknown> | undefined) => void;
 }
 
 type Resource = k8s.KubernetesObject & { spec?: unknown };
+
+/** The kind of a resource object (every object in the caches says it: see `makeScope`). */
+const kindOf = (obj: Resource): ResourceKind => (obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment');
+const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
+/** The namespaced connection kinds (a ClusterConnection has an informer of its own, cluster-wide). */
+type NamespacedConnectionKind = Exclude<ConnectionKind, 'ClusterConnection'>;
+
+/** The connection a resource names, read off the raw object (its kind defaulted as for the resource's kind). */
+function connectionRefOf(obj: Resource): { kind: ConnectionKind; name?: string } {
+  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)?.workerOptions?.connectionRef;
+  return { kind: ref?.kind ?? resourceKinds[kindOf(obj)].defaultConnectionKind, name: ref?.name };
+}
+
+/** Of two namesakes of different kinds, the one created first (on a tie the TemporalWorkerDeployment, then by uid). */
+function firstCreated(a: Resource, b: Resource): Resource {
+  const at = (o: Resource) => Date.parse(String(o.metadata?.creationTimestamp ?? '')) || 0;
+  if (at(a) !== at(b)) return at(a) < at(b) ? a : b;
+  if (kindOf(a) !== kindOf(b)) return kindOf(a) === 'TemporalWorkerDeployment' ? a : b;
+  return String(a.metadata?.uid) < String(b.metadata?.uid) ? a : b;
+}
+
+/**
+ * What the Temporal Web UI shows of a RolloutWorkflow from its start: the resource it rolls out. (Set at start
+ * only: the server does not carry it over a ContinueAsNew, where the workflow ID still names the resource.)
+ */
+const webUiMetadata = (owner: Owner) => ({ staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
+
 /** Every control's request in one type, so one call sends any of them. */
 type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
 
@@ -63,8 +95,10 @@ type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T
 
 /** The informers of one namespace, or of the whole cluster (namespace ''). */
 interface Scope {
-  resources: Cache<Resource>;
-  connections: Cache<Resource>;
+  /** TemporalWorkerDeployments and WorkerDeployments. */
+  resources: Record<ResourceKind, Cache<Resource>>;
+  /** TemporalConnections and Connections. */
+  connections: Record<NamespacedConnectionKind, Cache<Resource>>;
   deployments: Cache<k8s.V1Deployment>;
 }
 
@@ -89,6 +123,11 @@ export class Watcher {
   private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly log: NonNullable<WatcherOptions['log']>;
+  /**
+   * ClusterConnections, cluster-wide: watched when this watcher may list them (always when it watches every
+   * namespace; a namespaced install's Role cannot grant them, and then a resource naming one says so).
+   */
+  private clusterConnections?: Cache<Resource>;
 
   constructor(private readonly options: WatcherOptions) {
     const kc = options.kubeConfig;
@@ -103,11 +142,21 @@ export class Watcher {
     for (const ns of namespaces) this.scopes.set(ns, this.makeScope(ns));
   }
 
+  /** Every informer, in start order: connections first, so resources find their connection on first sight. */
+  private informers(): Cache<k8s.KubernetesObject>[] {
+    const scopes = [...this.scopes.values()];
+    return [
+      ...(this.clusterConnections ? [this.clusterConnections] : []),
+      ...scopes.flatMap((s) => Object.values(s.connections)),
+      ...scopes.flatMap((s) => Object.values(s.resources)),
+      ...scopes.map((s) => s.deployments),
+    ] as Cache<k8s.KubernetesObject>[];
+  }
+
   /** Starts the informers: connections first, so resources find their connection on first sight. */
   async start(): Promise<void> {
-    for (const kind of ['connections', 'resources', 'deployments'] as const) {
-      for (const scope of this.scopes.values()) await scope[kind].start();
-    }
+    if (await this.mayListClusterConnections()) this.clusterConnections = this.makeClusterConnections();
+    for (const informer of this.informers()) await informer.start();
     const every = this.options.resyncIntervalMs ?? defaultResyncIntervalMs;
     this.resyncTimer = setInterval(() => this.resync(), every).unref();
   }
@@ -116,7 +165,7 @@ export class Watcher {
     this.stopped = true;
     clearInterval(this.resyncTimer);
     this.retry.stop();
-    await Promise.allSettled([...this.scopes.values()].flatMap((s) => [s.connections.stop(), s.resources.stop(), s.deployments.stop()]));
+    await Promise.allSettled(this.informers().map((informer) => informer.stop()));
   }
 
   /**
@@ -128,7 +177,7 @@ export class Watcher {
   resync(): void {
     if (this.stopped) return;
     for (const scope of this.scopes.values()) {
-      for (const obj of scope.resources.list()) this.scheduleResource(obj, { force: true });
+      for (const kind of resourceKindList) for (const obj of scope.resources[kind].list()) this.scheduleResource(obj, { force: true });
     }
   }
 
@@ -137,14 +186,25 @@ export class Watcher {
     const apps = kc.makeApiClient(k8s.AppsV1Api);
     // Listing and watching inside the namespace: a namespaced Role allows nothing cluster-wide.
     const at = namespace ? `/namespaces/${namespace}` : '';
-    const listCustom = (p: string) => () =>
-      (namespace
+    const listCustom = (p: string, kind: string) => async () => {
+      const list = (await (namespace
         ? this.custom.listNamespacedCustomObject({ group, version, namespace, plural: p })
-        : this.custom.listClusterCustomObject({ group, version, plural: p })) as Promise<k8s.KubernetesListObject<Resource>>;
+        : this.custom.listClusterCustomObject({ group, version, plural: p }))) as k8s.KubernetesListObject<Resource>;
+      // A list's items may come without their kind: every object in a cache says which kind it is.
+      for (const item of list.items) item.kind ??= kind;
+      return list;
+    };
+    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => k8s.makeInformer(kc, `/apis/${group}/${version}${at}/${p}`, listCustom(p, kind));
     const selector = `${Labels.managedBy}=${managerName}`;
     const scope: Scope = {
-      resources: k8s.makeInformer(kc, `/apis/${group}/${version}${at}/${plural}`, listCustom(plural)),
-      connections: k8s.makeInformer(kc, `/apis/${group}/${version}${at}/temporalconnections`, listCustom('temporalconnections')),
+      resources: {
+        TemporalWorkerDeployment: informerOf('TemporalWorkerDeployment', resourceKinds.TemporalWorkerDeployment.plural),
+        WorkerDeployment: informerOf('WorkerDeployment', resourceKinds.WorkerDeployment.plural),
+      },
+      connections: {
+        TemporalConnection: informerOf('TemporalConnection', connectionKinds.TemporalConnection.plural),
+        Connection: informerOf('Connection', connectionKinds.Connection.plural),
+      },
       deployments: k8s.makeInformer(
         kc,
         `/apis/apps/v1${at}/deployments`,
@@ -152,25 +212,73 @@ export class Watcher {
         selector,
       ),
     };
-    scope.resources.on('add', (o) => this.scheduleResource(o));
-    scope.resources.on('update', (o) => this.scheduleResource(o));
-    scope.resources.on('delete', (o) => this.scheduleResourceGone(o));
-    scope.connections.on('add', (o) => this.onConnection(o));
-    scope.connections.on('update', (o) => this.onConnection(o));
+    const seen = (o: Resource, gone = false) =>
+      this.options.onResourceSeen?.({ namespace: o.metadata!.namespace!, name: o.metadata!.name! }, gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}));
+    for (const kind of resourceKindList) {
+      const resources = scope.resources[kind];
+      const ofKind = (o: Resource) => (o.kind ? o : { ...o, kind });
+      resources.on('add', (o) => {
+        seen(o);
+        this.scheduleResource(ofKind(o));
+      });
+      resources.on('update', (o) => {
+        seen(o);
+        this.scheduleResource(ofKind(o));
+      });
+      resources.on('delete', (o) => {
+        seen(o, true);
+        this.scheduleResourceGone(ofKind(o));
+      });
+    }
+    for (const kind of ['TemporalConnection', 'Connection'] as const) {
+      scope.connections[kind].on('add', (o) => this.onConnection(o, kind));
+      scope.connections[kind].on('update', (o) => this.onConnection(o, kind));
+    }
     if (this.options.signalDeployments !== false) {
       scope.deployments.on('add', (d) => this.scheduleDeployment(d, true));
       scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
       scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
     }
-    for (const informer of [scope.connections, scope.resources, scope.deployments] as Cache<k8s.KubernetesObject>[]) {
-      // An informer stops on a watch error; start it again after a pause.
-      informer.on('error', (err) => {
-        if (this.stopped) return;
-        this.log(`watch error, restarting: ${String(err)}`);
-        setTimeout(() => void informer.start().catch(() => {}), 1000);
-      });
+    for (const informer of [...Object.values(scope.connections), ...Object.values(scope.resources), scope.deployments] as Cache<k8s.KubernetesObject>[]) {
+      this.restartOnError(informer);
     }
     return scope;
+  }
+
+  /** An informer stops on a watch error; start it again after a pause. */
+  private restartOnError(informer: Cache<k8s.KubernetesObject>): void {
+    informer.on('error', (err) => {
+      if (this.stopped) return;
+      this.log(`watch error, restarting: ${String(err)}`);
+      setTimeout(() => void informer.start().catch(() => {}), 1000);
+    });
+  }
+
+  /** Cluster-wide: yes. Namespaced: whether RBAC lets it list ClusterConnections (one list call, at start). */
+  private async mayListClusterConnections(): Promise<boolean> {
+    if (this.scopes.has('')) return true;
+    try {
+      await this.custom.listClusterCustomObject({ group, version, plural: connectionKinds.ClusterConnection.plural, limit: 1 });
+      return true;
+    } catch (err) {
+      if (statusCode(err) !== 403 && statusCode(err) !== 404) throw err;
+      this.log('ClusterConnections are not readable here (a namespaced install): resources that name one are reported, not rolled out');
+      return false;
+    }
+  }
+
+  /** ClusterConnections, cluster-wide: a change re-handles every resource that names it, in any namespace. */
+  private makeClusterConnections(): Cache<Resource> {
+    const { plural: p } = connectionKinds.ClusterConnection;
+    const informer = k8s.makeInformer(this.options.kubeConfig, `/apis/${group}/${version}/${p}`, async () => {
+      const list = (await this.custom.listClusterCustomObject({ group, version, plural: p })) as k8s.KubernetesListObject<Resource>;
+      for (const item of list.items) item.kind ??= 'ClusterConnection';
+      return list;
+    });
+    informer.on('add', (o) => this.onConnection(o, 'ClusterConnection'));
+    informer.on('update', (o) => this.onConnection(o, 'ClusterConnection'));
+    this.restartOnError(informer as Cache<k8s.KubernetesObject>);
+    return informer;
   }
 
   private scopeOf(namespace: string): Scope | undefined {
@@ -186,7 +294,7 @@ export class Watcher {
   /** The cached copy of `obj` if newer: a retry must not repeat a write made from a stale resourceVersion. */
   private latest(obj: Resource): Resource {
     const { namespace = '', name = '', uid } = obj.metadata ?? {};
-    const cached = this.scopeOf(namespace)?.resources.get(name, namespace);
+    const cached = this.scopeOf(namespace)?.resources[kindOf(obj)].get(name, namespace);
     return cached && cached.metadata?.uid === uid ? cached : obj;
   }
 
@@ -217,42 +325,45 @@ export class Watcher {
       await this.signalDeleted(obj, { start: !!meta.finalizers?.includes(finalizer), force });
       return undefined;
     }
-    const parsed = TemporalWorkerDeployment.safeParse(obj);
-    if (!parsed.success) return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', describeIssues(parsed.error));
-    const twd = parsed.data;
-    const connectionObj = this.scopeOf(ns)?.connections.get(twd.spec.workerOptions.connectionRef.name, ns);
-    const connection = connectionObj && TemporalConnection.safeParse(connectionObj);
-    if (!connection?.success) {
-      const why = connectionObj
-        ? `TemporalConnection ${ns}/${connectionObj.metadata?.name} is invalid: ${connection && !connection.success ? describeIssues(connection.error) : ''}`
-        : `TemporalConnection ${ns}/${twd.spec.workerOptions.connectionRef.name} not found`;
-      return this.reportProblem(obj, 'Pending', 'ConnectionNotFound', why);
+    const kind = kindOf(obj);
+    const parsed = parseWorkerResource(obj, kind);
+    if (!parsed.ok) return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', parsed.problem);
+    const namesake = this.olderNamesake(obj);
+    if (namesake) {
+      const why = `${namesake.kind} ${ns}/${name} already rolls out the Temporal worker deployment ${ns}/${name}; this ${kind} would be the same one, so it is refused while that exists (delete one of the two)`;
+      return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', why);
     }
+    const { spec } = parsed.resource;
+    const connection = this.connectionOf(parsed.resource.connectionRef, ns);
+    if (!connection.ok) return this.reportProblem(obj, 'Pending', 'ConnectionNotFound', connection.problem);
     let buildId: string;
     try {
-      buildId = computeBuildId(twd.spec.template, twd.spec.workerOptions.unsafeCustomBuildID);
+      buildId = computeBuildId(spec.template, spec.workerOptions.unsafeCustomBuildID);
     } catch (err) {
       return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', `spec.workerOptions.unsafeCustomBuildID: ${(err as Error).message}`);
     }
     // `uid` tells the workflow a spec of a namesake (another object under the same name) from its own.
     const desired: Desired = {
       generation: meta.generation ?? 0,
-      spec: twd.spec,
+      spec,
+      kind,
       buildId,
-      connection: connection.data.spec,
-      connectionVersion: connectionObj!.metadata?.resourceVersion ?? '',
+      connection: connection.spec,
+      connectionVersion: connection.resourceVersion,
       uid,
     };
     const key = `${desired.generation}/${desired.connectionVersion}`;
     if (force || this.signalled.get(uid) !== key) {
       const workflowId = rolloutWorkflowId(ns, name);
+      const owner: Owner = { namespace: ns, name, uid, kind };
       // allSettled: a retry must not start while the other call is still in flight.
       const results = await Promise.allSettled([
         meta.finalizers?.includes(finalizer) ? undefined : this.addFinalizer(obj),
         this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
           workflowId,
           taskQueue: this.options.taskQueue,
-          args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
+          args: [{ owner, timings: this.options.timings }],
+          ...webUiMetadata(owner),
           signal: specChanged,
           signalArgs: [desired],
         }),
@@ -265,6 +376,37 @@ export class Watcher {
     // Checked on every event, not only after a signal: the object that shows our condition may come after it.
     if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.releaseProblem(obj);
     return buildId;
+  }
+
+  /**
+   * The resource of the other kind with this one's namespace and name, if it came first: both would roll out the
+   * same Temporal worker deployment (`<namespace>/<name>`, one RolloutWorkflow), so the later one is refused for as
+   * long as the first exists. When the first goes, the other is handed over (see `onResourceGone`).
+   */
+  private olderNamesake(obj: Resource): Resource | undefined {
+    const { namespace = '', name = '', uid } = obj.metadata ?? {};
+    const other: ResourceKind = kindOf(obj) === 'WorkerDeployment' ? 'TemporalWorkerDeployment' : 'WorkerDeployment';
+    const namesake = this.scopeOf(namespace)?.resources[other].get(name, namespace);
+    if (!namesake || namesake.metadata?.uid === uid) return undefined;
+    return firstCreated(namesake, obj) === namesake ? { ...namesake, kind: other } : undefined;
+  }
+
+  /** The connection a resource names, parsed; or why it cannot be used: missing, invalid, or not watched here. */
+  private connectionOf(ref: { kind: ConnectionKind; name: string }, namespace: string): { ok: true; spec: TemporalConnectionSpec; resourceVersion: string } | { ok: false; problem: string } {
+    const label = connectionLabel(ref.kind, ref.name, namespace);
+    let obj: Resource | undefined;
+    if (ref.kind === 'ClusterConnection') {
+      if (!this.clusterConnections) {
+        return { ok: false, problem: `${label}: this controller may not read ClusterConnections (a namespaced install: its Role grants nothing cluster-scoped); use a Connection in ${namespace}, or grant it get, list and watch on clusterconnections` };
+      }
+      obj = this.clusterConnections.get(ref.name);
+    } else {
+      obj = this.scopeOf(namespace)?.connections[ref.kind].get(ref.name, namespace);
+    }
+    if (!obj) return { ok: false, problem: `${label} not found` };
+    const parsed = parseConnection(obj, ref.kind);
+    if (!parsed.ok) return { ok: false, problem: `${label} is invalid: ${parsed.problem}` };
+    return { ok: true, spec: parsed.spec, resourceVersion: obj.metadata?.resourceVersion ?? '' };
   }
 
   /**
@@ -302,7 +444,7 @@ export class Watcher {
       const request: AnyControlRequest = { ...c.request, ...named, identity: annotationIdentity(setter), requestId };
       const refusal = await this.sendControl(obj, c, request);
       if (refusal) {
-        const owner = { namespace: meta.namespace!, name: meta.name!, uid: meta.uid! };
+        const owner = { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) };
         await this.kube.recordEvent(owner, { type: 'Warning', reason: 'ControlRefused', message: `${c.key}=${c.value} refused: ${refusal}` });
       }
       sighting.done = requestId;
@@ -331,7 +473,7 @@ export class Watcher {
     const meta = obj.metadata!;
     try {
       await this.custom.patchNamespacedCustomObject({
-        group, version, plural, namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, body: removalPatch(c.key, c.value),
+        group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, body: removalPatch(c.key, c.value),
       });
     } catch (err) {
       // 404: the resource is gone; 422: the `test` failed, the annotation was removed or changed meanwhile.
@@ -344,6 +486,11 @@ export class Watcher {
     const uid = obj.metadata!.uid!;
     await this.signalDeleted(obj, { start: false, force: true });
     for (const memo of [this.signalled, this.reported, this.warned, this.sightings]) memo.delete(uid);
+    // A namesake of the other kind refused while this one existed is handed over now.
+    const { namespace = '', name = '' } = obj.metadata ?? {};
+    const other: ResourceKind = kindOf(obj) === 'WorkerDeployment' ? 'TemporalWorkerDeployment' : 'WorkerDeployment';
+    const namesake = this.scopeOf(namespace)?.resources[other].get(name, namespace);
+    if (namesake) this.scheduleResource(namesake.kind ? namesake : { ...namesake, kind: other }, { force: true });
   }
 
   /**
@@ -359,7 +506,8 @@ export class Watcher {
       await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest?]>('RolloutWorkflow', {
         workflowId,
         taskQueue: this.options.taskQueue,
-        args: [{ owner: { namespace: ns, name, uid }, timings: this.options.timings }],
+        args: [{ owner: { namespace: ns, name, uid, kind: kindOf(obj) }, timings: this.options.timings }],
+        ...webUiMetadata({ namespace: ns, name, uid, kind: kindOf(obj) }),
         signal: deleted,
         signalArgs: [{ uid }],
       });
@@ -375,12 +523,18 @@ export class Watcher {
     this.log('signalled deleted', { workflowId, uid });
   }
 
-  /** A connection changed: every resource that uses it hears about it. */
-  private onConnection(conn: Resource): void {
+  /** A connection changed: every resource that uses it hears about it (of a ClusterConnection: in every namespace). */
+  private onConnection(conn: Resource, kind: ConnectionKind): void {
+    const clusterScoped = connectionKinds[kind].clusterScoped;
     const ns = conn.metadata?.namespace ?? '';
-    for (const obj of this.scopeOf(ns)?.resources.list(ns) ?? []) {
-      const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string } } } | undefined)?.workerOptions?.connectionRef?.name;
-      if (ref === conn.metadata?.name) this.scheduleResource(obj);
+    const scopes = clusterScoped ? [...this.scopes.values()] : [this.scopeOf(ns)];
+    for (const scope of scopes) {
+      for (const resourceKind of resourceKindList) {
+        for (const obj of scope?.resources[resourceKind].list(clusterScoped ? undefined : ns) ?? []) {
+          const ref = connectionRefOf(obj);
+          if (ref.kind === kind && ref.name === conn.metadata?.name) this.scheduleResource(obj);
+        }
+      }
     }
   }
 
@@ -405,7 +559,7 @@ export class Watcher {
     const meta = obj.metadata!;
     await this.custom.patchNamespacedCustomObject(
       {
-        group, version, plural, namespace: meta.namespace!, name: meta.name!,
+        group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!,
         body: { metadata: { finalizers: [...(meta.finalizers ?? []), finalizer], resourceVersion: meta.resourceVersion } },
       },
       asMergePatch,
@@ -431,7 +585,7 @@ export class Watcher {
       }
     }
     if (this.warned.get(meta.uid!) !== said) {
-      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid! }, { type: 'Warning', reason, message });
+      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Warning', reason, message });
       this.warned.set(meta.uid!, said);
     }
     if (statusFailure) throw statusFailure;
@@ -460,8 +614,8 @@ export class Watcher {
     await ignoreNotFound(
       this.custom.patchNamespacedCustomObjectStatus(
         {
-          group, version, plural, namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, force: true,
-          body: { apiVersion, kind: 'TemporalWorkerDeployment', metadata: { name: meta.name, namespace: meta.namespace }, status },
+          group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, force: true,
+          body: { apiVersion, kind: kindOf(obj), metadata: { name: meta.name, namespace: meta.namespace }, status },
         },
         asApply,
       ),

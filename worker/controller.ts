@@ -3,16 +3,18 @@
  * and the watcher, in one Node process.
  */
 import { execFile } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
+import type { Logger } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
+import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { Timings } from '../workflows/state.js';
@@ -51,6 +53,8 @@ export interface ControllerOptions {
 
 export interface Controller {
   client: Client;
+  /** For the probes: `true`, or why the process is not live / not ready. */
+  health(): { live: true | string; ready: true | string };
   /** Resolves when the worker has stopped. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -58,20 +62,32 @@ export interface Controller {
 
 let runtimeInstalled = false;
 /**
- * Sets the Temporal SDK's log level for this process (activity retries log at WARN, so the demo and tests
- * use ERROR). Only the first call counts, and it must come before any worker or native connection.
+ * Sets the Temporal SDK's logging for this process (activity retries log at WARN, so the demo and tests use
+ * ERROR) and, with `metrics`, serves `/metrics` there. Only the first call counts, and it must come before any
+ * worker or native connection.
  */
-export function installRuntime(level: LogLevel): void {
+export function installRuntime(level: LogLevel, opts: { logger?: Logger; metrics?: { host: string; port: number } } = {}): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
-  Runtime.install({ logger: new DefaultLogger(level) });
+  Runtime.install({
+    logger: opts.logger ?? new DefaultLogger(level),
+    ...(opts.metrics ? { telemetryOptions: { metrics: prometheusMetrics(opts.metrics) } } : {}),
+  });
 }
 
 /**
- * The bundle built by a child process (worker/bundle.ts): the controller's own memory then holds the bundle's
- * code, not webpack's heap.
+ * The RolloutWorkflow bundle for the controller process. A prebuilt one when there is one: the file named by
+ * `GLIDEPATH_WORKFLOW_BUNDLE`, or `workflow-bundle.js` at the compiled code's root (`npm run build` writes
+ * `dist/workflow-bundle.js`; the image has no webpack run at start and no tsx). Otherwise built by a child process
+ * (worker/bundle.ts): the controller's own memory then holds the bundle's code, not webpack's heap.
  */
 export async function rolloutBundleApart(): Promise<WorkflowBundle> {
+  const named = process.env.GLIDEPATH_WORKFLOW_BUNDLE;
+  // A named bundle that is missing is an error (readFileSync throws), not a reason to build another.
+  if (named) return { code: readFileSync(named, 'utf8') };
+  // Compiled code only: beside the TypeScript sources a bundle file would be a stale copy of them.
+  const compiled = import.meta.url.endsWith('.js') ? fileURLToPath(new URL('../workflow-bundle.js', import.meta.url)) : undefined;
+  if (compiled && existsSync(compiled)) return { code: readFileSync(compiled, 'utf8') };
   const dir = mkdtempSync(join(tmpdir(), 'glidepath-bundle-'));
   const out = join(dir, 'workflows.js');
   try {
@@ -111,6 +127,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
+    interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
@@ -122,6 +139,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     identity,
     activities,
     maxConcurrentActivityTaskExecutions: 1000,
+    interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
   const workers = [worker, waits];
@@ -136,12 +154,22 @@ export async function startController(options: ControllerOptions): Promise<Contr
     resyncIntervalMs: options.resyncIntervalMs,
     signalDeployments: options.signalDeployments,
     log: options.log,
+    onResourceSeen: recordResourceGauges,
   });
   await watcher.start();
   let stopping: Promise<void> | undefined;
+  initializeCounters();
+  const failed = () => workers.find((w) => w.getState() === 'FAILED');
   return {
     client,
     done,
+    health() {
+      const broken = failed();
+      const live = broken ? `the worker of task queue ${broken.options.taskQueue} failed` : true;
+      const notRunning = workers.find((w) => w.getState() !== 'RUNNING');
+      const ready = live !== true ? live : stopping ? 'stopping' : notRunning ? `the worker of task queue ${notRunning.options.taskQueue} is ${notRunning.getState()}` : true;
+      return { live, ready };
+    },
     stop() {
       stopping ??= (async () => {
         await watcher.stop();

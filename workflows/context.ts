@@ -14,6 +14,9 @@ import {
   log,
   proxyActivities,
   proxyLocalActivities,
+  type ActivityInterfaceFor,
+  type ActivityOptions,
+  type LocalActivityOptions,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -21,7 +24,9 @@ import {
 import type { Activities, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
-import { recheckDelay, renderDetails, renderStatus } from './decisions.js';
+import { recheckDelay, renderStatus } from './decisions.js';
+import { currentDetails, summaryLine } from './details.js';
+import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, Owner, RolloutState, TemporalPlace } from './state.js';
 import { waitsTaskQueue } from './task-queues.js';
@@ -58,18 +63,37 @@ export function managerHeldBy(err: unknown): string | undefined {
   return typeof holder === 'string' && holder ? holder : 'someone else';
 }
 
+const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
+const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('5s') };
+const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
+const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };
+
 export class RolloutContext {
   readonly owner: Owner;
+  /**
+   * The summary the Web UI shows for the activities scheduled now: the `what` of the `call` (or `withSummary`)
+   * running. Set only while its function runs synchronously, which is when the activity proxies below are read.
+   */
+  private summaryNow?: string;
   /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
-  readonly kube = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
-  readonly temporal = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('5s') });
+  get kube(): ActivityInterfaceFor<Activities> {
+    return this.activities(kubeOptions);
+  }
+  /** Temporal API calls (routing, versions, counts). */
+  get temporal(): ActivityInterfaceFor<Activities> {
+    return this.activities(temporalOptions);
+  }
   /**
    * The resync's reads (and its rare repair), as local activities under `lean`: an idle round is then one
    * workflow task (its timer) instead of three activities and their tasks, a few Temporal calls per hour.
    */
-  readonly local = proxyLocalActivities<Activities>({ startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED });
+  get local() {
+    return proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
+  }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
-  private readonly reporting = proxyActivities<Activities>({ startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } });
+  private get reporting(): ActivityInterfaceFor<Activities> {
+    return this.activities(reportingOptions);
+  }
   /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
   readonly removing = new Set<string>();
   /** The final routing change of a rollout is in flight: an abort now is refused. */
@@ -81,6 +105,10 @@ export class RolloutContext {
   controls = false;
   /** `patched('lean-v4')`: the idle resync runs as local activities (older runs keep their activities). */
   lean = false;
+  /** `patched('web-ui-v5')`: a version's pinned executions are counted when it starts draining, for the details. */
+  webUi = false;
+  /** `patched('adopt-v6')`: before its first rollout, a resource adopts temporal-worker-controller's Deployments (./adoption.ts). */
+  adopt = false;
   private statusDirty = false;
   private writing = false;
   private background = 0;
@@ -89,9 +117,32 @@ export class RolloutContext {
     this.owner = state.owner;
   }
 
+  /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
+  activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
+    return proxyActivities<Activities>({ ...options, ...this.summary() });
+  }
+
+  private summary(): { summary?: string } {
+    return this.summaryNow ? { summary: this.summaryNow } : {};
+  }
+
+  /**
+   * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
+   * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
+   */
+  withSummary<T>(summary: string, fn: () => T): T {
+    const outer = this.summaryNow;
+    this.summaryNow = summary;
+    try {
+      return fn();
+    } finally {
+      this.summaryNow = outer;
+    }
+  }
+
   /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
   waits() {
-    return proxyActivities<Activities>({
+    return this.activities({
       taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
       startToCloseTimeout: '24h',
       heartbeatTimeout: '20s',
@@ -101,7 +152,7 @@ export class RolloutContext {
 
   /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
   waitsWithin(budgetMs: number) {
-    return proxyActivities<Activities>({
+    return this.activities({
       taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
       scheduleToCloseTimeout: budgetMs,
       startToCloseTimeout: budgetMs,
@@ -127,7 +178,12 @@ export class RolloutContext {
 
   /** Records a transition: status on the resource, a Kubernetes Event, search attributes. Does not wait for them. */
   transition(phase: Phase, reason: Reason, message: string, type: 'Normal' | 'Warning' = 'Normal'): void {
-    Object.assign(this.state, { phase, reason, message, since: now().toISOString() });
+    const at = now();
+    const s = this.state;
+    const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.stepIndex } : undefined;
+    const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, since: s.since, measured: s.measured }, phase, reason, target, now: at });
+    emitMetrics(points, this.owner); // a sink, not a command: replay-safe
+    Object.assign(s, { phase, reason, message, since: at.toISOString(), measured });
     if (this.state.timings.searchAttributes !== false) {
       upsertSearchAttributes([
         { key: phaseKey, value: phase },
@@ -184,8 +240,7 @@ export class RolloutContext {
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
   event(type: 'Normal' | 'Warning', reason: string, message: string): void {
     this.background++;
-    void this.reporting
-      .recordEvent(this.owner, { type, reason, message })
+    void this.withSummary(summaryLine(`${type} Event ${reason}: ${message}`), () => this.reporting.recordEvent(this.owner, { type, reason, message }))
       .catch((err) => log.warn('event not recorded', { reason, error: String(err) }))
       .finally(() => this.background--);
   }
@@ -193,7 +248,12 @@ export class RolloutContext {
   /** The status on the resource is out of date: the writer writes the latest state, one write at a time. */
   markDirty(): void {
     this.statusDirty = true;
-    setCurrentDetails(renderDetails(this.state)); // the Web UI's view of the same (no command: replay-safe)
+    this.showDetails();
+  }
+
+  /** Says where the rollout stands in the Web UI's current details (no command: nothing to replay). */
+  showDetails(): void {
+    setCurrentDetails(currentDetails(this.state, now()));
   }
 
   /**
@@ -206,7 +266,7 @@ export class RolloutContext {
       this.statusDirty = false;
       this.writing = true;
       try {
-        const written = await this.reporting.writeStatus(this.owner, renderStatus(this.state));
+        const written = await this.withSummary(`write the status: ${this.state.phase}`, () => this.reporting.writeStatus(this.owner, renderStatus(this.state)));
         if (written === false && !this.state.deleting) onGone();
       } catch (err) {
         if (isCancellation(err)) throw err;
@@ -231,11 +291,16 @@ export class RolloutContext {
     return info.continueAsNewSuggested || info.historyLength > (this.state.timings.historyLimit ?? 10_000);
   }
 
-  /** Waits for `ready` (or `timeoutMs`); also wakes when a ContinueAsNew is due. Returns whether `ready` holds. */
+  /**
+   * Waits for `ready` (or `timeoutMs`, a timer that the Web UI shows with `summary`); also wakes when a
+   * ContinueAsNew is due. Returns whether `ready` holds.
+   */
+  async wait(ready: () => boolean): Promise<boolean>;
+  async wait(ready: () => boolean, timeoutMs: number, summary: string): Promise<boolean>;
   async wait(ready: () => boolean, timeoutMs?: number, summary?: string): Promise<boolean> {
     const woke = () => ready() || this.continueAsNewDue();
     if (timeoutMs === undefined) await condition(woke);
-    else await condition(woke, Math.max(1, timeoutMs), summary ? { summary } : {});
+    else await condition(woke, Math.max(1, timeoutMs), summary ? { summary: summaryLine(summary) } : {});
     return ready();
   }
 
@@ -255,7 +320,7 @@ export class RolloutContext {
     try {
       for (let round = 0; ; round++) {
         try {
-          const result = await fn();
+          const result = await this.withSummary(summaryLine(what), fn);
           if (held && !opts.background) this.managerBack();
           return result;
         } catch (err) {

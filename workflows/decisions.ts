@@ -158,8 +158,11 @@ export const gateKey = (gate: unknown): string => JSON.stringify(gate ?? null);
 
 /** What of a spec, besides the template, shapes a versioned Deployment. */
 function deploymentSettings(d: Desired): string {
-  const { replicas, minReadySeconds, progressDeadlineSeconds, workerOptions } = d.spec;
-  return JSON.stringify([replicas, minReadySeconds, progressDeadlineSeconds, workerOptions.temporalNamespace]);
+  const { replicas, minReadySeconds, progressDeadlineSeconds, workerOptions, revisionHistoryLimit, strategy } = d.spec;
+  const settings: unknown[] = [replicas, minReadySeconds, progressDeadlineSeconds, workerOptions.temporalNamespace];
+  // A WorkerDeployment's spec.deployment extras (a TemporalWorkerDeployment has none: its string is as before).
+  if (revisionHistoryLimit !== undefined || strategy !== undefined) settings.push(revisionHistoryLimit ?? null, strategy ?? null);
+  return JSON.stringify(settings);
 }
 
 /** What a Progressive, Manual or AllAtOnce rollout does next, from the live ramp (so a spec edited mid-rollout is safe). */
@@ -273,7 +276,8 @@ const progressingPhases = new Set(['Pending', 'Deploying', 'WaitingForPollers', 
 
 /** The resource's status, rendered from the state: conditions, versions, phase. */
 export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatus {
-  const owner = state.owner.name;
+  // An adopted build's Deployment keeps the name temporal-worker-controller gave it.
+  const deploymentName = (buildId: string) => state.foreign?.[buildId] ?? versionedDeploymentName(state.owner.name, buildId);
   const generation = state.desired?.generation;
   const condition = (type: string, ok: boolean): Condition => ({
     type,
@@ -292,12 +296,12 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     message: `${state.message}${retrying}${blocked}`,
     conditions: [condition('Ready', state.phase === 'Ready'), condition('Progressing', progressingPhases.has(state.phase))],
     currentVersion: state.current
-      ? { buildID: state.current.buildId, deploymentName: versionedDeploymentName(owner, state.current.buildId), status: 'Current', since: state.current.since }
+      ? { buildID: state.current.buildId, deploymentName: deploymentName(state.current.buildId), status: 'Current', since: state.current.since }
       : undefined,
     targetVersion: target
       ? {
           buildID: target.buildId,
-          deploymentName: versionedDeploymentName(owner, target.buildId),
+          deploymentName: deploymentName(target.buildId),
           status: target.rampPercentage !== undefined ? 'Ramping' : 'Inactive',
           rampPercentage: target.rampPercentage,
           stepIndex: target.stepIndex,
@@ -307,7 +311,7 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     deprecatedVersions: state.deprecated.length
       ? state.deprecated.map((v) => ({
           buildID: v.buildId,
-          deploymentName: versionedDeploymentName(owner, v.buildId),
+          deploymentName: deploymentName(v.buildId),
           status: v.status,
           deprecatedSince: v.deprecatedSince,
           drainedSince: v.drainedSince,
@@ -360,18 +364,4 @@ export function analysisVerdict(
     if (rate > limit) return { kind: 'fail', message: `${said} — over ${ratio}× ${current.buildId}'s rate (${shown(limit)})` };
   }
   return { kind: 'pass', message: `${said} — within limits` };
-}
-
-/**
- * Where the rollout stands, in words, for the Temporal Web UI's "current details" of the workflow:
- * "Ramping: step 1/2: ramp 25% for 6s · current v1 · v0 Draining · last analysis: …".
- */
-export function renderDetails(state: RolloutState): string {
-  const lines = [`**${state.phase}** (${state.reason}): ${state.message}`];
-  if (state.current) lines.push(`current: ${state.current.buildId}`);
-  if (state.target) lines.push(`target: ${state.target.buildId}${state.target.rampPercentage !== undefined ? ` ramping ${state.target.rampPercentage} %` : ''}`);
-  for (const v of state.deprecated) lines.push(`sunset: ${v.buildId} ${v.status ?? ''}${v.scaledDown ? ', scaled to 0' : ''}`.trim());
-  if (state.lastAnalysis) lines.push(`last analysis: ${state.lastAnalysis}`);
-  if (state.aborted) lines.push(`aborted: ${state.aborted.buildId}: ${state.aborted.reason}`);
-  return lines.join('\n\n');
 }

@@ -4,9 +4,8 @@
  * connection's Secret already gone) is tried for a while, then reported — in the log, an Event and the
  * workflow's result — and the cleanup goes on: a namespace must never hang Terminating because of us.
  */
-import { ActivityFailure, log, proxyActivities } from '@temporalio/workflow';
+import { ActivityFailure, log, type ActivityOptions } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import type { Activities } from '../activities/index.js';
 import { ContinueAsNewDue, type RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
 
@@ -18,26 +17,26 @@ export interface DeletionResult {
 }
 
 /** About a minute of retries per step, then it is reported and skipped. */
-const bounded = proxyActivities<Activities>({
+const bounded: ActivityOptions = {
   startToCloseTimeout: '30s',
   retry: { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '10s', maximumAttempts: 8 },
-});
+};
 /**
  * Deleting versions: the server refuses while it remembers their pollers (`matching.PollerHistoryTTL`, 5 min by
  * default), so this is tried for a little longer than that after the pods are gone.
  */
-const patient = proxyActivities<Activities>({
+const patient: ActivityOptions = {
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '6m',
   retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '15s' },
-});
+};
 
 export async function deleteEverything(ctx: RolloutContext): Promise<DeletionResult> {
   const { owner, state } = ctx;
   const result: DeletionResult = { problems: [], openExecutions: {} };
   const attempt = async (what: string, fn: () => Promise<unknown>) => {
     try {
-      await fn();
+      await ctx.withSummary(what, fn); // the step's words are its activities' summary in the Web UI
     } catch (err) {
       if (err instanceof ContinueAsNewDue) throw err; // the next run starts the (idempotent) cleanup again
       const message = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
@@ -53,7 +52,7 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
     const builds = [state.current?.buildId, state.target?.buildId, ...state.deprecated.map((v) => v.buildId)].filter((b): b is string => !!b);
     // Say what is stranded: pinned executions open on a version lose their workers with its Deployment.
     await attempt('count open executions', async () => {
-      result.openExecutions = await bounded.countOpenExecutions(here, builds);
+      result.openExecutions = await ctx.activities(bounded).countOpenExecutions(here, builds);
     });
     const stranded = Object.entries(result.openExecutions).filter(([, n]) => n > 0);
     if (stranded.length) {
@@ -61,7 +60,7 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       log.warn('deleting versions with open pinned executions', { open: result.openExecutions });
       ctx.event('Warning', 'OpenExecutionsStranded', `deleting with pinned executions still open: ${text}`);
     }
-    await attempt('route new work to unversioned workers', () => bounded.routeAway(here));
+    await attempt('route new work to unversioned workers', () => ctx.activities(bounded).routeAway(here));
     // Asked for (`sunset.drainBeforeDelete`): pinned executions get a while to finish before their workers go.
     const drainFor = state.desired?.spec.sunset.drainBeforeDelete;
     if (drainFor && stranded.length) {
@@ -75,11 +74,11 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
   await kube('scale the Deployments to 0', () => ctx.kube.scaleOwnedDeployments(owner, 0));
   await kube('delete the Deployments', () => ctx.kube.deleteOwnedDeployments(owner));
   if (here && state.desired) {
-    await attempt('delete the worker deployment in Temporal', () => patient.deleteWorkerDeployment(here));
+    await attempt('delete the worker deployment in Temporal', () => ctx.activities(patient).deleteWorkerDeployment(here));
     // Versions that lived on another Temporal (the connection or namespace changed since) are deleted there.
     for (const v of state.deprecated) {
       if (v.place && JSON.stringify(v.place) !== JSON.stringify(placeOf(state.desired))) {
-        await attempt(`delete version ${v.buildId}`, () => patient.deleteVersion(ctx.temporalTarget(v.place), v.buildId));
+        await attempt(`delete version ${v.buildId}`, () => ctx.activities(patient).deleteVersion(ctx.temporalTarget(v.place), v.buildId));
       }
     }
   }

@@ -5,11 +5,12 @@
  * abort, ContinueAsNew, a restart) and pick up where it was.
  */
 import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
-import { parseDuration } from '../api/duration.js';
+import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { Routing, VersionRegistration } from '../activities/index.js';
 import { Blocked, timedOut, type RolloutContext } from './context.js';
 import type { Target, TemporalPlace } from './state.js';
+import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
 import { firstVersionRouting, gateKey, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
 import { passGate } from './gates.js';
@@ -20,6 +21,8 @@ const now = () => new Date();
 
 export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
+  // A worker deployment temporal-worker-controller managed: its versions first (the target may become one of them).
+  if (ctx.adopt) await adoptForeignVersions(ctx, sunsets);
   const target = state.target!;
   const { buildId } = target;
   if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
@@ -65,7 +68,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis.window };
     target.stepStartedAt ??= now().toISOString();
     ctx.transition('Gating', 'Gating', `analysing ${buildId} for ${analysis.window} before promotion`);
-    const held = await holdStep(ctx, target, window, 'the analysis window', state.desired!.generation);
+    const held = await holdStep(ctx, target, window, 'the analysis window', state.desired!.generation, (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`);
     if (held === 'elapsed' || held === 'edited') {
       const outcome = await analyse(ctx, analysis, 'before promotion');
       if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
@@ -207,7 +210,14 @@ async function claimManager(ctx: RolloutContext): Promise<void> {
 /** Server-side applies a live build's Deployment from its own template and the spec in force. */
 export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
   const template = ctx.state.templates?.[buildId];
-  if (!template) return; // a version adopted from Temporal: not ours to render
+  if (!template) {
+    // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
+    if (ctx.state.foreign?.[buildId]) {
+      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
+      observe(ctx, adopted);
+    }
+    return; // a version adopted from Temporal: not ours to render
+  }
   const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
     ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
   );
@@ -257,8 +267,18 @@ function takePromote(ctx: RolloutContext): 'promoted' | 'promotedFully' {
   return full ? 'promotedFully' : 'promoted';
 }
 
-/** Holds a Progressive step for its pause (paused time excluded), or until promoted or the spec changes. */
-async function holdStep(ctx: RolloutContext, target: Target, step: RolloutStep, label: string, generation: number): Promise<'elapsed' | 'promoted' | 'promotedFully' | 'edited'> {
+/**
+ * Holds a Progressive step for its pause (paused time excluded), or until promoted or the spec changes. Its timer's
+ * summary in the Web UI: `summary` of the time left, by default "step 1/3: ramp 25% for 2m".
+ */
+async function holdStep(
+  ctx: RolloutContext,
+  target: Target,
+  step: RolloutStep,
+  label: string,
+  generation: number,
+  summary: (remainingMs: number) => string = (ms) => `${label}: ${stepSummary(step, ms)}`,
+): Promise<'elapsed' | 'promoted' | 'promotedFully' | 'edited'> {
   const { state } = ctx;
   if (!step.pauseDuration) {
     ctx.transition('AwaitingPromotion', 'AwaitingPromotion', `${label}: ${stepSummary(step)}`);
@@ -272,8 +292,15 @@ async function holdStep(ctx: RolloutContext, target: Target, step: RolloutStep, 
     const remaining = pause - (target.stepHeldMs ?? 0);
     if (remaining <= 0) return 'elapsed';
     const started = Date.now();
-    await ctx.wait(() => isPaused(state) || state.promote !== undefined || state.desired!.generation !== generation, remaining, stepSummary(step, remaining));
+    target.stepHeldSince = new Date(started).toISOString();
+    ctx.showDetails(); // "… 1m40s left (until 14:03:20 UTC)"
+    try {
+      await ctx.wait(() => isPaused(state) || state.promote !== undefined || state.desired!.generation !== generation, remaining, summary(remaining));
+    } finally {
+      target.stepHeldSince = undefined;
+    }
     target.stepHeldMs = (target.stepHeldMs ?? 0) + (Date.now() - started);
+    ctx.showDetails();
     ctx.checkpoint();
   }
 }

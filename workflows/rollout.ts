@@ -5,9 +5,10 @@
  * was) and cleans up on deletion (./deletion.ts). Signals wake it; what it waits on is also read.
  */
 import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, patched, setHandler } from '@temporalio/workflow';
+import { forgetForeignTemplates, forgetGoneForeignBuilds, liveForeignBuilds, withAlias, withAliasedControl } from './adoption.js';
 import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
 import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
-import { isPaused, planSpecChange, problemWithDesired, rolloutPending } from './decisions.js';
+import { isPaused, placeOf, planSpecChange, problemWithDesired, rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import { legacyRolloutWorkflow } from './legacy/rollout-v1.js';
@@ -45,6 +46,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
   ctx.controls = patched('controls-v3');
   ctx.lean = patched('lean-v4');
+  ctx.webUi = patched('web-ui-v5');
+  ctx.adopt = patched('adopt-v6');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
@@ -93,9 +96,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     safely('specChanged', (desired: unknown) => {
       const problem = problemWithDesired(desired);
       if (problem) return refuse('specChanged', problem);
-      const decision = planSpecChange(state(), desired as Desired, now(), { controls: ctx.controls });
+      // An unchanged template of an adopted build is that build (./adoption.ts; nothing to do without adoption).
+      forgetGoneForeignBuilds(state());
+      const decision = planSpecChange(state(), withAlias(state(), desired as Desired), now(), { controls: ctx.controls });
       if (decision.ignored) return;
       Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
+      forgetForeignTemplates(ctx.state);
       if (decision.newLifecycle) {
         log.info('a new object under the same name: cleaning up the old one first', { uid: (desired as Desired).uid });
         markDeleting();
@@ -141,7 +147,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const seen = (c: Control) => c.requestId !== undefined && (state().recentRequests ?? []).includes(c.requestId);
   /** Why this control is refused now, or undefined. */
   const problemWith = (name: messages.ControlName, req: unknown): string | undefined => {
-    const c = parseControl(req);
+    const c = withAliasedControl(state(), parseControl(req));
     if (typeof c === 'string') return c;
     if (seen(c)) return undefined; // a re-sent control: answered, not taken twice
     return problemWithControl(name, c, state(), { promoting: ctx.promoting, blocked, now: now() });
@@ -219,6 +225,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         state().aborted = undefined;
         state().deprecated = state().deprecated.filter((v) => v.buildId !== plan.buildId);
         state().templates = { ...state().templates, [plan.buildId]: state().templates?.[plan.buildId] ?? spec.spec.template };
+        forgetForeignTemplates(state()); // an adopted build is never rendered
         state().target = { buildId: plan.buildId, generation: spec.generation };
         sunsets.sync();
         unblocked = true;
@@ -243,7 +250,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       signals[name],
       safely(name, (req?: unknown) => {
         if (!ctx.controls) return legacyControl(name, req);
-        const c = parseControl(req);
+        const c = withAliasedControl(state(), parseControl(req));
         const why = problemWith(name, req);
         if (why) return refuse(name, why, typeof c === 'string' ? undefined : who(c, 'signal'));
         take(name, c as Control, 'signal');
@@ -252,10 +259,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     setHandler(
       messages.updates[name],
       async (req?: unknown): Promise<RolloutStatus> => {
-        const tookEffect = take(name, parseControl(req) as Control, 'update');
+        const tookEffect = take(name, withAliasedControl(state(), parseControl(req)) as Control, 'update');
         // Answer with the status once the control shows in it (routing changed, phase Paused…), or after 20 s; at
         // once when this run is continuing as new (the control is carried in the state; the next run shows it).
-        await condition(() => tookEffect() || continuingAsNew || state().deleting, 20_000);
+        await condition(() => tookEffect() || continuingAsNew || state().deleting, 20_000, { summary: `${name}: answer once it shows in the status` });
         return statusNow();
       },
       {
@@ -312,6 +319,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     lastAnalysis: state().lastAnalysis,
     managerHeldBy: state().managerHeldBy,
     refused,
+    strategy: state().desired?.spec.rollout.strategy,
+    steps: state().desired?.spec.rollout.steps,
+    currentPlace: state().current?.place ?? (state().desired ? placeOf(state().desired!) : undefined),
   });
   setHandler(messages.status, statusNow);
   setHandler(messages.history, () => state().history ?? []);
@@ -359,16 +369,16 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (!state().desired || state().deleting) continue;
       await quietly('resync', async () => {
         // A resource deleted unseen (its finalizer removed while no watcher ran) must not be healed forever.
-        const kube = ctx.lean ? ctx.local : ctx.kube;
-        if (!(await ctx.call('read the resource', () => kube.resourceExists(owner)))) {
+        const kube = () => (ctx.lean ? ctx.local : ctx.kube);
+        if (!(await ctx.call('read the resource', () => kube().resourceExists(owner)))) {
           log.warn('the resource is gone: cleaning up', { owner });
           return markDeleting();
         }
-        const recreated = await kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() });
+        const recreated = await ctx.withSummary('recreate missing Deployments', () => kube().ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() }));
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
-        const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing];
-        const removed = await kube.deleteStrayDeployments(owner, live);
+        const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(state())];
+        const removed = await ctx.withSummary('delete stray Deployments', () => kube().deleteStrayDeployments(owner, live));
         for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
       }, () => void (state().resyncDue = true));
     }
@@ -503,7 +513,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const next = state().nextLifecycle;
   if (next) {
     // The old object is cleaned up; the new one (same name, new UID) starts its own lifecycle.
-    return continueAsNew<typeof RolloutWorkflow>({ owner: { ...owner, uid: next.uid! }, timings: state().timings, desired: next });
+    return continueAsNew<typeof RolloutWorkflow>({ owner: { ...owner, uid: next.uid!, ...(next.kind ? { kind: next.kind } : {}) }, timings: state().timings, desired: next });
   }
   if (result.problems.length) log.warn('deleted with problems', { problems: result.problems });
   return result;

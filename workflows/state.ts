@@ -1,20 +1,28 @@
 /**
  * What RolloutWorkflow knows, carried across ContinueAsNew. Plain data: decisions are pure functions of it.
  */
+import type { ResourceKind } from '../api/kinds.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import type { Phase, PodTemplate, Reason, TemporalWorkerDeploymentSpec, VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { Phase, PodTemplate, Reason, RolloutStep, Strategy, VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { NormalizedSpec } from '../api/worker-deployment.js';
+import type { MeasuredRollout } from './metrics.js';
 
 /** The resource a workflow rolls out. */
 export interface Owner {
   namespace: string;
   name: string;
   uid: string;
+  /** Its kind (absent: a TemporalWorkerDeployment, as in every state from before WorkerDeployments). */
+  kind?: ResourceKind;
 }
 
 /** One generation of the spec as the watcher parsed it (defaults applied), with what it derived. */
 export interface Desired {
   generation: number;
-  spec: TemporalWorkerDeploymentSpec;
+  /** A TemporalWorkerDeployment's spec, or a WorkerDeployment's normalized into it. */
+  spec: NormalizedSpec;
+  /** The kind of the resource it is of (absent: a TemporalWorkerDeployment). */
+  kind?: ResourceKind;
   buildId: string;
   connection: TemporalConnectionSpec;
   /** The connection object's resourceVersion: a change re-applies the live Deployments. */
@@ -52,6 +60,8 @@ export interface Target {
   gatePassed?: boolean;
   /** Time the step in force has been held so far, paused time excluded (carried across ContinueAsNew). */
   stepHeldMs?: number;
+  /** While the step's pause is counting: since when, on top of `stepHeldMs` (read-only: the CLI's time left). */
+  stepHeldSince?: string;
   /** The step in force is done (its pause elapsed and its gate passed, or it was promoted). */
   stepDone?: boolean;
   /** Time spent waiting for the Deployment to be available, paused time excluded. */
@@ -101,6 +111,8 @@ export interface SunsetVersion {
   currentUntil?: string;
   /** `sunset.onMaxDrain` acted on what was still pinned to it (once). */
   maxDrainActed?: boolean;
+  /** Executions pinned to it that were open when its draining began (counted once, for the Web UI's details). */
+  openExecutions?: { count: number; at: string };
 }
 
 /** Tunables that are fixed per workflow run (passed in, so they are replay-safe). */
@@ -156,8 +168,22 @@ export interface RolloutState {
   message: string;
   /** When the last transition happened (status conditions' lastTransitionTime). */
   since: string;
+  /** The rollout the metrics measure (workflows/metrics.ts): carried across ContinueAsNew. */
+  measured?: MeasuredRollout;
   deleting: boolean;
   deployments: Record<string, DeploymentObservation>;
+  /**
+   * Builds whose Deployments temporal-worker-controller made and this resource adopted (patch `adopt-v6`), with
+   * their Deployments' names: never rendered by Glidepath (their selectors are the other controller's).
+   */
+  foreign?: Record<string, string>;
+  /**
+   * Build IDs Glidepath computes for a template that an adopted build already runs: a spec with that template
+   * is that build (no new version for an unchanged template).
+   */
+  aliases?: Record<string, string>;
+  /** Whether the other controller's Deployments were looked for (once per lifecycle, before the first rollout). */
+  adoptionChecked?: boolean;
   /** The pod template of each live build: a build's Deployment is only ever rendered from its own. */
   templates?: Record<string, PodTemplate>;
   timings: Timings;
@@ -192,4 +218,9 @@ export interface RolloutStatus {
   managerHeldBy?: string;
   /** Controls refused so far (this run), and the last one: the CLI says so instead of claiming success. */
   refused?: { count: number; last?: { control: string; why: string } };
+  /** The strategy and steps in force (of `generation`), for the CLI's progress bar and time left. */
+  strategy?: Strategy;
+  steps?: RolloutStep[];
+  /** Where the current build lives in Temporal (the CLI counts the executions open on each version there). */
+  currentPlace?: TemporalPlace;
 }

@@ -96,6 +96,7 @@ export class Sunsets {
           version.status = status;
           ctx.markDirty();
         }
+        if (!isDrained(status) && this.ctx.webUi && !version.openExecutions) await this.countPinned(version);
         if (!isDrained(status) && this.actsAfterMaxDrain(version)) status = await this.drainWithin(version);
         if (!isDrained(status)) status = await ctx.call(`wait for ${buildId} to drain`, () => ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs));
         version.status = status;
@@ -105,7 +106,9 @@ export class Sunsets {
         return;
       }
       case 'waitUntil':
-        await sleep(Math.max(0, action.atMs - now().getTime()), { summary: `${action.then === 'scaleDown' ? 'scale to 0' : 'delete'} ${buildId}` });
+        await sleep(Math.max(0, action.atMs - now().getTime()), {
+          summary: action.then === 'scaleDown' ? `scale ${buildId} to 0 after sunset.scaledownDelay` : `delete ${buildId} after sunset.deleteDelay`,
+        });
         return;
       case 'scaleDown':
         await ctx.call(`scale ${buildId} to 0`, () => ctx.kube.scaleDeployment(ctx.owner, buildId, 0));
@@ -130,6 +133,23 @@ export class Sunsets {
         ctx.markDirty();
         ctx.event('Normal', 'VersionDeleted', `${buildId} deleted`);
         return;
+    }
+  }
+
+  /**
+   * Counts the executions pinned to a version as its draining begins, once, for the Web UI's details ("v1
+   * draining, 3 pinned executions open"). Only words depend on it: a failure leaves the number out.
+   */
+  private async countPinned(version: SunsetVersion): Promise<void> {
+    const ctx = this.ctx;
+    const { buildId } = version;
+    try {
+      const open = await ctx.withSummary(`count executions pinned to ${buildId}`, () => ctx.temporal.countOpenExecutions(ctx.temporalTarget(version.place), [buildId]));
+      version.openExecutions = { count: open[buildId] ?? 0, at: now().toISOString() };
+      ctx.showDetails();
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      log.warn('pinned executions not counted', { buildId, error: String(err) });
     }
   }
 

@@ -4,15 +4,16 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { apiVersion, group, version } from '../../api/common.js';
+import { pluralOf } from '../../api/kinds.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 import { PermanentError, describeFailure } from '../errors.js';
 import { logWarning } from '../log.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from './client.js';
+import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from './foreign-deployments.js';
 import { Labels, isOwnedBy, managerName, renderVersionedDeployment } from './versioned-deployment.js';
 
-export const plural = 'temporalworkerdeployments';
 /** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
 export const finalizer = 'glidepath.dev/cleanup';
 
@@ -82,6 +83,17 @@ export interface EnsureDeploymentInput {
   replicas?: number;
 }
 
+/** A version temporal-worker-controller made, now the resource's (adoptForeignDeployments). */
+export interface ForeignVersion {
+  buildId: string;
+  /** Its Deployment's name, the other controller's naming (not necessarily `versionedDeploymentName`). */
+  deploymentName: string;
+  /** Its pod template is the spec's template unchanged (defaults and injected env aside). */
+  matchesTemplate: boolean;
+  replicas: number;
+  availableReplicas: number;
+}
+
 export interface KubeEvent {
   type: 'Normal' | 'Warning';
   reason: string;
@@ -97,6 +109,18 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   /** The resource's Deployments: of this incarnation only (the name may have had an owner before). */
   const ownedDeployments = async (owner: Owner) =>
     (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) })).items.filter((d) => isOwnedBy(d, owner));
+  /**
+   * A build's Deployments, by their labels: one adopted from temporal-worker-controller keeps that controller's
+   * name. None labelled (nothing there yet): the name Glidepath gives it.
+   */
+  const deploymentsOfBuild = async (owner: Owner, buildId: string): Promise<{ name: string; found?: k8s.V1Deployment }[]> => {
+    const labelSelector = `${Labels.workerDeployment}=${owner.name},${Labels.buildId}=${buildId}`;
+    const found = (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector })).items.filter((d) => isOwnedBy(d, owner));
+    return found.length ? found.map((d) => ({ name: d.metadata!.name!, found: d })) : [{ name: versionedDeploymentName(owner.name, buildId) }];
+  };
+  const resourceApi = (owner: Owner) => ({ group, version, namespace: owner.namespace, plural: pluralOf(owner.kind), name: owner.name });
+  /** apps/v1 Deployments as raw JSON (CustomObjectsApi takes any group): a typed client would drop fields it does not know. */
+  const deploymentsApi = (namespace: string) => ({ group: 'apps', version: 'v1', namespace, plural: 'deployments' });
 
   async function apply(input: EnsureDeploymentInput): Promise<k8s.V1Deployment> {
     const body = renderVersionedDeployment({
@@ -122,7 +146,10 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     async readDeployment(owner: Owner, buildId: string): Promise<DeploymentObservation> {
       const name = versionedDeploymentName(owner.name, buildId);
       const d = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: owner.namespace }));
-      return d ? observeDeployment(d) : { buildId, name, exists: false };
+      if (d) return observeDeployment(d);
+      // Not under our name: adopted from temporal-worker-controller, under its name.
+      const adopted = (await deploymentsOfBuild(owner, buildId))[0]?.found;
+      return adopted ? observeDeployment(adopted) : { buildId, name, exists: false };
     },
 
     /**
@@ -142,13 +169,77 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     async scaleDeployment(owner: Owner, buildId: string, replicas: number): Promise<void> {
-      const name = versionedDeploymentName(owner.name, buildId);
-      await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name, namespace: owner.namespace, body: { spec: { replicas } } }, asMergePatch));
+      for (const { name } of await deploymentsOfBuild(owner, buildId)) {
+        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name, namespace: owner.namespace, body: { spec: { replicas } } }, asMergePatch));
+      }
     },
 
     async deleteDeployment(owner: Owner, buildId: string): Promise<void> {
-      const name = versionedDeploymentName(owner.name, buildId);
-      await ignoreNotFound(apps.deleteNamespacedDeployment({ name, namespace: owner.namespace }));
+      for (const { name } of await deploymentsOfBuild(owner, buildId)) await ignoreNotFound(apps.deleteNamespacedDeployment({ name, namespace: owner.namespace }));
+    },
+
+    /**
+     * Takes over the versioned Deployments temporal-worker-controller made for this resource's worker deployment
+     * (its labels, its names, pods polling as `<namespace>/<name>`): Glidepath's labels and owner reference instead
+     * of the other controller's, nothing else touched (the pods keep running). Says of each whether its pod
+     * template is `template` unchanged, judged against a server-side dry run of `template` (see
+     * foreign-deployments.ts). Idempotent: a Deployment adopted already is reported again, not patched again.
+     */
+    async adoptForeignDeployments(input: { owner: Owner; template: PodTemplate }): Promise<ForeignVersion[]> {
+      const { owner } = input;
+      const labelSelector = `${ForeignLabels.deploymentName}=${owner.name},${ForeignLabels.buildId}`;
+      const list = (await custom.listNamespacedCustomObject({ ...deploymentsApi(owner.namespace), labelSelector })) as { items: RawDeployment[] };
+      const foreign = list.items.filter((d) => isForeignVersionOf(d, owner));
+      if (!foreign.length) return [];
+      let defaulted: unknown;
+      try {
+        const dryRun = (await custom.createNamespacedCustomObject({ ...deploymentsApi(owner.namespace), body: templateCheckDeployment(owner, input.template), dryRun: 'All' })) as RawDeployment;
+        defaulted = dryRun.spec?.template;
+      } catch (err) {
+        const code = statusCode(err);
+        if (code === undefined || code >= 500 || code === 429) throw err;
+        // Refused (no right to create Deployments, a webhook, a quota): no template can be judged unchanged.
+        logWarning(`adopt ${owner.namespace}/${owner.name}: the template could not be checked (${describeFailure(err, { namespace: owner.namespace })}); its versions are adopted as changed`);
+      }
+      const versions: ForeignVersion[] = [];
+      for (const d of foreign) {
+        const buildId = d.metadata!.labels![ForeignLabels.buildId]!;
+        const name = d.metadata!.name!;
+        const patch = adoptionPatch(d, owner, buildId);
+        if (patch) await ignoreNotFound(custom.patchNamespacedCustomObject({ ...deploymentsApi(owner.namespace), name, body: patch }, asMergePatch));
+        versions.push({
+          buildId,
+          deploymentName: name,
+          matchesTemplate: defaulted !== undefined && sameUserTemplate(d.spec?.template, defaulted),
+          replicas: d.spec?.replicas ?? 1,
+          availableReplicas: d.status?.availableReplicas ?? 0,
+        });
+      }
+      return versions;
+    },
+
+    /**
+     * The spec's Deployment settings on an adopted Deployment (its template stays the other controller's rendering:
+     * a new template is a new build). Returns what it looks like now.
+     */
+    async updateAdoptedDeployment(input: { owner: Owner; desired: Desired; buildId: string; replicas?: number }): Promise<DeploymentObservation> {
+      const { owner, desired, buildId } = input;
+      const { spec } = desired;
+      const body = {
+        spec: {
+          replicas: input.replicas ?? spec.replicas,
+          minReadySeconds: spec.minReadySeconds,
+          progressDeadlineSeconds: spec.progressDeadlineSeconds,
+          ...(spec.revisionHistoryLimit !== undefined ? { revisionHistoryLimit: spec.revisionHistoryLimit } : {}),
+          ...(spec.strategy !== undefined ? { strategy: spec.strategy } : {}),
+        },
+      };
+      for (const { name, found } of await deploymentsOfBuild(owner, buildId)) {
+        if (!found) return { buildId, name, exists: false };
+        const d = await ignoreNotFound(apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, asMergePatch));
+        if (d) return observeDeployment(d);
+      }
+      return { buildId, name: versionedDeploymentName(owner.name, buildId), exists: false };
     },
 
     async scaleOwnedDeployments(owner: Owner, replicas: number): Promise<void> {
@@ -177,12 +268,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     /** Returns false when the resource is gone (404, or another object under its name: uid precondition 409). */
     async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<boolean> {
       const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
-      const body = { apiVersion, kind: 'TemporalWorkerDeployment', metadata, status };
+      const body = { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', metadata, status };
       try {
-        await custom.patchNamespacedCustomObjectStatus(
-          { group, version, namespace: owner.namespace, plural, name: owner.name, body, fieldManager: managerName, force: true },
-          asApply,
-        );
+        await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, asApply);
         return true;
       } catch (err) {
         const code = statusCode(err);
@@ -194,9 +282,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /** Whether the resource (this UID) still exists: a workflow whose resource vanished unseen cleans up and ends. */
     async resourceExists(owner: Owner): Promise<boolean> {
-      const current = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace: owner.namespace, plural, name: owner.name }))) as
-        | k8s.KubernetesObject
-        | undefined;
+      const current = (await ignoreNotFound(custom.getNamespacedCustomObject(resourceApi(owner)))) as k8s.KubernetesObject | undefined;
       return current?.metadata?.uid === owner.uid;
     },
 
@@ -212,7 +298,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           namespace: owner.namespace,
           body: {
             metadata: { generateName: `${owner.name}.`, namespace: owner.namespace },
-            involvedObject: { apiVersion, kind: 'TemporalWorkerDeployment', name: owner.name, namespace: owner.namespace, uid: owner.uid },
+            involvedObject: { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, namespace: owner.namespace, uid: owner.uid },
             type: event.type,
             reason: event.reason,
             message: event.message,
@@ -238,17 +324,12 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /** Drops our finalizer, so Kubernetes can delete the resource (not from a new object under the same name). */
     async removeFinalizer(owner: Owner): Promise<void> {
-      const current = (await ignoreNotFound(
-        custom.getNamespacedCustomObject({ group, version, namespace: owner.namespace, plural, name: owner.name }),
-      )) as k8s.KubernetesObject | undefined;
+      const current = (await ignoreNotFound(custom.getNamespacedCustomObject(resourceApi(owner)))) as k8s.KubernetesObject | undefined;
       if (current?.metadata?.uid !== owner.uid) return;
       if (!current.metadata.finalizers?.includes(finalizer)) return;
       const finalizers = current.metadata.finalizers.filter((f) => f !== finalizer);
       await ignoreNotFound(
-        custom.patchNamespacedCustomObject(
-          { group, version, namespace: owner.namespace, plural, name: owner.name, body: { metadata: { finalizers, resourceVersion: current.metadata.resourceVersion } } },
-          asMergePatch,
-        ),
+        custom.patchNamespacedCustomObject({ ...resourceApi(owner), body: { metadata: { finalizers, resourceVersion: current.metadata.resourceVersion } } }, asMergePatch),
       );
     },
   };

@@ -4,9 +4,10 @@
  */
 import type * as k8s from '@kubernetes/client-node';
 import { apiVersion } from '../../api/common.js';
+import type { ResourceKind } from '../../api/kinds.js';
 import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
-import type { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
+import type { NormalizedSpec } from '../../api/worker-deployment.js';
 
 /** Labels Glidepath puts on what it owns; the pod simulator and the watcher select on them. */
 export const Labels = {
@@ -21,21 +22,31 @@ export const managerName = 'glidepath';
 /** Where the mTLS Secret is mounted in every container. */
 export const tlsMountPath = '/etc/temporal/tls';
 const tlsVolume = 'temporal-tls';
+/** Where the CA of `tls.caCertSecretRef` is mounted (its `ca.crt` only). */
+export const caMountPath = '/etc/temporal/tls-ca';
+const caVolume = 'temporal-tls-ca';
 
 /** The identity of the owning resource, for the owner reference and names. */
 export interface Owner {
   namespace: string;
   name: string;
   uid: string;
+  /** Its kind (absent: a TemporalWorkerDeployment, as every Owner from before WorkerDeployments). */
+  kind?: ResourceKind;
 }
 
 export interface VersionedDeploymentInput {
   owner: Owner;
-  spec: Pick<TemporalWorkerDeploymentSpec, 'template' | 'replicas' | 'minReadySeconds' | 'progressDeadlineSeconds' | 'workerOptions'>;
+  spec: Pick<NormalizedSpec, 'template' | 'replicas' | 'minReadySeconds' | 'progressDeadlineSeconds' | 'workerOptions' | 'revisionHistoryLimit' | 'strategy'>;
   connection: TemporalConnectionSpec;
   buildId: string;
   /** Replicas to ask for (defaults to `spec.replicas`; sunset scales to 0). */
   replicas?: number;
+}
+
+/** The owner reference every Deployment of a resource carries: its controller, of the resource's own kind. */
+export function ownerReference(owner: Owner): k8s.V1OwnerReference {
+  return { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
 }
 
 /**
@@ -57,8 +68,10 @@ export function workerEnv(input: VersionedDeploymentInput): k8s.V1EnvVar[] {
     { name: 'TEMPORAL_DEPLOYMENT_NAME', value: workerDeploymentName(owner.namespace, owner.name) },
     { name: 'TEMPORAL_WORKER_BUILD_ID', value: buildId },
   ];
-  if (connection.mutualTLSSecretRef || connection.apiKeySecretRef) env.push({ name: 'TEMPORAL_TLS', value: 'true' });
+  if (connection.mutualTLSSecretRef || connection.apiKeySecretRef || connection.tls?.caCertSecretRef) env.push({ name: 'TEMPORAL_TLS', value: 'true' });
   if (connection.tls?.serverName) env.push({ name: 'TEMPORAL_TLS_SERVER_NAME', value: connection.tls.serverName });
+  // Temporal's envconfig name: the SDKs' env-based config trusts this CA for the server's certificate.
+  if (connection.tls?.caCertSecretRef) env.push({ name: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', value: `${caMountPath}/ca.crt` });
   if (connection.mutualTLSSecretRef) {
     env.push(
       { name: 'TEMPORAL_TLS_CLIENT_CERT_PATH', value: `${tlsMountPath}/tls.crt` },
@@ -83,8 +96,18 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
   const injectedNames = new Set(injected.map((e) => e.name));
   const template = spec.template as unknown as k8s.V1PodTemplateSpec;
   const podSpec = template.spec!;
-  const withTls = (mounts?: k8s.V1VolumeMount[]) =>
-    connection.mutualTLSSecretRef ? [...(mounts ?? []), { name: tlsVolume, mountPath: tlsMountPath, readOnly: true }] : mounts;
+  const ca = connection.tls?.caCertSecretRef;
+  const withTls = (mounts?: k8s.V1VolumeMount[]) => {
+    const added = [
+      ...(connection.mutualTLSSecretRef ? [{ name: tlsVolume, mountPath: tlsMountPath, readOnly: true }] : []),
+      ...(ca ? [{ name: caVolume, mountPath: caMountPath, readOnly: true }] : []),
+    ];
+    return added.length ? [...(mounts ?? []), ...added] : mounts;
+  };
+  const volumes = [
+    ...(connection.mutualTLSSecretRef ? [{ name: tlsVolume, secret: { secretName: connection.mutualTLSSecretRef.name } }] : []),
+    ...(ca ? [{ name: caVolume, secret: { secretName: ca.name, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] : []),
+  ];
 
   return {
     apiVersion: 'apps/v1',
@@ -93,14 +116,14 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
       name: versionedDeploymentName(owner.name, buildId),
       namespace: owner.namespace,
       labels: { ...selector, [Labels.managedBy]: managerName, [Labels.ownerUid]: owner.uid },
-      ownerReferences: [
-        { apiVersion, kind: 'TemporalWorkerDeployment', name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true },
-      ],
+      ownerReferences: [ownerReference(owner)],
     },
     spec: {
       replicas: input.replicas ?? spec.replicas,
       minReadySeconds: spec.minReadySeconds,
       progressDeadlineSeconds: spec.progressDeadlineSeconds,
+      ...(spec.revisionHistoryLimit !== undefined ? { revisionHistoryLimit: spec.revisionHistoryLimit } : {}),
+      ...(spec.strategy !== undefined ? { strategy: spec.strategy as k8s.V1DeploymentStrategy } : {}),
       selector: { matchLabels: selector },
       template: {
         metadata: { ...template.metadata, labels: { ...template.metadata?.labels, ...selector } },
@@ -112,9 +135,7 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
             env: [...(c.env ?? []).filter((e) => !injectedNames.has(e.name)), ...injected],
             volumeMounts: withTls(c.volumeMounts),
           })),
-          volumes: connection.mutualTLSSecretRef
-            ? [...(podSpec.volumes ?? []), { name: tlsVolume, secret: { secretName: connection.mutualTLSSecretRef.name } }]
-            : podSpec.volumes,
+          volumes: volumes.length ? [...(podSpec.volumes ?? []), ...volumes] : podSpec.volumes,
         },
       },
     },

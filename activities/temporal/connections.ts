@@ -1,5 +1,5 @@
 /**
- * Connections to the Temporal servers that TemporalConnections name (workers' servers, which may differ from
+ * Connections to the Temporal servers that connections (TemporalConnection, Connection, ClusterConnection) name (workers' servers, which may differ from
  * the controller's own). One live connection per connection spec, and per content of the Secrets it reads:
  * the Secrets are read on every `get()`, so a rotated mTLS certificate or API key opens a new connection, and
  * the superseded one is closed a little later (calls in flight on it finish first, or fail and are retried).
@@ -12,7 +12,7 @@ import { PermanentError } from '../errors.js';
 /** Where a resource's versions live in Temporal. */
 export interface TemporalTarget {
   connection: TemporalConnectionSpec;
-  /** Namespace of the resource in Kubernetes (where the connection's Secrets are). */
+  /** Namespace of the resource in Kubernetes (where the connection's Secrets are, a ClusterConnection's too). */
   k8sNamespace: string;
   temporalNamespace: string;
   deploymentName: string;
@@ -97,11 +97,16 @@ export class TemporalConnections {
         },
       };
     }
+    // tls.caCertSecretRef: the server's certificate is checked against this CA (never beside mTLS: its ca.crt is it).
+    const caRef = spec.tls?.caCertSecretRef;
+    const serverRootCACertificate = caRef ? must(await secret(caRef.name), caRef.name, 'ca.crt') : undefined;
+    const serverTls = { serverNameOverride: spec.tls?.serverName, ...(serverRootCACertificate ? { serverRootCACertificate } : {}) };
     if (spec.apiKeySecretRef) {
       const { name, key } = spec.apiKeySecretRef;
       const apiKey = must(await secret(name), name, key).toString('utf8').trim();
-      return { address: spec.hostPort, tls: { serverNameOverride: spec.tls?.serverName }, apiKey };
+      return { address: spec.hostPort, tls: serverTls, apiKey };
     }
+    if (serverRootCACertificate) return { address: spec.hostPort, tls: serverTls };
     return { address: spec.hostPort };
   }
 

@@ -102,7 +102,8 @@ export interface ServerProcess {
   logFile: string;
 }
 
-function launch(name: string, bin: string, args: string[], dir: string, detached: boolean): { child: ChildProcess; proc: ServerProcess } {
+/** Starts a server process with its output appended to `<dir>/<name>.log`. */
+export function launch(name: string, bin: string, args: string[], dir: string, detached: boolean): { child: ChildProcess; proc: ServerProcess } {
   mkdirSync(dir, { recursive: true });
   const logFile = join(dir, `${name}.log`);
   const out = openSync(logFile, 'a');
@@ -138,10 +139,12 @@ export async function startTemporal(opts: { dir: string; port?: number; uiPort?:
   const { child, proc } = launch('temporal', temporalBinary(), args, opts.dir, opts.detached ?? false);
   // Ready means the frontend answers and knows the namespace: an open port alone may still say "Frontend is not healthy yet".
   await waitFor('temporal dev server', proc.logFile, child, async () => (await portOpen(port)) && (await httpOk(`http://127.0.0.1:${httpPort}/api/v1/namespaces/default`)));
+  const uiUrl = opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined;
+  if (uiUrl) await waitFor('temporal Web UI', proc.logFile, child, () => httpOk(uiUrl));
   return {
     address: `127.0.0.1:${port}`,
     namespace: 'default',
-    uiUrl: opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined,
+    uiUrl,
     metricsUrl: `http://127.0.0.1:${metricsPort}/metrics`,
     process: proc,
   };
@@ -168,13 +171,29 @@ function answers200(url: string, path: string, token: string): Promise<boolean> 
   });
 }
 
+/** Options of `startKube`. */
+export interface KubeOptions {
+  dir: string;
+  apiPort?: number;
+  etcdPort?: number;
+  detached?: boolean;
+  crds?: boolean;
+  /** kube-controller-manager's controllers (default `kubeControllers`; a real node needs them all: `['*', '-nodeipam']`). */
+  controllers?: string[];
+  /**
+   * The ServiceAccount admission plugin, off by default (the tiers without a kubelet run no pods): pods get their
+   * ServiceAccount and its token mounted, as on a real cluster.
+   */
+  podServiceAccounts?: boolean;
+}
+
 /**
  * Starts etcd and kube-apiserver (token auth, RBAC) on loopback, writes a kubeconfig for an admin, installs the
  * CRDs when asked, then starts kube-controller-manager (`kubeControllers`). CRDs installed before it starts are
  * known to its garbage collector at once; ones installed later, after its next discovery resync (30 s).
  * `processes` is in stop order: kube-controller-manager, kube-apiserver, etcd.
  */
-export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?: number; detached?: boolean; crds?: boolean }): Promise<KubeServer> {
+export async function startKube(opts: KubeOptions): Promise<KubeServer> {
   const assets = kubeAssets();
   const controllerManager = controllerManagerBinary();
   const started: ServerProcess[] = [];
@@ -187,7 +206,7 @@ export async function startKube(opts: { dir: string; apiPort?: number; etcdPort?
 }
 
 async function startKubeProcesses(
-  opts: { dir: string; apiPort?: number; etcdPort?: number; detached?: boolean; crds?: boolean },
+  opts: KubeOptions,
   assets: string,
   controllerManager: string,
   started: ServerProcess[],
@@ -216,7 +235,7 @@ async function startKubeProcesses(
     '--advertise-address', '127.0.0.1', '--token-auth-file', join(opts.dir, 'tokens.csv'), '--authorization-mode', 'RBAC',
     '--service-account-issuer', 'https://kubernetes.default.svc', '--service-account-key-file', join(opts.dir, 'sa.pub'),
     '--service-account-signing-key-file', join(opts.dir, 'sa.key'), '--service-cluster-ip-range', '10.0.0.0/24',
-    '--allow-privileged=true', '--disable-admission-plugins', 'ServiceAccount',
+    '--allow-privileged=true', ...(opts.podServiceAccounts ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
   ], opts.dir, detached);
   started.push(api.proc);
   const url = `https://127.0.0.1:${apiPort}`;
@@ -238,7 +257,7 @@ async function startKubeProcesses(
     '--kubeconfig', kubeconfig, '--authentication-kubeconfig', kubeconfig, '--authorization-kubeconfig', kubeconfig,
     '--service-account-private-key-file', join(opts.dir, 'sa.key'), '--root-ca-file', join(certDir, 'apiserver.crt'),
     '--use-service-account-credentials=false', '--leader-elect=false', '--secure-port', '0',
-    '--controllers', kubeControllers.join(','),
+    '--controllers', (opts.controllers ?? kubeControllers).join(','),
   ], opts.dir, detached);
   started.push(kcm.proc);
   // Running once the serviceaccount controller has given the `default` namespace its ServiceAccount.

@@ -10,7 +10,9 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
+import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
+import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
@@ -70,8 +72,9 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
 
   /** Checks that `d`'s version is drained as it loses its pods; records a violation otherwise or when the check fails. */
   const checkDrained = async (d: k8s.V1Deployment, what: string) => {
-    const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? '';
-    const buildId = d.metadata?.labels?.[Labels.buildId] ?? '';
+    // A Deployment of temporal-worker-controller (before Glidepath adopts it) says the same with its labels.
+    const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? d.metadata?.labels?.[ForeignLabels.deploymentName] ?? '';
+    const buildId = d.metadata?.labels?.[Labels.buildId] ?? d.metadata?.labels?.[ForeignLabels.buildId] ?? '';
     if (deleting.has(owner) || namespaceDeleting) return;
     try {
       const deploymentName = workerDeploymentName(namespace, owner);
@@ -187,13 +190,17 @@ export function taskQueueOf(env: RolloutEnv, name: string): string {
   return `${env.namespace}-${name}`;
 }
 
-/** Creates the resource, or replaces its spec (as `kubectl apply` of a new version would). */
-export async function apply(env: RolloutEnv, obj: ReturnType<typeof resource>): Promise<void> {
-  const existing = await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: obj.metadata.name }));
+/**
+ * Creates the resource, or replaces its spec (as `kubectl apply` of a new version would). Any kind Glidepath
+ * rolls out (a WorkerDeployment too: `plural` follows `obj.kind`).
+ */
+export async function apply(env: RolloutEnv, obj: { kind: string; metadata: { name: string }; spec: unknown }): Promise<void> {
+  const p = pluralOf(obj.kind as ResourceKind);
+  const existing = await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, name: obj.metadata.name }));
   if (!existing) {
-    await env.custom.createNamespacedCustomObject({ group, version, namespace: env.namespace, plural, body: obj });
+    await env.custom.createNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, body: obj });
   } else {
-    await env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: obj.metadata.name, body: { spec: obj.spec } }, asMergePatch);
+    await env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, name: obj.metadata.name, body: { spec: obj.spec } }, asMergePatch);
   }
 }
 
@@ -206,8 +213,9 @@ export interface TwdStatus {
   conditions?: { type: string; status: string; reason: string }[];
 }
 
-export async function twdStatus(env: RolloutEnv, name: string): Promise<TwdStatus | undefined> {
-  const obj = (await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name }))) as { status?: TwdStatus } | undefined;
+/** The status of a resource (a TemporalWorkerDeployment unless `kind` says otherwise). */
+export async function twdStatus(env: RolloutEnv, name: string, kind: ResourceKind = 'TemporalWorkerDeployment'): Promise<TwdStatus | undefined> {
+  const obj = (await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: pluralOf(kind), name }))) as { status?: TwdStatus } | undefined;
   return obj?.status;
 }
 

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
-import { startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
+import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
 
 declare global {
   var glidepathServers: ServerProcess[] | undefined;
@@ -41,10 +41,11 @@ export default async function globalSetup(global: Config, project: { displayName
   const dir = serverDir(project.rootDir, name);
   const processes: ServerProcess[] = [];
   try {
-    const temporal = await startTemporal({ dir });
+    const temporal = await startTemporal({ dir, uiPort: await freePort() });
     processes.push(temporal.process);
     process.env.TEMPORAL_ADDRESS = temporal.address;
     process.env.TEMPORAL_NAMESPACE = temporal.namespace;
+    process.env.TEMPORAL_UI_ADDRESS = temporal.uiUrl; // its Web UI (tests/integration/web-ui.test.ts opens it)
     // Jest runs a global setup shared by several projects once, for whichever project comes first: Kubernetes is
     // started whenever a project that needs it is in the run (every project, without --selectProjects).
     const selected = (global as { selectProjects?: string[] }).selectProjects;

@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseAllDocuments } from 'yaml';
 import { describeIssues } from '../../api/common.js';
-import { TemporalConnection, TemporalConnectionSpec } from '../../api/temporal-connection.js';
+import { parseConnection, parseWorkerResource, type ConnectionKind, type ResourceKind } from '../../api/kinds.js';
+import { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 import { TemporalWorkerDeployment, TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 
 const samplesDir = join(dirname(fileURLToPath(import.meta.url)), '../../k8s-manifests/samples');
@@ -508,6 +509,10 @@ describe('samples', () => {
         'progressive.yaml',
         'manual.yaml',
         'progressive-with-step-gates.yaml',
+        // temporal-worker-controller ≥ 1.7's kinds
+        'worker-deployment.yaml',
+        'connection.yaml',
+        'cluster-connection.yaml',
       ]),
     );
   });
@@ -522,17 +527,20 @@ describe('samples', () => {
 
   test.each(files)('%s parses with the zod schemas and follows the demo conventions', (file) => {
     const docs = parseAllDocuments(readFileSync(join(samplesDir, file), 'utf8')).map((d) => d.toJS() as { kind: string });
-    const ours = docs.filter((d) => d.kind === 'TemporalWorkerDeployment' || d.kind === 'TemporalConnection');
+    const connectionKinds = ['TemporalConnection', 'Connection', 'ClusterConnection'];
+    const ours = docs.filter((d) => d.kind === 'TemporalWorkerDeployment' || d.kind === 'WorkerDeployment' || connectionKinds.includes(d.kind));
     expect(ours.length).toBeGreaterThan(0);
     for (const doc of ours) {
-      if (doc.kind === 'TemporalConnection') {
-        const parsed = TemporalConnection.safeParse(doc);
-        expect(parsed.success ? '' : describeIssues(parsed.error)).toBe('');
+      if (connectionKinds.includes(doc.kind)) {
+        const parsed = parseConnection(doc, doc.kind as ConnectionKind);
+        expect(parsed.ok ? '' : parsed.problem).toBe('');
         continue;
       }
-      const parsed = TemporalWorkerDeployment.safeParse(doc);
-      expect(parsed.success ? '' : describeIssues(parsed.error)).toBe('');
-      const spec = parsed.data!.spec;
+      // Either kind, as the watcher reads it (a WorkerDeployment's spec.deployment normalized).
+      const parsed = parseWorkerResource(doc, doc.kind as ResourceKind);
+      expect(parsed.ok ? '' : parsed.problem).toBe('');
+      if (doc.kind === 'TemporalWorkerDeployment') expect(TemporalWorkerDeployment.safeParse(doc).success).toBe(true);
+      const spec = (parsed as Extract<typeof parsed, { ok: true }>).resource.spec;
       expect(spec.workerOptions).toMatchObject({ connectionRef: { name: 'local' }, temporalNamespace: 'default' });
       const containers = spec.template.spec.containers as { image?: string; env?: { name: string; value?: string }[] }[];
       expect(containers).toHaveLength(1);

@@ -67,6 +67,11 @@ export class FakeWorld {
   versionStatusInFlight = 0;
   /** How long setCurrent takes (to race signals against the final routing change). */
   setCurrentDelayMs = 0;
+  /**
+   * Versions temporal-worker-controller left (build ID → its Deployment's name and whether its template is the
+   * spec's): adoptForeignDeployments reports them, and their Deployments exist, available.
+   */
+  readonly foreign = new Map<string, { deploymentName: string; matchesTemplate: boolean }>();
 
   constructor(
     readonly owner: Owner,
@@ -253,6 +258,19 @@ export class FakeWorlds {
       readDeployment: async (owner, buildId) => kube(owner, 'readDeployment', [buildId]).observation(buildId),
       removeFinalizer: async (owner) => {
         kube(owner, 'removeFinalizer', []);
+      },
+      adoptForeignDeployments: async (input) => {
+        const w = kube(input.owner, 'adoptForeignDeployments', []);
+        return [...w.foreign].map(([buildId, f]) => {
+          const d = w.deployments.get(buildId);
+          return { buildId, deploymentName: f.deploymentName, matchesTemplate: f.matchesTemplate, replicas: d?.replicas ?? 0, availableReplicas: d?.available ? d.replicas : 0 };
+        });
+      },
+      updateAdoptedDeployment: async (input) => {
+        const w = kube(input.owner, 'updateAdoptedDeployment', [input.buildId, input.replicas ?? input.desired.spec.replicas]);
+        const d = w.deployments.get(input.buildId);
+        if (d) d.replicas = input.replicas ?? input.desired.spec.replicas;
+        return w.observation(input.buildId);
       },
 
       // ---- Temporal ----

@@ -1,0 +1,33 @@
+/**
+ * `Connection` and the cluster-scoped `ClusterConnection`: temporal-worker-controller's connection kinds since its
+ * v1.7, served beside `TemporalConnection` with the same spec (api/temporal-connection.ts).
+ *
+ * A ClusterConnection names its Secrets without a namespace, as the other controller's does: they are read in the
+ * namespace of each resource that uses it, because that is where its pods run and a pod mounts only Secrets of its
+ * own namespace.
+ */
+import { z } from 'zod';
+import { ObjectMeta, apiVersion } from './common.js';
+import { TemporalConnectionSpec } from './temporal-connection.js';
+
+/** The spec every connection kind shares. */
+export const ConnectionSpec = TemporalConnectionSpec;
+export type ConnectionSpec = TemporalConnectionSpec;
+
+export const Connection = z.object({
+  apiVersion: z.literal(apiVersion),
+  kind: z.literal('Connection'),
+  metadata: ObjectMeta,
+  spec: ConnectionSpec,
+  status: z.object({}).optional(),
+});
+export type Connection = z.infer<typeof Connection>;
+
+export const ClusterConnection = z.object({
+  apiVersion: z.literal(apiVersion),
+  kind: z.literal('ClusterConnection'),
+  metadata: ObjectMeta,
+  spec: ConnectionSpec,
+  status: z.object({}).optional(),
+});
+export type ClusterConnection = z.infer<typeof ClusterConnection>;

@@ -1,0 +1,197 @@
+/**
+ * The CLI's connections, opened when a command first needs them and closed once: the controller's Temporal
+ * (where RolloutWorkflows run), Kubernetes (resources, and the Secrets of TemporalConnections), and the workers'
+ * Temporal servers the TemporalConnections name (where the executions open on each version are counted).
+ */
+import * as k8s from '@kubernetes/client-node';
+import { Client, Connection, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
+import { group, version } from '../../api/common.js';
+import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
+import { ignoreNotFound } from '../../activities/kubernetes/client.js';
+import { versionFilter } from '../../activities/temporal/analysis.js';
+import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
+import { status as statusQuery } from '../../workflows/messages.js';
+import type { RolloutStatus, TemporalPlace } from '../../workflows/state.js';
+import { kubeSettings, temporalSettings, type KubeFlags, type KubeSettings, type ResourceRef, type TemporalFlags, type TemporalSettings } from './config.js';
+import { CliError, ExitCode, exitCodeOf, findCause } from './exit-codes.js';
+import { versionPlaces } from './view.js';
+
+export type SessionFlags = KubeFlags & TemporalFlags;
+
+/** A resource as Kubernetes lists it, with the phase its status says (shown when its rollout cannot be read). */
+export interface ListedResource extends ResourceRef {
+  phase?: string;
+}
+
+/** How long a rollout workflow may take to answer a query (a worker answers in milliseconds; none: never). */
+const queryTimeoutMs = 10_000;
+/** Updates answer once the control took effect, within 20 s (workflows/rollout.ts), or at once when refused. */
+export const updateTimeoutMs = 45_000;
+
+/** gRPC DEADLINE_EXCEEDED, anywhere in the causes. */
+const isDeadlineExceeded = (err: unknown) => findCause(err, (e) => isGrpcServiceError(e) && e.code === 4) !== undefined;
+
+/** How long a worker's Temporal may take to answer a count before the column shows `?`. */
+const countTimeoutMs = 5_000;
+
+export class Session {
+  private temporal?: Promise<{ connection: Connection; client: Client }>;
+  private kubeLoaded?: KubeSettings;
+  private workerConnections?: TemporalConnections;
+  readonly temporalConfig: TemporalSettings;
+
+  constructor(readonly flags: SessionFlags) {
+    this.temporalConfig = temporalSettings(flags);
+  }
+
+  /** The kubeconfig, loaded on first use (a command that needs no cluster needs no kubeconfig). */
+  kube(): KubeSettings {
+    this.kubeLoaded ??= kubeSettings(this.flags);
+    return this.kubeLoaded;
+  }
+
+  /** The controller's Temporal; a failure to connect says where it tried. */
+  async client(): Promise<Client> {
+    this.temporal ??= (async () => {
+      const { connection: options, namespace, describe } = this.temporalConfig;
+      let connection: Connection;
+      try {
+        connection = await Connection.connect({ connectTimeout: '5s', ...options });
+      } catch (err) {
+        throw new CliError(`cannot connect to Temporal at ${describe}: ${(err as Error).message}`, ExitCode.CannotConnect);
+      }
+      return { connection, client: new Client({ connection, namespace }) };
+    })();
+    this.temporal.catch(() => {
+      this.temporal = undefined; // the next call tries again (a watch outlives a Temporal restart)
+    });
+    return (await this.temporal).client;
+  }
+
+  /**
+   * A call on the resource's RolloutWorkflow (a query, or an update: those answer within 20 s by design). No such
+   * workflow is `NotFound`, saying where it looked; no answer by the deadline means no controller runs it.
+   */
+  async query<T>(ref: ResourceRef, call: (h: WorkflowHandle) => Promise<T>, timeoutMs = queryTimeoutMs): Promise<T> {
+    const client = await this.client();
+    const handle = client.workflow.getHandle(rolloutWorkflowId(ref.namespace, ref.name));
+    try {
+      return await client.withDeadline(Date.now() + timeoutMs, () => call(handle));
+    } catch (err) {
+      if (exitCodeOf(err) === ExitCode.NotFound) throw this.notFound(ref);
+      if (isDeadlineExceeded(err)) {
+        throw new CliError(
+          `${ref.namespace}/${ref.name}: its rollout workflow did not answer within ${timeoutMs / 1000}s; is the Glidepath controller running against Temporal at ${this.temporalConfig.describe}?`,
+          ExitCode.CannotConnect,
+        );
+      }
+      throw err;
+    }
+  }
+
+  notFound(ref: ResourceRef): CliError {
+    return new CliError(
+      `${ref.namespace}/${ref.name}: no rollout (workflow ${rolloutWorkflowId(ref.namespace, ref.name)} not found in Temporal at ${this.temporalConfig.describe}); ` +
+        'is the resource applied, and the controller running against this Temporal?',
+      ExitCode.NotFound,
+    );
+  }
+
+  status(ref: ResourceRef): Promise<RolloutStatus> {
+    return this.query(ref, (h) => h.query(statusQuery));
+  }
+
+  /**
+   * Executions open on each version the status names, counted in the Temporal that version lives in (the
+   * resource's TemporalConnection, with its Secrets read through the kubeconfig). One that cannot be counted
+   * (no access to the Secret, the server unreachable) is `null`: the view shows `?`, the rest goes on.
+   */
+  async openExecutions(ref: ResourceRef, status: RolloutStatus): Promise<Record<string, number | null>> {
+    const open: Record<string, number | null> = {};
+    await Promise.all(
+      versionPlaces(status).map(async ({ buildId, place }) => {
+        open[buildId] = place ? await this.countOpen(ref, place, buildId).catch(() => null) : null;
+      }),
+    );
+    return open;
+  }
+
+  private async countOpen(ref: ResourceRef, place: TemporalPlace, buildId: string): Promise<number> {
+    const target: TemporalTarget = {
+      connection: place.connection,
+      k8sNamespace: ref.namespace,
+      temporalNamespace: place.temporalNamespace,
+      deploymentName: workerDeploymentName(ref.namespace, ref.name),
+    };
+    const connection = await this.workers().get(target);
+    // A deadline: a worker's Temporal that does not answer costs a `?`, not a hung status.
+    const { count } = await withTimeout(
+      connection.workflowService.countWorkflowExecutions({ namespace: place.temporalNamespace, query: `${versionFilter(target, buildId)} AND ExecutionStatus = "Running"` }),
+      countTimeoutMs,
+    );
+    return Number(count ?? 0);
+  }
+
+  private workers(): TemporalConnections {
+    this.workerConnections ??= new TemporalConnections(
+      async (namespace, name) => {
+        const core = this.kube().kc.makeApiClient(k8s.CoreV1Api);
+        const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
+        if (!secret) return undefined;
+        return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
+      },
+      { connect: (options) => withTimeout(Connection.connect({ ...options, connectTimeout: countTimeoutMs }), countTimeoutMs) },
+    );
+    return this.workerConnections;
+  }
+
+  /** The TemporalWorkerDeployments of the namespace in use, or of every namespace. */
+  async resources(allNamespaces: boolean): Promise<ListedResource[]> {
+    const { kc, namespace } = this.kube();
+    const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+    const plural = 'temporalworkerdeployments';
+    let list: { items?: { metadata?: { namespace?: string; name?: string }; status?: { phase?: string } }[] };
+    try {
+      list = allNamespaces
+        ? await custom.listClusterCustomObject({ group, version, plural })
+        : await custom.listNamespacedCustomObject({ group, version, namespace, plural });
+    } catch (err) {
+      const code = exitCodeOf(err);
+      const where = kc.getCurrentCluster()?.server ?? 'the cluster';
+      if (code === ExitCode.CannotConnect) throw new CliError(`cannot list TemporalWorkerDeployments at ${where}: ${(err as Error).message}`, code);
+      if (code === ExitCode.NotFound) throw new CliError(`no TemporalWorkerDeployment kind at ${where}: are Glidepath's CRDs installed?`, code);
+      throw err;
+    }
+    return (list.items ?? [])
+      .map((o) => ({ namespace: o.metadata?.namespace ?? namespace, name: o.metadata?.name ?? '', ...(o.status?.phase ? { phase: o.status.phase } : {}) }))
+      .filter((r) => r.name)
+      .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
+  }
+
+  async close(): Promise<void> {
+    const temporal = this.temporal;
+    this.temporal = undefined;
+    await Promise.all([
+      temporal?.then((t) => t.connection.close()).catch(() => {}),
+      this.workerConnections?.closeAll(),
+    ]);
+  }
+}
+
+/** Rejects when `promise` takes longer than `ms` (the timer does not keep the process alive). */
+export function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T> {
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+    timer.unref();
+    promise.then(
+      (v) => {
+        clearTimeout(timer);
+        resolve(v);
+      },
+      (e: unknown) => {
+        clearTimeout(timer);
+        reject(e instanceof Error ? e : new Error(String(e)));
+      },
+    );
+  });
+}

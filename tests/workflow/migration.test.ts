@@ -1,0 +1,111 @@
+/**
+ * Adoption of a worker deployment temporal-worker-controller managed (patch `adopt-v6`), against the real dev server
+ * with the fake world: the other controller's current version runs the spec's template, so it is the spec's build —
+ * no Deployment rendered, no ramp, no routing change — and its older version is sunset like ours; a later template
+ * rolls out as usual and sunsets the adopted build too. The first run's history is the replay fixture of the patch.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { rolloutWorkflowId } from '../../api/names.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutStatus } from '../../workflows/state.js';
+import { eventually } from '../harness/eventually.js';
+import { desired, startFakeRig, type FakeRig } from './fake-world.js';
+import { keepHistory } from './fixtures.js';
+
+const taskQueue = `migration-test-${randomUUID().slice(0, 8)}`;
+const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
+const steps = [{ rampPercentage: 50, pauseDuration: '1s' }];
+
+let rig: FakeRig;
+let client: Client;
+const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
+
+beforeAll(async () => {
+  rig = await startFakeRig(taskQueue);
+  client = rig.client;
+});
+afterAll(async () => {
+  await rig?.stop(handles.map((h) => h.workflowId));
+});
+
+/** What temporal-worker-controller left: v1 current (the spec's template), v0 draining; their Deployments up. */
+async function migrated(label: string, v1MatchesTemplate = true) {
+  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID(), kind: 'WorkerDeployment' as const };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = rig.worlds.create(owner, workflowId);
+  for (const [buildId, status, matchesTemplate] of [['1.0.0-aa11', 'Draining', false], ['1.0.0-bb22', 'Current', v1MatchesTemplate]] as const) {
+    world.apply(buildId, 2);
+    world.versions.set(buildId, status);
+    world.foreign.set(buildId, { deploymentName: `${owner.name}-1-0-0-${buildId.slice(-4)}`, matchesTemplate });
+  }
+  world.current = '1.0.0-bb22';
+  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+  handles.push(handle);
+  const until = (what: string, probe: (s: RolloutStatus) => boolean) =>
+    eventually(what, async () => {
+      const s = await handle.query(messages.status);
+      return probe(s) ? s : undefined;
+    });
+  return { owner, world, handle, until };
+}
+
+test('an unchanged template is the adopted build: no Deployment rendered, no ramp; v0 sunset; a new template rolls out and sunsets the adopted build', async () => {
+  const { world, handle, until } = await migrated('adopt');
+  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  const ready = await until('the adopted v1 current', (s) => s.phase === 'Ready' && s.current === '1.0.0-bb22');
+  expect(ready.target).toBeUndefined();
+  expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
+  expect(world.callsOf('ensureVersionedDeployment')).toHaveLength(0);
+  expect(world.callsOf('setRamping')).toHaveLength(0);
+  expect(world.current).toBe('1.0.0-bb22');
+  // The adopted Deployment gets the spec's settings, under the other controller's name (the status says it).
+  expect(world.callsOf('updateAdoptedDeployment').map((c) => c.args)).toContainEqual(['1.0.0-bb22', 2]);
+  const written = await eventually('the status written', () => world.statuses.find((st) => st.phase === 'Ready'));
+  expect(written.currentVersion).toMatchObject({ buildID: '1.0.0-bb22', deploymentName: expect.stringMatching(/-1-0-0-bb22$/) });
+  expect(ready.deprecated.map((v) => v.buildId)).toEqual(['1.0.0-aa11']);
+
+  // v0 drains, then goes as ours do.
+  world.versions.set('1.0.0-aa11', 'Drained');
+  await until('v0 sunset', (s) => s.deprecated.length === 0);
+  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-aa11')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+
+  // A new generation of the same template is still the adopted build: nothing happens.
+  await handle.signal(messages.specChanged, { ...desired(2, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await until('generation 2 taken', (s) => s.generation === 2);
+  expect(world.callsOf('ensureVersionedDeployment')).toHaveLength(0);
+  expect((await handle.query(messages.status)).current).toBe('1.0.0-bb22');
+
+  // A new template: a new build, rolled out through its step; the adopted v1 is sunset.
+  await handle.signal(messages.specChanged, { ...desired(3, 'g2', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await until('g2 current', (s) => s.phase === 'Ready' && s.current === 'g2');
+  expect(world.callsOf('setRamping').map((c) => c.args)).toEqual([['g2', 50]]);
+  world.versions.set('1.0.0-bb22', 'Drained');
+  await until('v1 sunset', (s) => s.deprecated.length === 0);
+  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  await keepHistory(client, handle.workflowId, 'adopt-v6-twc');
+});
+
+test('a changed template at migration: the new build rolls out from the adopted current, which is then sunset', async () => {
+  const { world, handle, until } = await migrated('changed', false);
+  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await until('g1 current', (s) => s.phase === 'Ready' && s.current === 'g1');
+  expect(world.callsOf('setRamping').map((c) => c.args)).toEqual([['g1', 50]]);
+  expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['g1']);
+  const s = await handle.query(messages.status);
+  expect(s.deprecated.map((v) => v.buildId).sort()).toEqual(['1.0.0-aa11', '1.0.0-bb22']);
+});
+
+test('adoption is looked for once, before the first rollout: a lifecycle with nothing foreign rolls out as before', async () => {
+  const owner = { namespace: 'shop', name: `plain-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = rig.worlds.create(owner, workflowId);
+  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+  handles.push(handle);
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');
+  await handle.signal(messages.specChanged, desired(2, 'v2'));
+  await eventually('v2 current', async () => (await handle.query(messages.status)).current === 'v2');
+  expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
+});

@@ -1,0 +1,97 @@
+/**
+ * What the Temporal Web UI reads of a RolloutWorkflow, against the real dev server (activities played by the fake
+ * world): its current details (the `__temporal_workflow_metadata` query) say where the rollout stands, every
+ * activity and timer in its history has a summary, and the version left draining is counted once (patch
+ * `web-ui-v5`). The run's history is the replay fixture of that patch. tests/integration/web-ui.test.ts looks at
+ * the same in a browser.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+import { rolloutWorkflowId } from '../../api/names.js';
+import { staticDetails, staticSummary } from '../../workflows/details.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import { eventually } from '../harness/eventually.js';
+import { desired, startFakeRig, type FakeRig } from './fake-world.js';
+import { keepHistory } from './fixtures.js';
+
+const taskQueue = `web-ui-test-${randomUUID().slice(0, 8)}`;
+const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
+
+let rig: FakeRig;
+let client: Client;
+const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
+
+beforeAll(async () => {
+  rig = await startFakeRig(taskQueue);
+  client = rig.client;
+});
+afterAll(async () => {
+  await rig?.stop(handles.map((h) => h.workflowId));
+});
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const summaryOf = (e: HistoryEvent): string | undefined => {
+  const payload = e.userMetadata?.summary;
+  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
+};
+
+test('the Web UI reads where a Progressive rollout stands, and a summary on every activity and timer', async () => {
+  const owner = { namespace: 'shop', name: `web-ui-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = rig.worlds.create(owner, workflowId);
+  // As the watcher starts it.
+  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+    taskQueue,
+    workflowId,
+    args: [{ owner, timings }],
+    staticSummary: staticSummary(owner),
+    staticDetails: staticDetails(owner),
+  });
+  handles.push(handle);
+  const details = async () => ((await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
+  const detailsSay = (what: string, pattern: RegExp) => eventually(`the current details to say ${what}`, async () => ((await details()).match(pattern) ? details() : undefined), 30_000);
+
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await detailsSay('v1 is current', /^\*\*v1 current since \d\d:\d\d:\d\d UTC\*\*/);
+  world.openExecutions.set('v1', 3);
+
+  const steps = [
+    { rampPercentage: 25, pauseDuration: '3s' },
+    { rampPercentage: 75, pauseDuration: '1s' },
+  ];
+  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  const ramping = await detailsSay('v2 ramps, with the time left', /^\*\*v2 ramping 25 % — step 1 of 2, [0-3]s left \(until \d\d:\d\d:\d\d UTC\); v1 current\*\*/);
+  expect(ramping).toContain('\n\nRamping: step 1 of 2: ramp 25% for 3s');
+
+  // v1 is sunset: counted once as it starts draining, then it drains.
+  await detailsSay('v1 drains with its pinned executions', /^\*\*v2 current since [^;]+; v1 draining, 3 pinned executions open at \d\d:\d\d:\d\d UTC\*\*/);
+  expect(world.callsOf('countOpenExecutions').map((c) => c.args)).toEqual([[['v1']]]);
+  world.versions.set('v1', 'Drained');
+  await detailsSay('v1 is gone', /^\*\*v2 current since \d\d:\d\d:\d\d UTC\*\*/);
+
+  // A resync round (local activities: their markers carry summaries too).
+  const rounds = world.callsOf('deleteStrayDeployments').length;
+  await handle.signal(messages.resync);
+  await eventually('a resync round', () => world.callsOf('deleteStrayDeployments').length > rounds);
+
+  const description = await handle.describe();
+  expect(await description.staticSummary()).toBe(`Rollouts of TemporalWorkerDeployment shop/${owner.name}`);
+  expect(await description.staticDetails()).toContain(`**shop/${owner.name}**`);
+
+  const events = (await handle.fetchHistory()).events ?? [];
+  const timers = events.filter((e) => e.timerStartedEventAttributes);
+  const activities = events.filter((e) => e.activityTaskScheduledEventAttributes);
+  const unsummarised = [...timers, ...activities].filter((e) => !summaryOf(e)).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? `timer ${e.eventId}`);
+  expect(unsummarised).toEqual([]);
+  expect(timers.map(summaryOf)).toEqual(expect.arrayContaining(['step 1/2: ramp 25% for 3s', 'step 2/2: ramp 75% for 1s', 'delete v1 after sunset.deleteDelay']));
+  expect(activities.map(summaryOf)).toEqual(
+    expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%', 'make v2 current', 'count executions pinned to v1', 'wait for v1 to drain', 'scale v1 to 0', 'write the status: Ramping']),
+  );
+  const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource', 'recreate missing Deployments', 'delete stray Deployments']));
+
+  await keepHistory(client, workflowId, 'web-ui-v5-progressive');
+});
