@@ -9,14 +9,18 @@ import { sunsetAction } from './decisions.js';
 import type { Owner, RolloutState, SunsetVersion, Target } from './state.js';
 
 /** The workflow's one-line summary in the Web UI: the resource it rolls out. */
-export function staticSummary(owner: Pick<Owner, 'namespace' | 'name'>): string {
-  return `Rollouts of TemporalWorkerDeployment ${owner.namespace}/${owner.name}`;
+export function staticSummary(owner: Pick<Owner, 'namespace' | 'name' | 'kind'>): string {
+  return `Rollouts of ${owner.kind ?? 'TemporalWorkerDeployment'} ${owner.namespace}/${owner.name}`;
 }
+
+/** The resource's kind and the short name `kubectl` takes for it. */
+const shortNames: Record<NonNullable<Owner['kind']>, string> = { TemporalWorkerDeployment: 'twd', WorkerDeployment: 'gwd' };
 
 /** The workflow's fixed details in the Web UI (Temporal markdown): the resource, and where Kubernetes shows it. */
 export function staticDetails(owner: Owner): string {
   // One short paragraph: the UI shows about three lines of it.
-  return `TemporalWorkerDeployment **${owner.namespace}/${owner.name}** (uid ${owner.uid}): \`kubectl -n ${owner.namespace} describe twd ${owner.name}\``;
+  const kind = owner.kind ?? 'TemporalWorkerDeployment';
+  return `${kind} **${owner.namespace}/${owner.name}** (uid ${owner.uid}): \`kubectl -n ${owner.namespace} describe ${shortNames[kind]} ${owner.name}\``;
 }
 
 /**

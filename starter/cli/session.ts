@@ -6,6 +6,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
+import { resourceKinds, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { ignoreNotFound } from '../../activities/kubernetes/client.js';
 import { versionFilter } from '../../activities/temporal/analysis.js';
@@ -145,24 +146,30 @@ export class Session {
     return this.workerConnections;
   }
 
-  /** The TemporalWorkerDeployments of the namespace in use, or of every namespace. */
+  /** The TemporalWorkerDeployments and WorkerDeployments of the namespace in use, or of every namespace. */
   async resources(allNamespaces: boolean): Promise<ListedResource[]> {
     const { kc, namespace } = this.kube();
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    const plural = 'temporalworkerdeployments';
-    let list: { items?: { metadata?: { namespace?: string; name?: string }; status?: { phase?: string } }[] };
-    try {
-      list = allNamespaces
-        ? await custom.listClusterCustomObject({ group, version, plural })
-        : await custom.listNamespacedCustomObject({ group, version, namespace, plural });
-    } catch (err) {
-      const code = exitCodeOf(err);
-      const where = kc.getCurrentCluster()?.server ?? 'the cluster';
-      if (code === ExitCode.CannotConnect) throw new CliError(`cannot list TemporalWorkerDeployments at ${where}: ${(err as Error).message}`, code);
-      if (code === ExitCode.NotFound) throw new CliError(`no TemporalWorkerDeployment kind at ${where}: are Glidepath's CRDs installed?`, code);
-      throw err;
-    }
-    return (list.items ?? [])
+    type Listed = { items?: { metadata?: { namespace?: string; name?: string }; status?: { phase?: string } }[] };
+    const where = kc.getCurrentCluster()?.server ?? 'the cluster';
+    const listOf = async (kind: ResourceKind): Promise<Listed> => {
+      const plural = resourceKinds[kind].plural;
+      try {
+        return (allNamespaces
+          ? await custom.listClusterCustomObject({ group, version, plural })
+          : await custom.listNamespacedCustomObject({ group, version, namespace, plural })) as Listed;
+      } catch (err) {
+        const code = exitCodeOf(err);
+        if (code === ExitCode.CannotConnect) throw new CliError(`cannot list ${kind}s at ${where}: ${(err as Error).message}`, code);
+        // An install from before WorkerDeployments has only the older kind.
+        if (code === ExitCode.NotFound && kind === 'WorkerDeployment') return {};
+        if (code === ExitCode.NotFound) throw new CliError(`no ${kind} kind at ${where}: are Glidepath's CRDs installed?`, code);
+        throw err;
+      }
+    };
+    const lists = await Promise.all((['TemporalWorkerDeployment', 'WorkerDeployment'] as const).map(listOf));
+    return lists
+      .flatMap((list) => list.items ?? [])
       .map((o) => ({ namespace: o.metadata?.namespace ?? namespace, name: o.metadata?.name ?? '', ...(o.status?.phase ? { phase: o.status.phase } : {}) }))
       .filter((r) => r.name)
       .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));

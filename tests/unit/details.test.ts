@@ -159,6 +159,11 @@ describe('the static summary and details the watcher starts a workflow with', ()
     expect(staticDetails(owner)).toContain('**shop/orders** (uid u-1)');
     expect(staticDetails(owner)).toContain('kubectl -n shop describe twd orders');
   });
+  test('name a WorkerDeployment by its kind and short name', () => {
+    const owner = { namespace: 'shop', name: 'orders', uid: 'u-1', kind: 'WorkerDeployment' as const };
+    expect(staticSummary(owner)).toBe('Rollouts of WorkerDeployment shop/orders');
+    expect(staticDetails(owner)).toContain('kubectl -n shop describe gwd orders');
+  });
 });
 
 describe('summaryLine', () => {
