@@ -171,8 +171,11 @@ async function control(session: Session, inv: Extract<Invocation, { command: Con
   const ref = resourceRef(session, inv.resource);
   const name = inv.command;
   const request: AnyControlRequest = { reason: inv.reason, identity: identity(session), requestId: randomUUID() };
+  // A query first, for every control: with no controller running it fails within its short deadline and nothing
+  // is sent, instead of an update left admitted on the server to take effect whenever a controller returns.
+  const now = await session.status(ref);
   // promote and abort name the build they mean: one that a newer build superseded meanwhile is refused.
-  if (name === 'promote' || name === 'abort') request.buildId = (await session.status(ref)).target?.buildId;
+  if (name === 'promote' || name === 'abort') request.buildId = now.target?.buildId;
   if (name === 'promote') request.full = inv.full === true;
   if (name === 'rollback') request.toBuildId = inv.to;
   const answer = await session.query(ref, (h) => send(h, name, request), updateTimeoutMs);

@@ -122,6 +122,8 @@ export class Watcher {
   private readonly sightings = new Map<string, Map<string, Sighting>>();
   private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
+  /** Every informer has listed once (see `start`). */
+  private synced = false;
   private readonly log: NonNullable<WatcherOptions['log']>;
   /**
    * ClusterConnections, cluster-wide: watched when this watcher may list them (always when it watches every
@@ -153,10 +155,16 @@ export class Watcher {
     ] as Cache<k8s.KubernetesObject>[];
   }
 
-  /** Starts the informers: connections first, so resources find their connection on first sight. */
+  /**
+   * Starts the informers: connections first, so resources find their connection on first sight. Resources are
+   * handled only once every informer has listed: a resource judged against a cache still empty (its namesake of the
+   * other kind not listed yet) could be taken for the only one.
+   */
   async start(): Promise<void> {
     if (await this.mayListClusterConnections()) this.clusterConnections = this.makeClusterConnections();
     for (const informer of this.informers()) await informer.start();
+    this.synced = true;
+    this.resync();
     const every = this.options.resyncIntervalMs ?? defaultResyncIntervalMs;
     this.resyncTimer = setInterval(() => this.resync(), every).unref();
   }
@@ -212,22 +220,28 @@ export class Watcher {
         selector,
       ),
     };
-    const seen = (o: Resource, gone = false) =>
-      this.options.onResourceSeen?.({ namespace: o.metadata!.namespace!, name: o.metadata!.name! }, gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}));
+    // After the event is scheduled, and never throwing into the informer: a gauge must not cost an event.
+    const seen = (o: Resource, gone = false) => {
+      try {
+        this.options.onResourceSeen?.({ namespace: o.metadata!.namespace!, name: o.metadata!.name! }, gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}));
+      } catch (err) {
+        this.log(`resource gauges not set: ${String(err)}`);
+      }
+    };
     for (const kind of resourceKindList) {
       const resources = scope.resources[kind];
       const ofKind = (o: Resource) => (o.kind ? o : { ...o, kind });
       resources.on('add', (o) => {
-        seen(o);
         this.scheduleResource(ofKind(o));
+        seen(o);
       });
       resources.on('update', (o) => {
-        seen(o);
         this.scheduleResource(ofKind(o));
+        seen(o);
       });
       resources.on('delete', (o) => {
-        seen(o, true);
         this.scheduleResourceGone(ofKind(o));
+        seen(o, true);
       });
     }
     for (const kind of ['TemporalConnection', 'Connection'] as const) {
@@ -245,12 +259,20 @@ export class Watcher {
     return scope;
   }
 
-  /** An informer stops on a watch error; start it again after a pause. */
+  /**
+   * An informer stops on a watch error; start it again after a pause that doubles while the errors go on (1 s to
+   * 30 s: a kind whose CRD is missing is not listed ten times a second), back to 1 s after a quiet minute.
+   */
   private restartOnError(informer: Cache<k8s.KubernetesObject>): void {
+    let delayMs = 1000;
+    let lastError = 0;
     informer.on('error', (err) => {
       if (this.stopped) return;
-      this.log(`watch error, restarting: ${String(err)}`);
-      setTimeout(() => void informer.start().catch(() => {}), 1000);
+      const now = Date.now();
+      delayMs = now - lastError > 60_000 ? 1000 : Math.min(delayMs * 2, 30_000);
+      lastError = now;
+      this.log(`watch error, restarting in ${delayMs / 1000} s: ${String(err)}`);
+      setTimeout(() => void informer.start().catch(() => {}), delayMs).unref();
     });
   }
 
@@ -287,6 +309,7 @@ export class Watcher {
 
   // Work is keyed by uid: a namesake created after a deletion is another object with its own queue.
   private scheduleResource(obj: Resource, opts: { force?: boolean } = {}): void {
+    if (!this.synced) return; // `start` handles every cached resource once all are listed
     const m = obj.metadata ?? {};
     this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResource(this.latest(obj), opts.force ?? false));
   }

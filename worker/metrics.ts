@@ -8,7 +8,7 @@ import { ApplicationFailure, type MetricCounter, type MetricGauge } from '@tempo
 import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
 import { Phase } from '../api/temporal-worker-deployment.js';
 import { TransientError } from '../activities/errors.js';
-import { durationBuckets, RolloutMetric, rolloutMetricDescriptions } from '../workflows/metrics.js';
+import { durationBuckets, resourceLabels, RolloutMetric, rolloutMetricDescriptions } from '../workflows/metrics.js';
 
 export const ProcessMetric = {
   activityErrors: 'glidepath_activity_errors_total',
@@ -58,6 +58,8 @@ export function activityErrorCounter(): (ctx: { info: { activityType: string } }
         try {
           return await next(input);
         } catch (err) {
+          // A cancelled wait (a superseded spec, a ContinueAsNew) is the workflow's choice, not an error.
+          if (errorKind(err) === 'cancelled') throw err;
           counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription);
           counter.add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
           throw err;
@@ -93,6 +95,7 @@ export function recordResourceGauges(resource: { namespace: string; name: string
     phase: meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and not in (0)'),
   };
   const { ramp, phases } = resourceGauges(status);
-  gauges.ramp.set(ramp, resource);
-  for (const [name, value] of Object.entries(phases)) gauges.phase.set(value, { ...resource, phase: name });
+  const labels = resourceLabels(resource);
+  gauges.ramp.set(ramp, labels);
+  for (const [name, value] of Object.entries(phases)) gauges.phase.set(value, { ...labels, phase: name });
 }

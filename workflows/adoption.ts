@@ -96,11 +96,16 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
     ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.kube.adoptForeignDeployments({ owner: ctx.owner, template })),
   ]);
   state.adoptionChecked = true;
-  if (!found.length || state.target !== target || state.desired !== desired) return; // (a newer spec came meanwhile: it is checked no more)
-  const plan = planAdoption(found, routing);
-  const place = target.place ?? placeOf(desired);
+  if (!found.length) return;
+  // A newer spec may have come meanwhile. The Deployments are taken over already (labels, owner reference), so they
+  // are adopted all the same: judged against the spec now in force while it is still this build; otherwise none is
+  // the spec's, and those not current are sunset.
+  const sameBuild = state.target === target && state.desired?.buildId === desired.buildId;
+  const inForce = sameBuild ? state.desired! : desired;
+  const plan = planAdoption(sameBuild ? found : found.map((f) => ({ ...f, matchesTemplate: false })), routing);
+  const place = target.place ?? placeOf(inForce);
   // The sunsets started here must outlive this rollout's scope (a superseding spec cancels it), as makeCurrent's do.
-  await CancellationScope.nonCancellable(async () => adopt(ctx, sunsets, plan, found, target, desired, place));
+  await CancellationScope.nonCancellable(async () => adopt(ctx, sunsets, plan, found, sameBuild ? target : (state.target ?? target), inForce, place));
 }
 
 function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found: ForeignVersion[], target: Target, desired: Desired, place: TemporalPlace): void {

@@ -181,9 +181,10 @@ export class RolloutContext {
     const at = now();
     const s = this.state;
     const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.stepIndex } : undefined;
-    const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, since: s.since, measured: s.measured }, phase, reason, target, now: at });
+    const phaseSince = s.phaseSince ?? s.since;
+    const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured }, phase, reason, target, now: at });
     emitMetrics(points, this.owner); // a sink, not a command: replay-safe
-    Object.assign(s, { phase, reason, message, since: at.toISOString(), measured });
+    Object.assign(s, { phase, reason, message, since: at.toISOString(), phaseSince: phase === s.phase ? phaseSince : at.toISOString(), measured });
     if (this.state.timings.searchAttributes !== false) {
       upsertSearchAttributes([
         { key: phaseKey, value: phase },

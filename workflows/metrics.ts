@@ -22,16 +22,18 @@ export type RolloutMetric = (typeof RolloutMetric)[keyof typeof RolloutMetric];
 /** Buckets of the two duration histograms, in seconds (1 s to a day). */
 export const durationBuckets = [1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400];
 
-/** The rollout being measured: its build, when its first transition was, the step it last counted. */
+/** The rollout being measured: its build, when its first transition was, the step and failure it last counted. */
 export interface MeasuredRollout {
   buildId: string;
   startedAt: string;
   stepIndex?: number;
+  /** The reason of the failure counted (the same failure again after a pause is not another). */
+  failed?: string;
 }
 
 export interface TransitionSeen {
-  /** The state before: phase, reason, since (the previous transition's time), the rollout measured. */
-  before: { phase: Phase; reason: Reason; since: string; measured?: MeasuredRollout };
+  /** The state before: phase, reason, since when it is in that phase, the rollout measured. */
+  before: { phase: Phase; reason: Reason; phaseSince: string; measured?: MeasuredRollout };
   phase: Phase;
   reason: Reason;
   /** The target at this transition (none once it became current). */
@@ -48,10 +50,12 @@ export interface MetricPoint {
 
 /** What a transition counts, and the rollout measured after it. Pure: time is passed in. */
 export function transitionMetrics(t: TransitionSeen): { points: MetricPoint[]; measured?: MeasuredRollout } {
-  const points: MetricPoint[] = [{ metric: RolloutMetric.transitions, value: 1, tags: { phase: t.phase, reason: t.reason } }];
+  const points: MetricPoint[] = [];
+  // A new message in the same phase and reason (an analysis wait, the next step) is no transition.
   const changed = t.before.phase !== t.phase || t.before.reason !== t.reason;
+  if (changed) points.push({ metric: RolloutMetric.transitions, value: 1, tags: { phase: t.phase, reason: t.reason } });
   if (t.before.phase !== t.phase) {
-    points.push({ metric: RolloutMetric.phaseSeconds, value: secondsBetween(t.before.since, t.now), tags: { phase: t.before.phase } });
+    points.push({ metric: RolloutMetric.phaseSeconds, value: secondsBetween(t.before.phaseSince, t.now), tags: { phase: t.before.phase } });
   }
   let measured = t.before.measured;
   if (t.target && measured?.buildId !== t.target.buildId) {
@@ -67,12 +71,17 @@ export function transitionMetrics(t: TransitionSeen): { points: MetricPoint[]; m
     points.push({ metric, value: 1 });
     measured = undefined;
   };
-  if (t.reason === 'RolledBack') ended(RolloutMetric.rolledBack);
-  else if (t.phase === 'Aborted') ended(RolloutMetric.aborted);
+  // A rollback is often two transitions (the target aborted, then the old build current): counted on the first.
+  if (t.reason === 'RolledBack') {
+    if (t.before.reason !== 'RolledBack') ended(RolloutMetric.rolledBack);
+  } else if (t.phase === 'Aborted') ended(RolloutMetric.aborted);
   else if (t.phase === 'Ready' && t.reason === 'RolloutComplete' && measured) {
     points.push({ metric: RolloutMetric.rolloutSeconds, value: secondsBetween(measured.startedAt, t.now) });
     ended(RolloutMetric.completed);
-  } else if (t.phase === 'Failed') points.push({ metric: RolloutMetric.failed, value: 1, tags: { reason: t.reason } });
+  } else if (t.phase === 'Failed' && measured?.failed !== t.reason) {
+    points.push({ metric: RolloutMetric.failed, value: 1, tags: { reason: t.reason } });
+    if (measured) measured = { ...measured, failed: t.reason };
+  }
   return { points, measured };
 }
 
@@ -93,10 +102,18 @@ export const rolloutMetricDescriptions: Record<RolloutMetric, string> = {
   [RolloutMetric.rolloutSeconds]: 'From the first transition of a build to it being current (workflow time)',
 };
 
+/**
+ * The labels naming a resource. Not `namespace`: on the same endpoint the SDK's metrics mean the Temporal namespace
+ * by it, and Prometheus' Kubernetes discovery sets its own `namespace` (the controller pod's).
+ */
+export function resourceLabels(resource: { namespace: string; name: string }): { resource_namespace: string; resource_name: string } {
+  return { resource_namespace: resource.namespace, resource_name: resource.name };
+}
+
 /** Emits a transition's points, tagged with the resource. */
 export function emitMetrics(points: MetricPoint[], resource: { namespace: string; name: string }): void {
   for (const p of points) {
-    const tags = { namespace: resource.namespace, name: resource.name, ...p.tags };
+    const tags = { ...resourceLabels(resource), ...p.tags };
     if (p.metric === RolloutMetric.phaseSeconds || p.metric === RolloutMetric.rolloutSeconds) {
       metricMeter.createHistogram(p.metric, 'float', 's', rolloutMetricDescriptions[p.metric]).record(p.value, tags);
     } else {

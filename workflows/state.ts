@@ -170,6 +170,8 @@ export interface RolloutState {
   since: string;
   /** The rollout the metrics measure (workflows/metrics.ts): carried across ContinueAsNew. */
   measured?: MeasuredRollout;
+  /** Since when the rollout is in `phase` (`since` moves with every transition, this only with the phase). */
+  phaseSince?: string;
   deleting: boolean;
   deployments: Record<string, DeploymentObservation>;
   /**

@@ -75,7 +75,7 @@ test('after a rollout /metrics has the rollout counters, durations and gauges fo
     return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1;
   }, 90_000);
 
-  const ours = { namespace: env.namespace, name: 'obs' };
+  const ours = { resource_namespace: env.namespace, resource_name: 'obs' };
   // Emitted on the workflow's next task completion, the gauges on the watcher's next sighting: wait for them.
   const samples = await eventually('the rollout metrics', async () => {
     const s = await scrape();
