@@ -242,4 +242,20 @@ export async function routingCallTimes(env: RolloutEnv, name: string, n: number)
   return { starts: [...scheduled.values()].slice(-n), ends: ends.slice(-n) };
 }
 
+/**
+ * The routing calls a resource's rollout made, in order, with their arguments (build, and percentage for a ramp),
+ * from the workflow's history: what a short ramp did is read there, not caught by polling the server in its window.
+ */
+export async function routingCalls(env: RolloutEnv, name: string): Promise<{ call: string; buildId: string; percentage?: number }[]> {
+  const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
+  return events
+    .map((e) => e.activityTaskScheduledEventAttributes)
+    .filter((a) => a && ['setRamping', 'setCurrent'].includes(a.activityType?.name ?? ''))
+    .map((a) => {
+      const args = (a!.input?.payloads ?? []).map((p) => JSON.parse(Buffer.from(p.data ?? new Uint8Array()).toString('utf8')) as unknown);
+      const call = a!.activityType!.name!;
+      return { call, buildId: args[1] as string, ...(call === 'setRamping' ? { percentage: args[2] as number } : {}) };
+    });
+}
+
 export { eventually } from './eventually.js';
