@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installCrds } from './servers/install-crds.js';
-import { portOpen, startKube, startTemporal, temporalBinary, type ServerProcess } from './servers/servers.js';
+import { alive, portOpen, startKube, startTemporal, temporalBinary, type ServerProcess } from './servers/servers.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const devDir = join(root, '.dev');
@@ -23,15 +23,6 @@ export interface DevState {
   /** Folders of kubectl and temporal, for PATH. */
   binDirs: string[];
   processes: ServerProcess[];
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 async function main() {

@@ -49,6 +49,16 @@ export function controllerManagerBinary(): string {
  */
 export const kubeControllers = ['garbagecollector', 'namespace', 'serviceaccount', 'serviceaccount-token'];
 
+/** Whether a process with this PID is running (signal 0 checks without sending anything). */
+export function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A free TCP port on loopback. */
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {

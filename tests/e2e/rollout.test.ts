@@ -18,7 +18,7 @@ import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { freePort } from '../../scripts/servers/servers.js';
-import { versionStatus } from '../harness/rollout-env.js';
+import { routingOf, versionStatus } from '../harness/rollout-env.js';
 import { eventually } from '../harness/eventually.js';
 import { apiServerHostPort, clients, kubectl, step } from './cluster.js';
 import { images } from './servers.js';
@@ -142,19 +142,8 @@ async function status(): Promise<Status | undefined> {
   }
 }
 
-async function routing(): Promise<{ current?: string; ramping?: string; percentage: number }> {
-  try {
-    const res = await connection.workflowService.describeWorkerDeployment({ namespace: temporalNamespace, deploymentName: workerDeploymentName(namespace, name) });
-    const rc = res.workerDeploymentInfo?.routingConfig;
-    return {
-      current: rc?.currentDeploymentVersion?.buildId || undefined,
-      ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
-      percentage: rc?.rampingVersionPercentage ?? 0,
-    };
-  } catch (err) {
-    if ((err as { code?: number }).code === 5) return { percentage: 0 };
-    throw err;
-  }
+function routing(): Promise<{ current?: string; ramping?: string; percentage: number }> {
+  return routingOf(connection, temporalNamespace, workerDeploymentName(namespace, name));
 }
 
 /** The resource's Deployments by build ID. */

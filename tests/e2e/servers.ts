@@ -12,7 +12,7 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
+import { alive, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
 import { cleanUpAfterKilledRun, startNode, type KubeNode } from '../../scripts/servers/node.js';
 
 /** The images the test runs: v1 and v2 of the worker are two tags of one image (a new tag is a new build). */
@@ -32,15 +32,6 @@ interface E2eState {
 
 declare global {
   var glidepathE2e: E2eState | undefined;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 function sh(rootDir: string, script: string, args: string[], env = process.env): string {

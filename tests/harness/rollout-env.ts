@@ -138,12 +138,14 @@ export async function versionStatus(connection: Connection, namespace: string, d
 }
 
 /** Current and ramping build IDs of a resource's worker deployment, as Temporal routes. */
-export async function routing(env: RolloutEnv, name: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
+export function routing(env: RolloutEnv, name: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
+  return routingOf(env.connection, process.env.TEMPORAL_NAMESPACE ?? 'default', workerDeploymentName(env.namespace, name));
+}
+
+/** Current and ramping build IDs of a worker deployment, as Temporal routes (none yet: no current, 0 %). */
+export async function routingOf(connection: Connection, namespace: string, deploymentName: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
   try {
-    const res = await env.connection.workflowService.describeWorkerDeployment({
-      namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
-      deploymentName: workerDeploymentName(env.namespace, name),
-    });
+    const res = await connection.workflowService.describeWorkerDeployment({ namespace, deploymentName });
     const rc = res.workerDeploymentInfo?.routingConfig;
     return {
       current: rc?.currentDeploymentVersion?.buildId || undefined,

@@ -6,19 +6,10 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
-import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
+import { alive, freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
 
 declare global {
   var glidepathServers: ServerProcess[] | undefined;
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 /**
