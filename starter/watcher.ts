@@ -124,6 +124,8 @@ export class Watcher {
   private stopped = false;
   /** Every informer has listed once (see `start`). */
   private synced = false;
+  /** Informers whose last list or watch failed, with the error (readiness says so). */
+  private readonly failingWatches = new Map<Cache<k8s.KubernetesObject>, string>();
   private readonly log: NonNullable<WatcherOptions['log']>;
   /**
    * ClusterConnections, cluster-wide: watched when this watcher may list them (always when it watches every
@@ -266,14 +268,30 @@ export class Watcher {
   private restartOnError(informer: Cache<k8s.KubernetesObject>): void {
     let delayMs = 1000;
     let lastError = 0;
+    let errors = 0;
     informer.on('error', (err) => {
       if (this.stopped) return;
+      errors++;
       const now = Date.now();
       delayMs = now - lastError > 60_000 ? 1000 : Math.min(delayMs * 2, 30_000);
       lastError = now;
+      this.failingWatches.set(informer, String(err).split('\n')[0]!.slice(0, 200));
       this.log(`watch error, restarting in ${delayMs / 1000} s: ${String(err)}`);
-      setTimeout(() => void informer.start().catch(() => {}), delayMs).unref();
+      setTimeout(() => {
+        const before = errors;
+        // A start that lists without a new error is a watch working again.
+        void informer.start().then(() => {
+          if (errors === before) this.failingWatches.delete(informer);
+        }, () => {});
+      }, delayMs).unref();
     });
+  }
+
+  /** Why the watcher cannot see everything now (a watch failing: a missing CRD, RBAC, the apiserver away), if so. */
+  problems(): string | undefined {
+    if (this.failingWatches.size === 0) return undefined;
+    const [first] = this.failingWatches.values();
+    return `${this.failingWatches.size} watch(es) failing, e.g. ${first}`;
   }
 
   /** Cluster-wide: yes. Namespaced: whether RBAC lets it list ClusterConnections (one list call, at start). */

@@ -167,7 +167,12 @@ export async function startController(options: ControllerOptions): Promise<Contr
       const broken = failed();
       const live = broken ? `the worker of task queue ${broken.options.taskQueue} failed` : true;
       const notRunning = workers.find((w) => w.getState() !== 'RUNNING');
-      const ready = live !== true ? live : stopping ? 'stopping' : notRunning ? `the worker of task queue ${notRunning.options.taskQueue} is ${notRunning.getState()}` : true;
+      const watching = watcher.problems();
+      const ready =
+        live !== true ? live
+        : stopping ? 'stopping'
+        : notRunning ? `the worker of task queue ${notRunning.options.taskQueue} is ${notRunning.getState()}`
+        : (watching ?? true);
       return { live, ready };
     },
     stop() {

@@ -117,3 +117,24 @@ test('with --namespace the controller needs only the namespaced Role: a rollout 
   expect(can('update', 'temporalworkerdeployments.glidepath.dev/finalizers')).toBe(true);
   expect(can('patch', 'temporalworkerdeployments.glidepath.dev/status')).toBe(true);
 });
+
+test('without the rights to watch, the controller is not ready and says why; granted them, it becomes ready', async () => {
+  await controller?.stop();
+  controller = undefined;
+  kubectl('create', 'serviceaccount', 'bare', '-n', env.namespace);
+  controller = await startController({
+    kubeConfig: kubeConfigAs('bare', env.namespace),
+    temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+    taskQueue: `glidepath-${env.namespace}-bare`,
+    namespaces: [env.namespace],
+  });
+  const notReady = await eventually('not ready, naming the failing watches', () => {
+    const { live, ready } = controller!.health();
+    return live === true && typeof ready === 'string' && ready.includes('failing') ? ready : undefined;
+  });
+  expect(notReady).toMatch(/forbidden|403/i);
+  kubectl('apply', '-n', env.namespace, '-f', namespacedRbac); // the Role (the test before applied it too)
+  kubectl('create', 'rolebinding', 'bare', '--role', 'glidepath-controller', `--serviceaccount=${env.namespace}:bare`, '-n', env.namespace);
+  // The watches are started again with a backoff of up to 30 s.
+  await eventually('ready once the watches work', () => controller!.health().ready === true, 90_000, 200);
+});
