@@ -125,6 +125,9 @@ function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found:
   } else {
     ctx.event('Normal', 'Adopted', `adopted ${names} from temporal-worker-controller; none runs the spec's template: ${target.buildId} rolls out`);
   }
+  // The user should know a new version rolls out only because the template could not be compared.
+  const unchecked = found.find((f) => f.templateUnchecked)?.templateUnchecked;
+  if (unchecked) ctx.event('Warning', 'AdoptionTemplateUnchecked', `the pod template could not be compared with the adopted Deployments (${unchecked}): they are taken as changed`);
   ctx.record('transition', 'Adopted', 'glidepath', names, plan.match ?? target.buildId);
   forgetForeignTemplates(state);
   sunsets.sync();

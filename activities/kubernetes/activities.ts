@@ -90,6 +90,11 @@ export interface ForeignVersion {
   deploymentName: string;
   /** Its pod template is the spec's template unchanged (defaults and injected env aside). */
   matchesTemplate: boolean;
+  /**
+   * Why the template could not be judged (the dry run that gives the apiserver's defaults was refused): every
+   * version is then taken as changed. Absent when it was judged.
+   */
+  templateUnchecked?: string;
   replicas: number;
   availableReplicas: number;
 }
@@ -192,6 +197,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       const foreign = list.items.filter((d) => isForeignVersionOf(d, owner));
       if (!foreign.length) return [];
       let defaulted: unknown;
+      let unchecked: string | undefined;
       try {
         const dryRun = (await custom.createNamespacedCustomObject({ ...deploymentsApi(owner.namespace), body: templateCheckDeployment(owner, input.template), dryRun: 'All' })) as RawDeployment;
         defaulted = dryRun.spec?.template;
@@ -199,7 +205,8 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         const code = statusCode(err);
         if (code === undefined || code >= 500 || code === 429) throw err;
         // Refused (no right to create Deployments, a webhook, a quota): no template can be judged unchanged.
-        logWarning(`adopt ${owner.namespace}/${owner.name}: the template could not be checked (${describeFailure(err, { namespace: owner.namespace })}); its versions are adopted as changed`);
+        unchecked = describeFailure(err, { namespace: owner.namespace });
+        logWarning(`adopt ${owner.namespace}/${owner.name}: the template could not be checked (${unchecked}); its versions are adopted as changed`);
       }
       const versions: ForeignVersion[] = [];
       for (const d of foreign) {
@@ -211,6 +218,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           buildId,
           deploymentName: name,
           matchesTemplate: defaulted !== undefined && sameUserTemplate(d.spec?.template, defaulted),
+          ...(unchecked !== undefined ? { templateUnchecked: unchecked } : {}),
           replicas: d.spec?.replicas ?? 1,
           availableReplicas: d.status?.availableReplicas ?? 0,
         });

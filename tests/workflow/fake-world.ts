@@ -71,7 +71,7 @@ export class FakeWorld {
    * Versions temporal-worker-controller left (build ID → its Deployment's name and whether its template is the
    * spec's): adoptForeignDeployments reports them, and their Deployments exist, available.
    */
-  readonly foreign = new Map<string, { deploymentName: string; matchesTemplate: boolean }>();
+  readonly foreign = new Map<string, { deploymentName: string; matchesTemplate: boolean; templateUnchecked?: string }>();
 
   constructor(
     readonly owner: Owner,
@@ -263,7 +263,7 @@ export class FakeWorlds {
         const w = kube(input.owner, 'adoptForeignDeployments', []);
         return [...w.foreign].map(([buildId, f]) => {
           const d = w.deployments.get(buildId);
-          return { buildId, deploymentName: f.deploymentName, matchesTemplate: f.matchesTemplate, replicas: d?.replicas ?? 0, availableReplicas: d?.available ? d.replicas : 0 };
+          return { buildId, deploymentName: f.deploymentName, matchesTemplate: f.matchesTemplate, ...(f.templateUnchecked ? { templateUnchecked: f.templateUnchecked } : {}), replicas: d?.replicas ?? 0, availableReplicas: d?.available ? d.replicas : 0 };
         });
       },
       updateAdoptedDeployment: async (input) => {

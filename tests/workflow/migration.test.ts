@@ -97,6 +97,15 @@ test('a changed template at migration: the new build rolls out from the adopted 
   expect(s.deprecated.map((v) => v.buildId).sort()).toEqual(['1.0.0-aa11', '1.0.0-bb22']);
 });
 
+test('a template that could not be compared (the dry run refused): a Warning Event says why a new version rolls out', async () => {
+  const { world, handle, until } = await migrated('unchecked', false);
+  for (const [buildId, f] of world.foreign) world.foreign.set(buildId, { ...f, templateUnchecked: 'admission webhook "quota" denied the request' });
+  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await until('g1 current', (s) => s.phase === 'Ready' && s.current === 'g1');
+  const warning = await eventually('the Warning Event', () => world.events.find((e) => e.reason === 'AdoptionTemplateUnchecked'));
+  expect(warning).toMatchObject({ type: 'Warning', message: expect.stringContaining('admission webhook "quota" denied the request') });
+});
+
 test('adoption is looked for once, before the first rollout: a lifecycle with nothing foreign rolls out as before', async () => {
   const owner = { namespace: 'shop', name: `plain-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
