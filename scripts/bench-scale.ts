@@ -14,10 +14,11 @@
  *
  * Options: --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
  * --keep (keep the servers' and processes' logs), --controller-flag=FLAG (repeatable: passed to every controller,
- * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about).
+ * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about),
+ * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -42,6 +43,7 @@ const { values, positionals } = parseArgs({
     'gone-timeout': { type: 'string' },
     keep: { type: 'boolean' },
     'controller-flag': { type: 'string', multiple: true },
+    compiled: { type: 'boolean' },
   },
 });
 const resources = Number(positionals[0] ?? 100);
@@ -50,11 +52,15 @@ const idleSeconds = Number(values.idle ?? 0);
 const phaseTimeoutMs = Number(values.timeout ?? 600 + resources) * 1000;
 const goneTimeoutMs = Number(values['gone-timeout'] ?? 180) * 1000;
 if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]...');
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--compiled]');
   process.exit(2);
 }
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+if (values.compiled && !existsSync(join(root, 'dist/worker/main.js'))) {
+  console.error('--compiled: dist/worker/main.js is missing; run `npm run build` first');
+  process.exit(2);
+}
 const k8sNamespace = 'bench';
 /** The controllers' own Temporal namespace: every request in it is theirs (less the server's own background). */
 const controllerNamespace = 'glidepath';
@@ -112,7 +118,9 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 function spawnNode(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
   const log = openSync(join(dir, `${name}.log`), 'a');
-  const child = spawn(process.execPath, ['--import', 'tsx', join(root, script), ...args], {
+  // A compiled script (dist/…/*.js) runs as it is; TypeScript through tsx.
+  const command = script.endsWith('.js') ? [join(root, script), ...args] : ['--import', 'tsx', join(root, script), ...args];
+  const child = spawn(process.execPath, command, {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', ...env },
     stdio: ['ignore', log, log],
@@ -281,7 +289,7 @@ async function main(): Promise<void> {
 
   const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
   const controllers = Array.from({ length: controllerCount }, (_, i) =>
-    spawnNode(`controller-${i}`, 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, '--metrics-bind-address=0', '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
+    spawnNode(`controller-${i}`, values.compiled ? 'dist/worker/main.js' : 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, '--metrics-bind-address=0', '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
     }),
