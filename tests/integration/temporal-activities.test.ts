@@ -191,13 +191,14 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
     const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned?.version;
     expect(override).toMatchObject({ deploymentName, buildId: 'A' });
     // The server moves it with a workflow task of its own; a signal sent before that lands may still run on B.
-    await eventually('the execution is on A', async () => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A' || undefined);
+    // Seen to take over 30 s once on a loaded CI machine: the wait is generous and ends as soon as it holds.
+    await eventually('the execution is on A', async () => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A' || undefined, 120_000, 200);
     await h.signal('finish');
     expect(await h.result()).toBe('A');
   }
   await runningCount(t, 'B', 0);
   expect(await pinned.movePinned(t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0 });
-});
+}, 300_000);
 
 test('runGate: a cancelled activity cancels its gate workflow; a worker shutdown leaves it running for the retry', async () => {
   const { t, deploymentName, taskQueue } = fresh('gate');
