@@ -7,27 +7,14 @@
  * own namespace.
  */
 import { z } from 'zod';
-import { ObjectMeta, apiVersion } from './common.js';
-import { TemporalConnectionSpec } from './temporal-connection.js';
+import { TemporalConnectionSpec, connectionObject } from './temporal-connection.js';
 
 /** The spec every connection kind shares. */
 export const ConnectionSpec = TemporalConnectionSpec;
 export type ConnectionSpec = TemporalConnectionSpec;
 
-export const Connection = z.object({
-  apiVersion: z.literal(apiVersion),
-  kind: z.literal('Connection'),
-  metadata: ObjectMeta,
-  spec: ConnectionSpec,
-  status: z.object({}).optional(),
-});
+export const Connection = connectionObject('Connection');
 export type Connection = z.infer<typeof Connection>;
 
-export const ClusterConnection = z.object({
-  apiVersion: z.literal(apiVersion),
-  kind: z.literal('ClusterConnection'),
-  metadata: ObjectMeta,
-  spec: ConnectionSpec,
-  status: z.object({}).optional(),
-});
+export const ClusterConnection = connectionObject('ClusterConnection');
 export type ClusterConnection = z.infer<typeof ClusterConnection>;

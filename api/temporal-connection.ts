@@ -42,11 +42,16 @@ export const TemporalConnectionSpec = withCel(
 );
 export type TemporalConnectionSpec = z.infer<typeof TemporalConnectionSpec>;
 
-export const TemporalConnection = z.object({
-  apiVersion: z.literal(apiVersion),
-  kind: z.literal('TemporalConnection'),
-  metadata: ObjectMeta,
-  spec: TemporalConnectionSpec,
-  status: z.object({}).optional(),
-});
+/** A connection object of `kind`: every connection kind has the same spec and no status of its own. */
+export function connectionObject<K extends string>(kind: K) {
+  return z.object({
+    apiVersion: z.literal(apiVersion),
+    kind: z.literal(kind),
+    metadata: ObjectMeta,
+    spec: TemporalConnectionSpec,
+    status: z.object({}).optional(),
+  });
+}
+
+export const TemporalConnection = connectionObject('TemporalConnection');
 export type TemporalConnection = z.infer<typeof TemporalConnection>;
