@@ -13,7 +13,7 @@ import { TemporalConnections } from './temporal/connections.js';
 export type { TemporalTarget } from './temporal/connections.js';
 export type { VersionRegistration, Routing, GateRun } from './temporal/activities.js';
 export type { ForeignVersion } from './kubernetes/activities.js';
-export type { GateInputSource } from './kubernetes/activities.js';
+export type { GateInputSource, KubeEvent, Report } from './kubernetes/activities.js';
 export type { PinnedAction } from './temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 

@@ -21,7 +21,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, TemporalTarget } from '../activities/index.js';
+import type { Activities, KubeEvent, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
 import { recheckDelay, renderStatus } from './decisions.js';
@@ -66,6 +66,15 @@ export function managerHeldBy(err: unknown): string | undefined {
 const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('5s') };
 const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
+/** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
+const reportBatch = 20;
+/** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
+function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
+  if (phase === undefined && events.length === 1) return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
+  const reasons = events.length === 0 ? '' : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
+  if (phase === undefined) return reasons;
+  return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
+}
 const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };
 
 export class RolloutContext {
@@ -109,7 +118,11 @@ export class RolloutContext {
   webUi = false;
   /** `patched('adopt-v6')`: before its first rollout, a resource adopts temporal-worker-controller's Deployments (./adoption.ts). */
   adopt = false;
+  /** `patched('report-v7')`: Events go out with the status write, in one `report` activity (fewer tasks and calls). */
+  batchReports = false;
   private statusDirty = false;
+  /** Events waiting for the next `report` (batchReports). */
+  private pendingEvents: KubeEvent[] = [];
   private writing = false;
   private background = 0;
 
@@ -240,6 +253,10 @@ export class RolloutContext {
 
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
   event(type: 'Normal' | 'Warning', reason: string, message: string): void {
+    if (this.batchReports) {
+      this.pendingEvents.push({ type, reason, message });
+      return;
+    }
     this.background++;
     void this.withSummary(summaryLine(`${type} Event ${reason}: ${message}`), () => this.reporting.recordEvent(this.owner, { type, reason, message }))
       .catch((err) => log.warn('event not recorded', { reason, error: String(err) }))
@@ -262,6 +279,7 @@ export class RolloutContext {
    * resource is gone (deleted unseen, or another object now has its name).
    */
   async statusWriter(onGone: () => void): Promise<never> {
+    if (this.batchReports) return this.reporter(onGone);
     for (;;) {
       await condition(() => this.statusDirty);
       this.statusDirty = false;
@@ -278,13 +296,37 @@ export class RolloutContext {
     }
   }
 
+  /**
+   * statusWriter under `report-v7`: the status (when it changed) and the Events since the last report, in one
+   * activity. Serial like the writer; a report that failed for good is dropped with a warning like a write.
+   */
+  private async reporter(onGone: () => void): Promise<never> {
+    for (;;) {
+      await condition(() => this.statusDirty || this.pendingEvents.length > 0);
+      const status = this.statusDirty ? renderStatus(this.state) : undefined;
+      this.statusDirty = false;
+      const events = this.pendingEvents.splice(0, reportBatch);
+      this.writing = true;
+      try {
+        const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
+        const written = await this.withSummary(summary, () => this.reporting.report(this.owner, { ...(status ? { status } : {}), events }));
+        if (written === false && !this.state.deleting) onGone();
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.warn('status not written', { error: String(err) });
+      } finally {
+        this.writing = false;
+      }
+    }
+  }
+
   /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
   settled(): Promise<void> {
     return condition(() => this.isSettled());
   }
 
   isSettled(): boolean {
-    return !this.statusDirty && !this.writing && this.background === 0;
+    return !this.statusDirty && !this.writing && this.background === 0 && this.pendingEvents.length === 0;
   }
 
   continueAsNewDue(): boolean {

@@ -48,6 +48,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.lean = patched('lean-v4');
   ctx.webUi = patched('web-ui-v5');
   ctx.adopt = patched('adopt-v6');
+  ctx.batchReports = patched('report-v7');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);

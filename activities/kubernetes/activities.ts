@@ -105,6 +105,12 @@ export interface KubeEvent {
   message: string;
 }
 
+/** A status write and the Events recorded with it (`report`); the status is absent when it did not change. */
+export interface Report {
+  status?: TemporalWorkerDeploymentStatus;
+  events: KubeEvent[];
+}
+
 export function createKubernetesActivities(kc: k8s.KubeConfig) {
   const apps = kc.makeApiClient(k8s.AppsV1Api);
   const core = kc.makeApiClient(k8s.CoreV1Api);
@@ -141,7 +147,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     );
   }
 
-  return {
+  const activities = {
     /** Server-side applies the versioned Deployment of a build; returns what it looks like now. */
     async ensureVersionedDeployment(input: EnsureDeploymentInput): Promise<DeploymentObservation> {
       return observeDeployment(await apply(input));
@@ -323,6 +329,17 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /**
+     * What a transition reports, in one activity (one task instead of one per write): the status if it changed,
+     * then the Events (after, so a retried status write does not record them twice). Events of a resource that
+     * is gone are not ours to record. Returns false when the resource is gone, as writeStatus does.
+     */
+    async report(owner: Owner, report: Report): Promise<boolean> {
+      const present = report.status === undefined || (await activities.writeStatus(owner, report.status));
+      if (present) for (const event of report.events) await activities.recordEvent(owner, event);
+      return present;
+    },
+
+    /**
      * Reads a gate's JSON input from a ConfigMap or Secret key. RolloutWorkflow no longer calls it (runGate reads
      * the input itself, so a Secret stays out of the history); registered for histories that still schedule it.
      */
@@ -341,6 +358,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       );
     },
   };
+  return activities;
 }
 
 export type KubernetesActivities = ReturnType<typeof createKubernetesActivities>;

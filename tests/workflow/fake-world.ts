@@ -254,6 +254,13 @@ export class FakeWorlds {
       recordEvent: async (owner, event) => {
         this.of(owner).events.push(event);
       },
+      report: async (owner, report) => {
+        const w = this.of(owner);
+        if (report.status) w.statuses.push(report.status);
+        const present = report.status === undefined || !w.resourceGone;
+        if (present) w.events.push(...report.events);
+        return present;
+      },
       readGateInput: async () => ({ from: 'configMap' }),
       readDeployment: async (owner, buildId) => kube(owner, 'readDeployment', [buildId]).observation(buildId),
       removeFinalizer: async (owner) => {

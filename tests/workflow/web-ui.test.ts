@@ -1,8 +1,9 @@
 /**
  * What the Temporal Web UI reads of a RolloutWorkflow, against the real dev server (activities played by the fake
  * world): its current details (the `__temporal_workflow_metadata` query) say where the rollout stands, every
- * activity and timer in its history has a summary, and the version left draining is counted once (patch
- * `web-ui-v5`). The run's history is the replay fixture of that patch. tests/integration/web-ui.test.ts looks at
+ * activity and timer in its history has a summary, the version left draining is counted once (patch
+ * `web-ui-v5`), and Events go out with the status writes (patch `report-v7`). The run's history is the replay
+ * fixture of those patches. tests/integration/web-ui.test.ts looks at
  * the same in a browser.
  */
 import { randomUUID } from 'node:crypto';
@@ -88,10 +89,14 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   expect(unsummarised).toEqual([]);
   expect(timers.map(summaryOf)).toEqual(expect.arrayContaining(['step 1/2: ramp 25% for 3s', 'step 2/2: ramp 75% for 1s', 'delete v1 after sunset.deleteDelay']));
   expect(activities.map(summaryOf)).toEqual(
-    expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%', 'make v2 current', 'count executions pinned to v1', 'wait for v1 to drain', 'scale v1 to 0', 'write the status: Ramping']),
+    expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%', 'make v2 current', 'count executions pinned to v1', 'wait for v1 to drain', 'scale v1 to 0', expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]),
   );
+  // Patch `report-v7`: the Events go out with the status writes, in `report` activities.
+  expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain('recordEvent');
+  expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown']));
   const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
   expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource', 'recreate missing Deployments', 'delete stray Deployments']));
 
   await keepHistory(client, workflowId, 'web-ui-v5-progressive');
+  await keepHistory(client, workflowId, 'report-v7-progressive');
 });
