@@ -1,4 +1,5 @@
 /** Every activity RolloutWorkflow calls, created with the clients they adapt. */
+import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
@@ -18,16 +19,17 @@ export type { PinnedAction } from './temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
- * The activities, each wrapped so that a permanent failure is a non-retryable ApplicationFailure of type
+ * The activities (their Temporal connections with `temporalInterceptors`, the controller's rate budget), each wrapped so that a permanent failure is a non-retryable ApplicationFailure of type
  * `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string) {
+export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[] } = {}) {
   const core = kc.makeApiClient(CoreV1Api);
-  const connections = new TemporalConnections(async (namespace, name) => {
+  const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
     if (!secret) return undefined;
     return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
-  });
+  };
+  const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),

@@ -14,6 +14,7 @@ import type { Logger } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
+import { RateBudget } from './rate-budget.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
@@ -46,6 +47,17 @@ export interface ControllerOptions {
    * rollout replays its history at its next task). See the README's "Scale" section.
    */
   maxCachedWorkflows?: number;
+  /**
+   * Temporal calls a second the process makes itself (the watcher's signals, the activities' describes and routing
+   * calls), up to `temporalBurst` at once (default twice the rate); default: unbounded. See ./rate-budget.ts.
+   */
+  temporalQps?: number;
+  temporalBurst?: number;
+  /**
+   * Activities a second the server hands out on the controller's task queue, for all its replicas together
+   * (Temporal's `maxTaskQueueActivitiesPerSecond`); default: unbounded.
+   */
+  maxActivitiesPerSecond?: number;
   /** A prebuilt bundle (tests build it once for many controllers). */
   workflowBundle?: WorkflowBundle;
   log?: (message: string, fields?: Record<string, unknown>) => void;
@@ -109,13 +121,15 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const { address, namespace, tls, apiKey } = options.temporal;
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
+  const budget = options.temporalQps ? new RateBudget(options.temporalQps, options.temporalBurst ?? Math.ceil(2 * options.temporalQps)) : undefined;
+  const interceptors = budget?.interceptors();
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
-  const connection = await Connection.connect({ address, tls, apiKey });
+  const connection = await Connection.connect({ address, tls, apiKey, ...(interceptors ? { interceptors } : {}) });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity);
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors });
   // Pollers scale with the work the server reports (down to one per queue when idle): a fixed ten per queue would
   // cost hundreds of empty long polls an hour for nothing.
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
@@ -127,6 +141,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
+    ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
     interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });

@@ -38,6 +38,9 @@ const { values } = parseArgs({
     'resync-interval': { type: 'string' },
     'manager-identity': { type: 'string' },
     'max-cached-workflows': { type: 'string' },
+    'temporal-qps': { type: 'string' },
+    'temporal-burst': { type: 'string' },
+    'max-activities-per-second': { type: 'string' },
     'metrics-bind-address': { type: 'string', default: ':8080' },
     'health-probe-bind-address': { type: 'string', default: ':8081' },
     'log-format': { type: 'string', default: process.stdout.isTTY ? 'text' : 'json' },
@@ -45,7 +48,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]');
   process.exit(0);
 }
 
@@ -65,10 +68,18 @@ function bindAddress(flag: 'metrics-bind-address' | 'health-probe-bind-address')
 }
 
 /** A flag that must be a whole number ≥ 0 (absent: undefined). */
-function count(flag: 'max-cached-workflows'): number | undefined {
+function count(flag: 'max-cached-workflows' | 'temporal-burst'): number | undefined {
   const raw = values[flag];
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) refuse(`--${flag}: "${raw}" is not a whole number`);
+  return Number(raw);
+}
+
+/** A flag that must be a number above 0, like 2.5 (absent: undefined). */
+function rate(flag: 'temporal-qps' | 'max-activities-per-second'): number | undefined {
+  const raw = values[flag];
+  if (raw === undefined) return undefined;
+  if (!/^\d+(\.\d+)?$/.test(raw) || !(Number(raw) > 0)) refuse(`--${flag}: "${raw}" is not a number above 0`);
   return Number(raw);
 }
 
@@ -115,6 +126,9 @@ const controller = await startController({
   resyncIntervalMs: values['resync-interval'] ? parseDuration(values['resync-interval']) : undefined,
   managerIdentity: values['manager-identity'],
   maxCachedWorkflows: count('max-cached-workflows'),
+  temporalQps: rate('temporal-qps'),
+  temporalBurst: count('temporal-burst'),
+  maxActivitiesPerSecond: rate('max-activities-per-second'),
   workflowBundle: await rolloutBundleApart(),
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,

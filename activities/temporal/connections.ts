@@ -5,6 +5,7 @@
  * the superseded one is closed a little later (calls in flight on it finish first, or fail and are retried).
  */
 import { createHash } from 'node:crypto';
+import type { Interceptor } from '@grpc/grpc-js';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 import { PermanentError } from '../errors.js';
@@ -28,6 +29,8 @@ export interface TemporalConnectionsOptions {
   connect?: Connect;
   /** How long a superseded connection stays open for calls in flight on it (default 10 s). */
   closeDelayMs?: number;
+  /** gRPC interceptors of every connection (the controller's rate budget); default: the SDK's retries. */
+  interceptors?: Interceptor[];
 }
 
 interface Live {
@@ -43,6 +46,7 @@ export class TemporalConnections {
   private readonly closing = new Map<NodeJS.Timeout, Promise<Connection>>();
   private readonly connect: Connect;
   private readonly closeDelayMs: number;
+  private readonly interceptors?: Interceptor[];
 
   constructor(
     private readonly readSecret: SecretReader,
@@ -50,6 +54,7 @@ export class TemporalConnections {
   ) {
     this.connect = options.connect ?? ((o) => Connection.connect(o));
     this.closeDelayMs = options.closeDelayMs ?? 10_000;
+    this.interceptors = options.interceptors;
   }
 
   /**
@@ -63,7 +68,7 @@ export class TemporalConnections {
     const previous = this.live.get(specKey);
     if (previous?.contentKey === contentKey) return previous.connection;
 
-    const connection = this.connect(options);
+    const connection = this.connect(this.interceptors ? { ...options, interceptors: this.interceptors } : options);
     const entry: Live = { contentKey, connection };
     this.live.set(specKey, entry);
     // A failed connect is not cached: the next get() tries again.

@@ -1,0 +1,63 @@
+import { jest } from '@jest/globals';
+import { RateBudget, takeToken, type Bucket } from '../../worker/rate-budget.js';
+
+describe('takeToken', () => {
+  const full: Bucket = { tokens: 4, atMs: 0 };
+
+  test.each([
+    // [case, bucket, now, rate/s, burst, waitMs, tokens after]
+    ['a full bucket: at once', full, 0, 2, 4, 0, 3],
+    ['the last token: at once', { tokens: 1, atMs: 0 }, 0, 2, 4, 0, 0],
+    ['empty: waits for the next token', { tokens: 0, atMs: 0 }, 0, 2, 4, 500, -1],
+    ['two promised already: waits for the third', { tokens: -2, atMs: 0 }, 0, 2, 4, 1500, -3],
+    ['refilled by the time passed', { tokens: 0, atMs: 0 }, 1000, 2, 4, 0, 1],
+    ['refilled up to the burst only', { tokens: 0, atMs: 0 }, 60_000, 2, 4, 0, 3],
+    ['a clock that went back refills nothing', { tokens: 0, atMs: 1000 }, 0, 2, 4, 500, -1],
+    ['a fractional rate', { tokens: 0, atMs: 0 }, 0, 0.5, 1, 2000, -1],
+  ] as const)('%s', (_case, bucket, now, rate, burst, waitMs, tokens) => {
+    const taken = takeToken(bucket, now, rate, burst);
+    expect(taken.waitMs).toBe(waitMs);
+    expect(taken.bucket).toEqual({ tokens, atMs: now });
+  });
+
+  test('over a long run, calls go out at the rate, after the first burst', () => {
+    let bucket: Bucket = { tokens: 10, atMs: 0 };
+    const sendTimes: number[] = [];
+    for (let i = 0; i < 110; i++) {
+      const taken = takeToken(bucket, 0, 10, 10); // 110 calls all at t=0
+      bucket = taken.bucket;
+      sendTimes.push(taken.waitMs);
+    }
+    expect(sendTimes.slice(0, 10)).toEqual(Array(10).fill(0));
+    expect(sendTimes.at(-1)).toBe(10_000); // 100 more at 10/s
+    expect(sendTimes).toEqual([...sendTimes].sort((a, b) => a - b)); // first asked, first sent
+  });
+});
+
+describe('RateBudget', () => {
+  test('take() resolves in the order asked, each when its token is due', async () => {
+    jest.useFakeTimers();
+    try {
+      let now = 0;
+      const budget = new RateBudget(2, 1, () => now);
+      const done: number[] = [];
+      const calls = [0, 1, 2].map((i) => budget.take().then(() => done.push(i)));
+      await Promise.resolve();
+      expect(done).toEqual([0]);
+      now = 500;
+      await jest.advanceTimersByTimeAsync(500);
+      expect(done).toEqual([0, 1]);
+      now = 1000;
+      await jest.advanceTimersByTimeAsync(500);
+      await Promise.all(calls);
+      expect(done).toEqual([0, 1, 2]);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  test('a rate of 0 or below is refused with the value named', () => {
+    expect(() => new RateBudget(0)).toThrow('a rate budget needs a rate above 0, not 0');
+    expect(() => new RateBudget(Number.NaN)).toThrow('not NaN');
+  });
+});
