@@ -15,6 +15,7 @@
  * Options: --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
  * --keep (keep the servers' and processes' logs), --controller-flag=FLAG (repeatable: passed to every controller,
  * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about),
+ * --server-flag=KEY=VALUE (repeatable: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true),
  * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -43,6 +44,7 @@ const { values, positionals } = parseArgs({
     'gone-timeout': { type: 'string' },
     keep: { type: 'boolean' },
     'controller-flag': { type: 'string', multiple: true },
+    'server-flag': { type: 'string', multiple: true },
     compiled: { type: 'boolean' },
   },
 });
@@ -52,7 +54,7 @@ const idleSeconds = Number(values.idle ?? 0);
 const phaseTimeoutMs = Number(values.timeout ?? 600 + resources) * 1000;
 const goneTimeoutMs = Number(values['gone-timeout'] ?? 180) * 1000;
 if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--compiled]');
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled]');
   process.exit(2);
 }
 
@@ -235,7 +237,7 @@ let samplerLoop: Promise<void> | undefined;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}; logs in ${dir}`);
+  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}; logs in ${dir}`);
   const temporal = await startTemporal({
     dir,
     dynamicConfig: [
@@ -247,6 +249,8 @@ async function main(): Promise<void> {
       'metrics.breakdownByTaskQueue=false',
       'metrics.breakdownByBuildID=false',
       'metrics.breakdownByPartition=false',
+      // --server-flag: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true.
+      ...(values['server-flag'] ?? []),
     ],
   });
   servers = [temporal.process];

@@ -22,6 +22,8 @@ import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
 export const defaultMaxCachedWorkflows = 250;
+/** The Temporal calls a second a controller process makes itself, by default: a ceiling a thousand rollouts polling for registration stay under. */
+export const defaultTemporalQps = 50;
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
@@ -49,7 +51,7 @@ export interface ControllerOptions {
   maxCachedWorkflows?: number;
   /**
    * Temporal calls a second the process makes itself (the watcher's signals, the activities' describes and routing
-   * calls), up to `temporalBurst` at once (default twice the rate); default: unbounded. See ./rate-budget.ts.
+   * calls; default 50), up to `temporalBurst` at once (default twice the rate). See ./rate-budget.ts.
    */
   temporalQps?: number;
   temporalBurst?: number;
@@ -121,10 +123,10 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const { address, namespace, tls, apiKey } = options.temporal;
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
-  const budget = options.temporalQps ? new RateBudget(options.temporalQps, options.temporalBurst ?? Math.ceil(2 * options.temporalQps)) : undefined;
-  const interceptors = budget?.interceptors();
+  const qps = options.temporalQps ?? defaultTemporalQps;
+  const interceptors = new RateBudget(qps, options.temporalBurst ?? Math.ceil(2 * qps)).interceptors();
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
-  const connection = await Connection.connect({ address, tls, apiKey, ...(interceptors ? { interceptors } : {}) });
+  const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
