@@ -22,7 +22,7 @@ import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
 export const defaultMaxCachedWorkflows = 250;
-/** The Temporal calls a second a controller process makes itself, by default: a ceiling a thousand rollouts polling for registration stay under. */
+/** The Temporal calls a second a controller process makes itself, by default (rollouts past it queue, up to 5 s, then retry). */
 export const defaultTemporalQps = 50;
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));

@@ -75,6 +75,13 @@ function count(flag: 'max-cached-workflows' | 'temporal-burst'): number | undefi
   return Number(raw);
 }
 
+/** --temporal-burst: a whole number ≥ 1 (absent: undefined, twice the rate). */
+function burst(): number | undefined {
+  const n = count('temporal-burst');
+  if (n === 0) refuse('--temporal-burst: "0" lets no call through: at least 1');
+  return n;
+}
+
 /** A flag that must be a number above 0, like 2.5 (absent: undefined). */
 function rate(flag: 'temporal-qps' | 'max-activities-per-second'): number | undefined {
   const raw = values[flag];
@@ -127,7 +134,7 @@ const controller = await startController({
   managerIdentity: values['manager-identity'],
   maxCachedWorkflows: count('max-cached-workflows'),
   temporalQps: rate('temporal-qps'),
-  temporalBurst: count('temporal-burst'),
+  temporalBurst: burst(),
   maxActivitiesPerSecond: rate('max-activities-per-second'),
   workflowBundle: await rolloutBundleApart(),
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,

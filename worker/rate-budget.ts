@@ -4,7 +4,7 @@
  * thousand rollouts at once queue here instead of flooding the server. The SDK worker's own polls and task
  * completions are not counted here: `--max-activities-per-second` bounds those (see the README's "Scale").
  */
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 
 export interface Bucket {
@@ -12,6 +12,14 @@ export interface Bucket {
   tokens: number;
   /** When `tokens` was counted, in ms. */
   atMs: number;
+}
+
+/** Long polls (a round can last the server's long-poll interval): a token each would spend the budget on waiting. */
+const longPolls = new Set(['GetWorkflowExecutionHistory', 'PollWorkflowExecutionUpdate', 'UpdateWorkflowExecution', 'PollActivityTaskQueue', 'PollWorkflowTaskQueue']);
+
+/** Whether a call goes through the budget: not a long poll, and no deadline (it would run out while queued). */
+export function budgeted(path: string, deadline: unknown): boolean {
+  return deadline === undefined && !longPolls.has(path.slice(path.lastIndexOf('/') + 1));
 }
 
 /**
@@ -27,35 +35,64 @@ export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, 
 export class RateBudget {
   private bucket: Bucket;
 
-  /** `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default: a second's worth). */
+  /**
+   * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default: a second's worth). A call
+   * that would wait more than `maxWaitMs` for its token is refused at once instead (RESOURCE_EXHAUSTED): the queue
+   * stays short, so no activity spends its timeout in it.
+   */
   constructor(
     readonly ratePerSecond: number,
     readonly burst = Math.max(1, Math.ceil(ratePerSecond)),
+    readonly maxWaitMs = 5_000,
     private readonly clock: () => number = Date.now,
   ) {
     if (!(ratePerSecond > 0)) throw new Error(`a rate budget needs a rate above 0, not ${ratePerSecond}`);
+    if (!(burst >= 1)) throw new Error(`a rate budget needs a burst of at least 1, not ${burst}`);
     this.bucket = { tokens: this.burst, atMs: clock() };
   }
 
-  /** Resolves when this call may go out. */
+  /** Resolves when this call may go out; rejects at once (taking nothing) when that is more than `maxWaitMs` away. */
   take(): Promise<void> {
     const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst);
+    if (waitMs > this.maxWaitMs) return Promise.reject(new BudgetSpent(waitMs));
     this.bucket = bucket;
     return waitMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 
-  /** A Temporal connection's interceptors: the SDK's retries, each attempt started once it has its token. */
+  /**
+   * A Temporal connection's interceptors: the budget, then the SDK's retries. A call the budget refuses fails to
+   * its caller at once (the activity's retry policy or the watcher's backoff tries again later), not in the SDK's
+   * retry loop, which expects every first attempt to reach the server.
+   */
   interceptors(): Interceptor[] {
-    return [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), this.interceptor()];
+    return [this.interceptor(), makeGrpcRetryInterceptor(defaultGrpcRetryOptions())];
   }
 
-  /** A gRPC interceptor that starts each call once it has its token. */
+  /**
+   * A gRPC interceptor that starts each budgeted call once it has its token, and ends one refused by the budget
+   * with RESOURCE_EXHAUSTED.
+   */
   interceptor(): Interceptor {
-    return (options, nextCall) =>
-      new InterceptingCall(nextCall(options), {
+    return (options, nextCall) => {
+      const call = nextCall(options);
+      if (!budgeted(options.method_definition.path, options.deadline)) return new InterceptingCall(call);
+      return new InterceptingCall(call, {
         start: (metadata, listener, next) => {
-          void this.take().then(() => next(metadata, listener));
+          this.take().then(
+            () => next(metadata, listener),
+            (err: Error) => {
+              call.cancelWithStatus(status.RESOURCE_EXHAUSTED, err.message);
+              listener.onReceiveStatus({ code: status.RESOURCE_EXHAUSTED, details: err.message, metadata: new Metadata() });
+            },
+          );
         },
       });
+    };
+  }
+}
+
+export class BudgetSpent extends Error {
+  constructor(waitMs: number) {
+    super(`the controller's Temporal budget (--temporal-qps) is spent for the next ${Math.round(waitMs / 1000)} s: try again later`);
   }
 }

@@ -8,7 +8,7 @@ import { pluralOf } from '../../api/kinds.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
-import { PermanentError, describeFailure } from '../errors.js';
+import { PermanentError, classifyKubernetesError, describeFailure } from '../errors.js';
 import { logWarning } from '../log.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from './client.js';
 import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from './foreign-deployments.js';
@@ -147,6 +147,24 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     );
   }
 
+  /** Writes the whole status with server-side apply (see writeStatus); says whether the resource is there, gone or replaced. */
+  async function applyStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<'written' | 'gone' | 'replaced'> {
+    const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
+    const body = { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', metadata, status };
+    try {
+      await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, asApply);
+      return 'written';
+    } catch (err) {
+      const code = statusCode(err);
+      if (code === 409) {
+        logWarning(`writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`);
+        return 'replaced';
+      }
+      if (code === 404) return 'gone';
+      throw err;
+    }
+  }
+
   const activities = {
     /** Server-side applies the versioned Deployment of a build; returns what it looks like now. */
     async ensureVersionedDeployment(input: EnsureDeploymentInput): Promise<DeploymentObservation> {
@@ -281,17 +299,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
      */
     /** Returns false when the resource is gone (404, or another object under its name: uid precondition 409). */
     async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<boolean> {
-      const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
-      const body = { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', metadata, status };
-      try {
-        await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, asApply);
-        return true;
-      } catch (err) {
-        const code = statusCode(err);
-        if (code === 409) logWarning(`writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`);
-        else if (code !== 404) throw err;
-        return false;
-      }
+      return (await applyStatus(owner, status)) === 'written';
     },
 
     /** Whether the resource (this UID) still exists: a workflow whose resource vanished unseen cleans up and ends. */
@@ -330,13 +338,28 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /**
      * What a transition reports, in one activity (one task instead of one per write): the status if it changed,
-     * then the Events (after, so a retried status write does not record them twice). Events of a resource that
-     * is gone are not ours to record. Returns false when the resource is gone, as writeStatus does.
+     * then the Events (after, so a status write that is retried does not record them twice). A status refused for
+     * good (RBAC, validation) does not hold the Events back: they go out, then the refusal is thrown. Events name
+     * the object by uid, so those of a deleted resource are still recorded (as `CleanupIncomplete` must be), but not
+     * onto another object under its name. Returns false when the resource is gone, as writeStatus does.
      */
     async report(owner: Owner, report: Report): Promise<boolean> {
-      const present = report.status === undefined || (await activities.writeStatus(owner, report.status));
-      if (present) for (const event of report.events) await activities.recordEvent(owner, event);
-      return present;
+      const recordAll = async () => {
+        for (const event of report.events) await activities.recordEvent(owner, event);
+      };
+      let outcome: Awaited<ReturnType<typeof applyStatus>> = 'written';
+      if (report.status) {
+        try {
+          outcome = await applyStatus(owner, report.status);
+        } catch (err) {
+          if (classifyKubernetesError(err)?.kind === 'permanent') await recordAll();
+          throw err;
+        }
+      }
+      if (outcome === 'replaced') {
+        if (report.events.length) logWarning(`report ${owner.namespace}/${owner.name}: ${report.events.length} Events not recorded, the object is another one now`);
+      } else await recordAll();
+      return outcome === 'written';
     },
 
     /**

@@ -346,6 +346,61 @@ describe('failures the Kubernetes activities absorb', () => {
     expect(lines).toEqual(['writeStatus shop/orders: not written, the object is another one now (uid uid-1 is gone)']);
   });
 
+  describe('report: the status, then the Events, in one activity', () => {
+    const events = [event, { type: 'Warning' as const, reason: 'CleanupIncomplete', message: 'deleted, but could not: x' }];
+    /** A kube API whose status write does `status` and whose Event creations are listed in `recorded`. */
+    const reporting = (status: () => Promise<unknown>) => {
+      const recorded: string[] = [];
+      const kube = kubeActivities({
+        patchNamespacedCustomObjectStatus: status,
+        createNamespacedEvent: async (request: never) => void recorded.push((request as { body: { reason: string } }).body.reason),
+      });
+      return { kube, recorded };
+    };
+    const notFound = kubeError(404, { message: 'temporalworkerdeployments.glidepath.dev "orders" not found', reason: 'NotFound', details: { name: 'orders', kind: 'temporalworkerdeployments' } });
+
+    test('written: true, and the Events recorded after it', async () => {
+      const order: string[] = [];
+      const kube = kubeActivities({
+        patchNamespacedCustomObjectStatus: async () => void order.push('status'),
+        createNamespacedEvent: async (request: never) => void order.push((request as { body: { reason: string } }).body.reason),
+      });
+      await expect(kube.report(owner, { status: { phase: 'Ready' }, events })).resolves.toBe(true);
+      expect(order).toEqual(['status', 'VersionDrained', 'CleanupIncomplete']);
+    });
+
+    test('Events alone (no status change): recorded, true', async () => {
+      const { kube, recorded } = reporting(async () => Promise.reject(new Error('no status write expected')));
+      await expect(kube.report(owner, { events })).resolves.toBe(true);
+      expect(recorded).toEqual(['VersionDrained', 'CleanupIncomplete']);
+    });
+
+    test('the resource deleted (404): false, and its Events still recorded (they name it by uid)', async () => {
+      const { kube, recorded } = reporting(async () => Promise.reject(notFound));
+      await expect(kube.report(owner, { status: { phase: 'Deleting' }, events })).resolves.toBe(false);
+      expect(recorded).toEqual(['VersionDrained', 'CleanupIncomplete']);
+    });
+
+    test('another object under its name (409): false, no Event onto it, one warning line', async () => {
+      const { kube, recorded } = reporting(async () => Promise.reject(conflict));
+      const lines = await warnings(() => expect(kube.report(owner, { status: { phase: 'Ready' }, events })).resolves.toBe(false));
+      expect(recorded).toEqual([]);
+      expect(lines).toEqual(['writeStatus shop/orders: not written, the object is another one now (uid uid-1 is gone)', 'report shop/orders: 2 Events not recorded, the object is another one now']);
+    });
+
+    test('a status refused for good (403): the Events still go out, then the refusal is thrown', async () => {
+      const { kube, recorded } = reporting(async () => Promise.reject(rbacForbidden));
+      await expect(kube.report(owner, { status: { phase: 'Ready' }, events })).rejects.toBe(rbacForbidden);
+      expect(recorded).toEqual(['VersionDrained', 'CleanupIncomplete']);
+    });
+
+    test('a status write that fails for now (unreachable): thrown before any Event, so the retry records them once', async () => {
+      const { kube, recorded } = reporting(async () => Promise.reject(connectionRefused));
+      await expect(kube.report(owner, { status: { phase: 'Ready' }, events })).rejects.toBe(connectionRefused);
+      expect(recorded).toEqual([]);
+    });
+  });
+
   test('removeFinalizer leaves a new object under the same name alone', async () => {
     let patched = false;
     const kube = kubeActivities({

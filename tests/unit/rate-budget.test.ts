@@ -1,5 +1,5 @@
 import { jest } from '@jest/globals';
-import { RateBudget, takeToken, type Bucket } from '../../worker/rate-budget.js';
+import { RateBudget, budgeted, takeToken, type Bucket } from '../../worker/rate-budget.js';
 
 describe('takeToken', () => {
   const full: Bucket = { tokens: 4, atMs: 0 };
@@ -39,7 +39,7 @@ describe('RateBudget', () => {
     jest.useFakeTimers();
     try {
       let now = 0;
-      const budget = new RateBudget(2, 1, () => now);
+      const budget = new RateBudget(2, 1, 5_000, () => now);
       const done: number[] = [];
       const calls = [0, 1, 2].map((i) => budget.take().then(() => done.push(i)));
       await Promise.resolve();
@@ -56,8 +56,32 @@ describe('RateBudget', () => {
     }
   });
 
-  test('a rate of 0 or below is refused with the value named', () => {
+  test('a call whose token is more than maxWaitMs away is refused at once, and takes nothing from the bucket', async () => {
+    const now = 0;
+    const budget = new RateBudget(1, 1, 2_000, () => now);
+    await budget.take(); // the burst
+    const queued = [budget.take(), budget.take()]; // due at 1 s and 2 s: within the wait
+    await expect(budget.take()).rejects.toThrow("the controller's Temporal budget (--temporal-qps) is spent for the next 3 s: try again later");
+    await expect(budget.take()).rejects.toThrow('spent for the next 3 s'); // the refusal reserved nothing
+    await Promise.all(queued);
+  });
+
+  test('a rate of 0 or below, or a burst below 1, is refused with the value named', () => {
     expect(() => new RateBudget(0)).toThrow('a rate budget needs a rate above 0, not 0');
     expect(() => new RateBudget(Number.NaN)).toThrow('not NaN');
+    expect(() => new RateBudget(5, 0)).toThrow('a rate budget needs a burst of at least 1, not 0');
+  });
+});
+
+describe('budgeted', () => {
+  test.each([
+    ['/temporal.api.workflowservice.v1.WorkflowService/DescribeWorkerDeployment', undefined, true],
+    ['/temporal.api.workflowservice.v1.WorkflowService/SignalWithStartWorkflowExecution', undefined, true],
+    ['/temporal.api.workflowservice.v1.WorkflowService/GetSystemInfo', new Date(), false], // connect's: it has a deadline
+    ['/temporal.api.workflowservice.v1.WorkflowService/GetWorkflowExecutionHistory', undefined, false], // a long poll
+    ['/temporal.api.workflowservice.v1.WorkflowService/PollWorkflowExecutionUpdate', undefined, false],
+    ['/temporal.api.workflowservice.v1.WorkflowService/UpdateWorkflowExecution', undefined, false],
+  ] as const)('%s (deadline %s): %s', (path, deadline, expected) => {
+    expect(budgeted(path, deadline)).toBe(expected);
   });
 });
