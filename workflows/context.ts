@@ -123,6 +123,8 @@ export class RolloutContext {
   private statusDirty = false;
   /** Events waiting for the next `report` (batchReports). */
   private pendingEvents: KubeEvent[] = [];
+  /** Events of this run so far: with the run ID, each Event's name, so a retried report records it once. */
+  private eventCount = 0;
   private writing = false;
   private background = 0;
 
@@ -254,7 +256,7 @@ export class RolloutContext {
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
   event(type: 'Normal' | 'Warning', reason: string, message: string): void {
     if (this.batchReports) {
-      this.pendingEvents.push({ type, reason, message });
+      this.pendingEvents.push({ type, reason, message, id: `${workflowInfo().runId}.${++this.eventCount}` });
       return;
     }
     this.background++;

@@ -103,6 +103,8 @@ export interface KubeEvent {
   type: 'Normal' | 'Warning';
   reason: string;
   message: string;
+  /** Unique to this Event (the workflow's run ID and a count): its name, so recording it again is a no-op. */
+  id?: string;
 }
 
 /** A status write and the Events recorded with it (`report`); the status is absent when it did not change. */
@@ -311,7 +313,8 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     /**
      * Records a core/v1 Event on the resource (what `kubectl describe twd` shows). Best effort and never
      * throws: Events are advisory (client-go's recorder drops them too), and a terminating namespace or an
-     * Events quota must not hold up a rollout or a deletion.
+     * Events quota must not hold up a rollout or a deletion. An Event with an `id` has a name of its own, so one
+     * recorded already (a retried report) is not recorded twice.
      */
     async recordEvent(owner: Owner, event: KubeEvent): Promise<void> {
       const at = new Date();
@@ -319,7 +322,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         await core.createNamespacedEvent({
           namespace: owner.namespace,
           body: {
-            metadata: { generateName: `${owner.name}.`, namespace: owner.namespace },
+            metadata: { ...(event.id ? { name: `${owner.name}.${event.id}` } : { generateName: `${owner.name}.` }), namespace: owner.namespace },
             involvedObject: { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, namespace: owner.namespace, uid: owner.uid },
             type: event.type,
             reason: event.reason,
@@ -332,6 +335,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           },
         });
       } catch (err) {
+        if (event.id && statusCode(err) === 409) return; // recorded by an earlier attempt
         logWarning(`recordEvent ${owner.namespace}/${owner.name} ${event.reason}: dropped (${describeFailure(err, { namespace: owner.namespace })})`);
       }
     },

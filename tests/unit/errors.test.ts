@@ -346,6 +346,24 @@ describe('failures the Kubernetes activities absorb', () => {
     expect(lines).toEqual(['writeStatus shop/orders: not written, the object is another one now (uid uid-1 is gone)']);
   });
 
+  test('an Event with an id is named by it, and one recorded already (409) is not a failure: a retried report records it once', async () => {
+    const names: string[] = [];
+    const exists = kubeError(409, { message: 'events "orders.run-1.3" already exists', reason: 'AlreadyExists', details: { name: 'orders.run-1.3', kind: 'events' } });
+    const kube = kubeActivities({
+      createNamespacedEvent: async (request: never) => {
+        const name = (request as { body: { metadata: { name: string } } }).body.metadata.name;
+        if (names.includes(name)) throw exists;
+        names.push(name);
+      },
+    });
+    const lines = await warnings(async () => {
+      await kube.recordEvent(owner, { ...event, id: 'run-1.3' });
+      await kube.recordEvent(owner, { ...event, id: 'run-1.3' });
+    });
+    expect(names).toEqual(['orders.run-1.3']);
+    expect(lines).toEqual([]);
+  });
+
   describe('report: the status, then the Events, in one activity', () => {
     const events = [event, { type: 'Warning' as const, reason: 'CleanupIncomplete', message: 'deleted, but could not: x' }];
     /** A kube API whose status write does `status` and whose Event creations are listed in `recorded`. */
