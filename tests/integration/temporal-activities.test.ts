@@ -185,18 +185,24 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
   await eventually('B current', () => temporal.setCurrent(t, 'B').then(() => true));
   const handles = await Promise.all([1, 2].map(() => client.workflow.start('exampleWork', { taskQueue, workflowId: `work-${randomUUID()}` })));
   await runningCount(t, 'B', 2);
+  // Each is holding (its timer started, nothing pending): only a new workflow task can move it, as the server
+  // schedules none for an options update. Without this wait, a task already due on B would keep it there.
+  for (const h of handles) {
+    await eventually('holding on B', async () => (await h.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) || undefined);
+  }
 
   expect(await pinned.movePinned(t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2 });
+  // Visibility lists them on A at once (the override is their effective version): B's drain no longer waits on them.
+  await runningCount(t, 'B', 0);
+  await runningCount(t, 'A', 2);
   for (const h of handles) {
     const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned?.version;
     expect(override).toMatchObject({ deploymentName, buildId: 'A' });
-    // The server moves it with a workflow task of its own; a signal sent before that lands may still run on B.
-    // Seen to take over 30 s once on a loaded CI machine: the wait is generous and ends as soon as it holds.
-    await eventually('the execution is on A', async () => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A' || undefined, 120_000, 200);
+    // The signal's workflow task goes to A: the execution finishes there.
     await h.signal('finish');
     expect(await h.result()).toBe('A');
   }
-  await runningCount(t, 'B', 0);
+  await runningCount(t, 'A', 0);
   expect(await pinned.movePinned(t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0 });
 }, 300_000);
 
