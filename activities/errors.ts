@@ -150,9 +150,10 @@ const permanentGrpc: number[] = [GrpcStatus.INVALID_ARGUMENT, GrpcStatus.FAILED_
 const transientGrpc: number[] = [GrpcStatus.UNAVAILABLE, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.ABORTED, GrpcStatus.INTERNAL];
 /**
  * Refusals the server makes while a rollout goes as planned: another writer moved the routing since our
- * describe (conflict token), or a version to delete still has pollers or is draining.
+ * describe (conflict token), a version to delete still has pollers or is draining, or a describe landed while
+ * the server's worker deployment workflow continued-as-new (its new run's task not scheduled yet).
  */
-const expectedRefusal = /conflict token|poller|drain/i;
+const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet/i;
 
 /** The gRPC error of WorkflowService in a failure, itself or a `cause` of it (the client wraps it). */
 function grpcErrorOf(err: unknown) {

@@ -3,12 +3,13 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
+import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { GrpcStatus, managerIdentityHeld } from '../errors.js';
+import { managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
+import { describeDeploymentSettled, describeVersionSettled, isNotFound } from './describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -59,8 +60,6 @@ export interface GateRun {
   timeoutMs: number;
 }
 
-const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
-
 /**
  * The Temporal activities. `readGateInput` reads a gate's input from its ConfigMap or Secret (the Kubernetes
  * activities' reader, with the same JSON rules).
@@ -70,13 +69,9 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     return (await connections.get(t)).workflowService;
   }
 
+  /** The worker deployment, or `undefined` when it does not exist (read through the server's continue-as-new). */
   async function describe(t: TemporalTarget) {
-    try {
-      return await (await service(t)).describeWorkerDeployment({ namespace: t.temporalNamespace, deploymentName: t.deploymentName });
-    } catch (err) {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    }
+    return describeDeploymentSettled(await service(t), t.temporalNamespace, t.deploymentName);
   }
 
   /**
@@ -148,14 +143,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const svc = await service(t);
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
-      const describeVersion = async (b: string) => {
-        try {
-          return await svc.describeWorkerDeploymentVersion({ namespace: t.temporalNamespace, deploymentVersion: { deploymentName: t.deploymentName, buildId: b } });
-        } catch (err) {
-          if (isNotFound(err)) return undefined;
-          throw err;
-        }
-      };
+      const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b);
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
       let registeredAt: number | undefined;
@@ -221,18 +209,10 @@ export function createTemporalActivities(connections: TemporalConnections, ident
      * executions (a gate is started with a versioning override): for those, visibility decides.
      */
     async versionStatus(t: TemporalTarget, buildId: string): Promise<VersionStatus> {
-      let status: VersionStatus = 'NotRegistered';
-      try {
-        const res = await (await service(t)).describeWorkerDeploymentVersion({
-          namespace: t.temporalNamespace,
-          deploymentVersion: { deploymentName: t.deploymentName, buildId },
-        });
-        status = versionStatusName(res.workerDeploymentVersionInfo?.status);
-      } catch (err) {
-        // Not found: never registered, or deleted and registered anew (seen when a build ID comes back after its
-        // worker deployment was deleted).
-        if (!isNotFound(err)) throw err;
-      }
+      // Not found: never registered, or deleted and registered anew (seen when a build ID comes back after its
+      // worker deployment was deleted).
+      const res = await describeVersionSettled(await service(t), t.temporalNamespace, t.deploymentName, buildId);
+      const status: VersionStatus = res ? versionStatusName(res.workerDeploymentVersionInfo?.status) : 'NotRegistered';
       if (status !== 'Inactive' && status !== 'NotRegistered') return status;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       const open = await client.workflow.count(

@@ -15,6 +15,7 @@ import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
+import { describeDeploymentSettled, describeVersionSettled } from '../../activities/temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
 
@@ -128,13 +129,8 @@ const statusNames = ['UNSPECIFIED', 'INACTIVE', 'CURRENT', 'RAMPING', 'DRAINING'
 
 /** A version's status as the server reports it (`NOT_FOUND` once deleted). */
 export async function versionStatus(connection: Connection, namespace: string, deploymentName: string, buildId: string): Promise<string> {
-  try {
-    const res = await connection.workflowService.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName, buildId } });
-    return statusNames[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'UNKNOWN';
-  } catch (err) {
-    if ((err as { code?: number }).code === 5) return 'NOT_FOUND';
-    throw err;
-  }
+  const res = await describeVersionSettled(connection.workflowService, namespace, deploymentName, buildId);
+  return res ? (statusNames[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'UNKNOWN') : 'NOT_FOUND';
 }
 
 /** Current and ramping build IDs of a resource's worker deployment, as Temporal routes. */
@@ -144,18 +140,13 @@ export function routing(env: RolloutEnv, name: string): Promise<{ current?: stri
 
 /** Current and ramping build IDs of a worker deployment, as Temporal routes (none yet: no current, 0 %). */
 export async function routingOf(connection: Connection, namespace: string, deploymentName: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
-  try {
-    const res = await connection.workflowService.describeWorkerDeployment({ namespace, deploymentName });
-    const rc = res.workerDeploymentInfo?.routingConfig;
-    return {
-      current: rc?.currentDeploymentVersion?.buildId || undefined,
-      ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
-      percentage: rc?.rampingVersionPercentage ?? 0,
-    };
-  } catch (err) {
-    if ((err as { code?: number }).code === 5) return { percentage: 0 };
-    throw err;
-  }
+  const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
+  const rc = res?.workerDeploymentInfo?.routingConfig;
+  return {
+    current: rc?.currentDeploymentVersion?.buildId || undefined,
+    ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
+    percentage: rc?.rampingVersionPercentage ?? 0,
+  };
 }
 
 export interface ResourceOptions {

@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { asMergePatch } from '../../activities/kubernetes/client.js';
+import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
 import { apply, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
@@ -43,16 +44,8 @@ async function readyWithCurrent(name: string, timeoutMs = 30_000) {
 
 /** Whether Temporal still knows the resource's worker deployment (NOT_FOUND once it is deleted). */
 async function workerDeploymentExists(name: string): Promise<boolean> {
-  try {
-    await env.connection.workflowService.describeWorkerDeployment({
-      namespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
-      deploymentName: workerDeploymentName(env.namespace, name),
-    });
-    return true;
-  } catch (err) {
-    if ((err as { code?: number }).code === 5) return false;
-    throw err;
-  }
+  const res = await describeDeploymentSettled(env.connection.workflowService, process.env.TEMPORAL_NAMESPACE ?? 'default', workerDeploymentName(env.namespace, name));
+  return res !== undefined;
 }
 
 /** The Kubernetes Status message inside a client error's text, or its first line. */

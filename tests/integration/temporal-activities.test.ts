@@ -12,6 +12,7 @@ import { managerIdentityHeldType, withFailureClassification } from '../../activi
 import { createTemporalActivities } from '../../activities/temporal/activities.js';
 import { createAnalysisActivities } from '../../activities/temporal/analysis.js';
 import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
+import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
 import { createPinnedActivities } from '../../activities/temporal/pinned.js';
 import { createExampleWorker } from '../../examples/worker/worker.js';
 import { eventually } from '../harness/eventually.js';
@@ -59,8 +60,8 @@ async function startWorker(deploymentName: string, taskQueue: string, buildId: s
   });
   workers.push({ worker, running: worker.run() });
   await eventually(`${deploymentName}:${buildId} registered`, async () => {
-    const res = await connection.workflowService.describeWorkerDeployment({ namespace, deploymentName });
-    return res.workerDeploymentInfo?.versionSummaries?.some((v) => v.deploymentVersion?.buildId === buildId);
+    const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
+    return res?.workerDeploymentInfo?.versionSummaries?.some((v) => v.deploymentVersion?.buildId === buildId);
   });
 }
 
@@ -106,9 +107,10 @@ test('countOutcomes counts closed and failed executions per version, since a tim
 test('claimManager claims an unheld worker deployment; routing refuses while another client holds it and works once handed back', async () => {
   const { t, deploymentName, taskQueue } = fresh('manager');
   const svc = connection.workflowService;
-  const manager = async () => (await svc.describeWorkerDeployment({ namespace, deploymentName })).workerDeploymentInfo?.managerIdentity;
-  // No worker deployment yet: nothing to claim.
+  const manager = async () => (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
+  // No worker deployment yet: nothing to claim, and no routing.
   expect(await temporal.claimManager(t)).toEqual({});
+  expect(await temporal.describeRouting(t)).toEqual({ current: undefined, ramping: undefined, rampPercentage: 0, versions: [] });
 
   await startWorker(deploymentName, taskQueue, 'A');
   expect(await temporal.claimManager(t)).toEqual({});

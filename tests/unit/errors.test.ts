@@ -157,6 +157,7 @@ describe('classifyTemporalError', () => {
     ],
     ['FAILED_PRECONDITION: conflict token mismatch', grpcError(GrpcCode.FAILED_PRECONDITION, 'conflict token mismatch'), 'transient'],
     ['FAILED_PRECONDITION: mismatched conflict token', grpcError(GrpcCode.FAILED_PRECONDITION, 'mismatched conflict token'), 'transient'],
+    ["FAILED_PRECONDITION: a describe between the server workflow's runs", grpcError(GrpcCode.FAILED_PRECONDITION, 'Workflow task is not scheduled yet.'), 'transient'],
     ['FAILED_PRECONDITION: version still has pollers', grpcError(GrpcCode.FAILED_PRECONDITION, 'Version cannot be deleted since it has active pollers.'), 'transient'],
     ['FAILED_PRECONDITION: version draining', grpcError(GrpcCode.FAILED_PRECONDITION, 'Version cannot be deleted since it is draining.'), 'transient'],
     ['UNAVAILABLE', grpcError(GrpcCode.UNAVAILABLE, 'No connection established. Last error: connect ECONNREFUSED 127.0.0.1:7233'), 'transient'],

@@ -1,0 +1,87 @@
+/**
+ * settledRead: a describe refused in the server's continue-as-new window is read again; a NOT_FOUND counts only
+ * when the system workflow is not running either. The service is a fake that answers from a script.
+ */
+import { Metadata } from '@grpc/grpc-js';
+import proto from '@temporalio/proto';
+import { deploymentWorkflowId, describeDeploymentSettled, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
+
+const { temporal } = proto;
+const { WorkflowExecutionStatus } = temporal.api.enums.v1;
+
+const grpcError = (code: number, details: string) => Object.assign(new Error(`${code}: ${details}`), { code, details, metadata: new Metadata() });
+const notFound = () => grpcError(5, 'Worker Deployment not found');
+const betweenRuns = () => grpcError(9, 'Workflow task is not scheduled yet.');
+
+/** A service whose describes answer `answers` in turn, and whose system workflow has `status` (or is not found). */
+function fakeService(answers: (() => unknown)[], status?: number) {
+  const calls = { describe: 0, describeWorkflow: [] as string[] };
+  const svc = {
+    describeWorkerDeployment: async () => {
+      const next = answers[Math.min(calls.describe++, answers.length - 1)]!;
+      return next() as never;
+    },
+    describeWorkerDeploymentVersion: async () => ({}) as never,
+    describeWorkflowExecution: async (req: { execution?: { workflowId?: string | null } | null }) => {
+      calls.describeWorkflow.push(req.execution?.workflowId ?? '');
+      if (status === undefined) throw notFound();
+      return { workflowExecutionInfo: { status } } as never;
+    },
+  };
+  return { svc: svc as unknown as DescribeService, calls };
+}
+
+const answer = { workerDeploymentInfo: { name: 'ns/orders' } };
+const sleeps: number[] = [];
+const sleep = async (ms: number) => void sleeps.push(ms);
+beforeEach(() => (sleeps.length = 0));
+
+const running = WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
+const completed = WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED;
+
+test('the system workflow IDs are the server’s', () => {
+  expect(deploymentWorkflowId('ns/orders')).toBe('temporal-sys-worker-deployment:ns/orders');
+  expect(versionWorkflowId('ns/orders', 'v2')).toBe('temporal-sys-worker-deployment-version:ns/orders:v2');
+});
+
+test('an answer is returned at once', async () => {
+  const { svc, calls } = fakeService([() => answer], running);
+  expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBe(answer);
+  expect(calls).toEqual({ describe: 1, describeWorkflow: [] });
+});
+
+test('a NOT_FOUND while the system workflow runs is the window: read again until it answers', async () => {
+  const { svc, calls } = fakeService([() => { throw notFound(); }, () => { throw notFound(); }, () => answer], running);
+  expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBe(answer);
+  expect(calls.describe).toBe(3);
+  expect(calls.describeWorkflow).toEqual(['temporal-sys-worker-deployment:ns/orders', 'temporal-sys-worker-deployment:ns/orders']);
+  expect(sleeps).toEqual([20, 40]);
+});
+
+test('a NOT_FOUND with no system workflow, or a closed one, is the truth: undefined at once', async () => {
+  for (const status of [undefined, completed]) {
+    const { svc, calls } = fakeService([() => { throw notFound(); }], status);
+    expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBeUndefined();
+    expect(calls.describe).toBe(1);
+  }
+  expect(sleeps).toEqual([]);
+});
+
+test('"Workflow task is not scheduled yet" is the window too, without asking about the workflow', async () => {
+  const { svc, calls } = fakeService([() => { throw betweenRuns(); }, () => answer]);
+  expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBe(answer);
+  expect(calls).toEqual({ describe: 2, describeWorkflow: [] });
+});
+
+test('a window that outlasts the attempts throws its refusal (the activity retries); the waits are capped at 1 s', async () => {
+  const { svc, calls } = fakeService([() => { throw betweenRuns(); }]);
+  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 9 })).rejects.toMatchObject({ code: 9 });
+  expect(calls.describe).toBe(9);
+  expect(sleeps).toEqual([20, 40, 80, 160, 320, 640, 1000, 1000]);
+});
+
+test('any other refusal is thrown at once', async () => {
+  const { svc, calls } = fakeService([() => { throw grpcError(14, 'unavailable'); }], running);
+  await expect(settledRead(svc, 'default', 'x', () => svc.describeWorkerDeployment({}), { sleep })).rejects.toMatchObject({ code: 14 });
+  expect(calls.describe).toBe(1);
+});
