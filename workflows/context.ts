@@ -99,6 +99,10 @@ export class RolloutContext {
   get local() {
     return proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
   }
+  /** A report inside the workflow task (leanReports): a few quick attempts, then it goes as an activity. */
+  private get localReporting() {
+    return proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { initialInterval: '200ms', maximumAttempts: 3 }, ...this.summary() });
+  }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
     return this.activities(reportingOptions);
@@ -125,6 +129,17 @@ export class RolloutContext {
   private pendingEvents: KubeEvent[] = [];
   /** Events of this run so far: with the run ID, each Event's name, so a retried report records it once. */
   private eventCount = 0;
+  /**
+   * `patched('report-v8')`: a report runs as a local activity when nothing else of the workflow task waits for
+   * it (no activity scheduled in the same task), saving the activity's poll and completion and the workflow task
+   * its completion would wake. A task that schedules a routing call or a Deployment write keeps it an activity:
+   * a task holding a local activity sends its other commands only once it is done.
+   */
+  leanReports = false;
+  /** The workflow task (by its history length) in which an activity was last scheduled. */
+  private scheduledInTask = -1;
+  /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
+  private reportAsActivity = false;
   private writing = false;
   private background = 0;
 
@@ -134,7 +149,18 @@ export class RolloutContext {
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
   activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
-    return proxyActivities<Activities>({ ...options, ...this.summary() });
+    const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
+    if (!this.leanReports) return proxy;
+    // Notes the task each activity is scheduled in (see leanReports).
+    return new Proxy(proxy, {
+      get: (target, name: string) => {
+        const call = target[name as keyof Activities] as (...args: unknown[]) => Promise<unknown>;
+        return (...args: unknown[]) => {
+          this.scheduledInTask = workflowInfo().historyLength;
+          return call(...args);
+        };
+      },
+    });
   }
 
   private summary(): { summary?: string } {
@@ -309,12 +335,22 @@ export class RolloutContext {
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
+      const local = this.leanReports && !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength;
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
-        const written = await this.withSummary(summary, () => this.reporting.report(this.owner, { ...(status ? { status } : {}), events }));
+        const report = { ...(status ? { status } : {}), events };
+        const written = await this.withSummary(summary, () => (local ? this.localReporting : this.reporting).report(this.owner, report));
+        if (!local) this.reportAsActivity = false;
         if (written === false && !this.state.deleting) onGone();
       } catch (err) {
         if (isCancellation(err)) throw err;
+        if (local) {
+          // Again, as an activity: its retries outlast an apiserver outage that a workflow task should not wait on.
+          if (status) this.statusDirty = true;
+          this.pendingEvents.unshift(...events);
+          this.reportAsActivity = true;
+          continue;
+        }
         log.warn('status not written', { error: String(err) });
       } finally {
         this.writing = false;

@@ -49,6 +49,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.webUi = patched('web-ui-v5');
   ctx.adopt = patched('adopt-v6');
   ctx.batchReports = patched('report-v7');
+  ctx.leanReports = ctx.batchReports && patched('report-v8');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
