@@ -255,7 +255,7 @@ export class FakeWorlds {
         this.of(owner).events.push(event);
       },
       report: async (owner, report) => {
-        const w = this.of(owner);
+        const w = kube(owner, 'report', [report]);
         // As the activity: Events are recorded for a resource that is gone too (they name it by uid).
         if (report.status) w.statuses.push(report.status);
         w.events.push(...report.events);

@@ -1,0 +1,90 @@
+/**
+ * Patch `report-v8` against the real dev server (activities played by the fake world): a report whose workflow
+ * task schedules nothing else runs as a local activity; one that rides with an activity stays an activity; a
+ * local report that fails goes again as an activity, and the status arrives once the apiserver answers.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client, WorkflowHandle } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import proto, { type temporal } from '@temporalio/proto';
+import { rolloutWorkflowId } from '../../api/names.js';
+import * as messages from '../../workflows/messages.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import { eventually } from '../harness/eventually.js';
+import { desired, startFakeRig, type FakeRig } from './fake-world.js';
+
+const taskQueue = `lean-reports-test-${randomUUID().slice(0, 8)}`;
+const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
+
+let rig: FakeRig;
+let client: Client;
+const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
+
+beforeAll(async () => {
+  rig = await startFakeRig(taskQueue);
+  client = rig.client;
+});
+afterAll(async () => {
+  await rig?.stop(handles.map((h) => h.workflowId));
+});
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+const taskCompleted = (e: HistoryEvent) => e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
+const summaryOf = (e: HistoryEvent): string => {
+  const payload = e.userMetadata?.summary;
+  return payload ? (defaultPayloadConverter.fromPayload<string>(payload) ?? '') : '';
+};
+const isLocalReport = (e: HistoryEvent) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && summaryOf(e).startsWith('write the status');
+const isReportActivity = (e: HistoryEvent) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'report';
+
+async function start() {
+  const owner = { namespace: 'shop', name: `lean-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = rig.worlds.create(owner, workflowId);
+  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+  handles.push(handle);
+  const history = async () => (await handle.fetchHistory()).events ?? [];
+  return { world, handle, history };
+}
+
+test('a Progressive rollout reports with local activities where its task schedules nothing else, and with activities where it does', async () => {
+  const { world, handle, history } = await start();
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
+  const steps = [{ rampPercentage: 25, pauseDuration: '1s' }];
+  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
+
+  const events = await history();
+  const local = events.filter(isLocalReport);
+  const scheduled = events.filter(isReportActivity);
+  expect(local.length).toBeGreaterThan(0);
+  // The step's Ramping report rides with the step's timer only: local.
+  expect(local.map(summaryOf)).toEqual(expect.arrayContaining([expect.stringMatching(/^write the status: Ramping/)]));
+  // Every report activity was scheduled in a task that scheduled another activity too (else it would be local).
+  for (const report of scheduled) {
+    const completed = events.filter((e) => taskCompleted(e) && Number(e.eventId) < Number(report.eventId)).at(-1)!;
+    const sameTask = events.filter((e) => Number(e.eventId) > Number(completed.eventId) && e.activityTaskScheduledEventAttributes && !isReportActivity(e));
+    const nextTask = events.find((e) => taskCompleted(e) && Number(e.eventId) > Number(completed.eventId));
+    expect(sameTask.some((e) => !nextTask || Number(e.eventId) < Number(nextTask.eventId))).toBe(true);
+  }
+});
+
+test('a local report that fails goes again as an activity, and the status arrives once the apiserver answers', async () => {
+  const { world, handle, history } = await start();
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
+  const before = (await history()).length;
+
+  world.failWith.set('report', new Error('kube-apiserver unreachable: connect ECONNREFUSED'));
+  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await eventually('a report scheduled as an activity after the local attempt failed', async () => (await history()).slice(before).some(isReportActivity), 60_000);
+  world.failWith.delete('report');
+  await eventually('the status says Ramping', () => world.statuses.at(-1)?.phase === 'Ramping', 60_000);
+
+  const after = (await history()).slice(before);
+  const failedLocal = after.findIndex((e) => isLocalReport(e) && e.markerRecordedEventAttributes?.failure);
+  expect(failedLocal).toBeGreaterThanOrEqual(0);
+  expect(after.findIndex(isReportActivity)).toBeGreaterThan(failedLocal);
+  expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
+});
