@@ -99,9 +99,12 @@ export class RolloutContext {
   get local() {
     return proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
   }
-  /** A report inside the workflow task (leanReports): a few quick attempts, then it goes as an activity. */
+  /**
+   * A report inside the workflow task (leanReports): two quick attempts within 3 s, then it goes as an activity.
+   * The task holds its commands and its worker slot meanwhile: an apiserver outage must not hold them long.
+   */
   private get localReporting() {
-    return proxyLocalActivities<Activities>({ startToCloseTimeout: '10s', retry: { initialInterval: '200ms', maximumAttempts: 3 }, ...this.summary() });
+    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '3s', startToCloseTimeout: '2s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
   }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
@@ -152,13 +155,14 @@ export class RolloutContext {
     const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
     if (!this.leanReports) return proxy;
     // Notes the task each activity is scheduled in (see leanReports).
+    const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
     return new Proxy(proxy, {
       get: (target, name: string) => {
-        const call = target[name as keyof Activities] as (...args: unknown[]) => Promise<unknown>;
-        return (...args: unknown[]) => {
-          this.scheduledInTask = workflowInfo().historyLength;
-          return call(...args);
-        };
+        type Call = ((...args: unknown[]) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown> };
+        const call = target[name as keyof Activities] as unknown as Call;
+        const noted = (...args: unknown[]) => (noteTask(), call(...args));
+        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (noteTask(), call.executeWithOptions(options, args));
+        return noted;
       },
     });
   }
@@ -331,6 +335,7 @@ export class RolloutContext {
   private async reporter(onGone: () => void): Promise<never> {
     for (;;) {
       await condition(() => this.statusDirty || this.pendingEvents.length > 0);
+      if (this.leanReports) await restOfActivation();
       const status = this.statusDirty ? renderStatus(this.state) : undefined;
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
@@ -346,6 +351,7 @@ export class RolloutContext {
         if (isCancellation(err)) throw err;
         if (local) {
           // Again, as an activity: its retries outlast an apiserver outage that a workflow task should not wait on.
+          log.warn('report not written inside the workflow task: again as an activity', { error: String(err) });
           if (status) this.statusDirty = true;
           this.pendingEvents.unshift(...events);
           this.reportAsActivity = true;
@@ -435,6 +441,18 @@ export class RolloutContext {
       }
     }
   }
+}
+
+/**
+ * Resolves once the rest of the current activation has run: the handlers and flows woken with the caller, and the
+ * activities they schedule on the way (a condition registered false, then made true, unblocks in the SDK's next
+ * pass, after the microtasks of this one).
+ */
+async function restOfActivation(): Promise<void> {
+  let passed = false;
+  const next = condition(() => passed);
+  passed = true;
+  await next;
 }
 
 /** The message of a permanent (non-retryable) activity failure, or undefined. */

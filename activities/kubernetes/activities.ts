@@ -10,7 +10,7 @@ import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temp
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 import { PermanentError, classifyKubernetesError, describeFailure } from '../errors.js';
 import { logWarning } from '../log.js';
-import { asApply, asMergePatch, ignoreNotFound, statusCode } from './client.js';
+import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from './client.js';
 import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from './foreign-deployments.js';
 import { Labels, isOwnedBy, managerName, renderVersionedDeployment } from './versioned-deployment.js';
 
@@ -154,7 +154,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
     const body = { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', metadata, status };
     try {
-      await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, asApply);
+      await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, withinAttempt(asApply));
       return 'written';
     } catch (err) {
       const code = statusCode(err);

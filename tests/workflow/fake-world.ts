@@ -80,8 +80,8 @@ export class FakeWorld {
   ) {}
 
   private resourceVersion = 0;
-  /** Activities that fail (by name) until the test deletes the entry. */
-  readonly failWith = new Map<string, Error>();
+  /** Activities that fail (by name) until the test deletes the entry: always, or for the arguments a function picks. */
+  readonly failWith = new Map<string, Error | ((args: unknown[]) => Error | undefined)>();
   /** Pinned executions open on each version (what countOpenExecutions answers). */
   readonly openExecutions = new Map<string, number>();
   /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
@@ -91,7 +91,8 @@ export class FakeWorld {
 
   record(name: string, args: unknown[]): void {
     this.calls.push({ name, args, at: Date.now() });
-    const failure = this.failWith.get(name);
+    const failWith = this.failWith.get(name);
+    const failure = typeof failWith === 'function' ? failWith(args) : failWith;
     if (failure) throw failure;
   }
 

@@ -7,11 +7,13 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
+import type { Report } from '../../activities/kubernetes/activities.js';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, startFakeRig, type FakeRig } from './fake-world.js';
+import { keepHistory } from './fixtures.js';
 
 const taskQueue = `lean-reports-test-${randomUUID().slice(0, 8)}`;
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
@@ -37,6 +39,14 @@ const summaryOf = (e: HistoryEvent): string => {
 const isLocalReport = (e: HistoryEvent) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && summaryOf(e).startsWith('write the status');
 const isReportActivity = (e: HistoryEvent) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'report';
 
+/** The activities other than reports that the workflow task whose commands include `e` scheduled. */
+function otherActivitiesOfItsTask(events: HistoryEvent[], e: HistoryEvent): HistoryEvent[] {
+  const id = (x: HistoryEvent) => Number(x.eventId);
+  const completed = events.filter((x) => taskCompleted(x) && id(x) < id(e)).at(-1)!;
+  const next = events.find((x) => taskCompleted(x) && id(x) > id(completed));
+  return events.filter((x) => id(x) > id(completed) && (!next || id(x) < id(next)) && x.activityTaskScheduledEventAttributes && !isReportActivity(x));
+}
+
 async function start() {
   const owner = { namespace: 'shop', name: `lean-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
@@ -61,13 +71,13 @@ test('a Progressive rollout reports with local activities where its task schedul
   expect(local.length).toBeGreaterThan(0);
   // The step's Ramping report rides with the step's timer only: local.
   expect(local.map(summaryOf)).toEqual(expect.arrayContaining([expect.stringMatching(/^write the status: Ramping/)]));
-  // Every report activity was scheduled in a task that scheduled another activity too (else it would be local).
-  for (const report of scheduled) {
-    const completed = events.filter((e) => taskCompleted(e) && Number(e.eventId) < Number(report.eventId)).at(-1)!;
-    const sameTask = events.filter((e) => Number(e.eventId) > Number(completed.eventId) && e.activityTaskScheduledEventAttributes && !isReportActivity(e));
-    const nextTask = events.find((e) => taskCompleted(e) && Number(e.eventId) > Number(completed.eventId));
-    expect(sameTask.some((e) => !nextTask || Number(e.eventId) < Number(nextTask.eventId))).toBe(true);
-  }
+  // A report is local exactly where its task scheduled no other activity.
+  for (const report of scheduled) expect(otherActivitiesOfItsTask(events, report).length).toBeGreaterThan(0);
+  for (const report of local) expect(otherActivitiesOfItsTask(events, report)).toEqual([]);
+  // Nothing recorded twice, and the rollout's Events are there.
+  const ids = world.events.map((e) => e.id);
+  expect(new Set(ids).size).toBe(ids.length);
+  expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['Ramping', 'RolloutComplete']));
 });
 
 test('a local report that fails goes again as an activity, and the status arrives once the apiserver answers', async () => {
@@ -76,15 +86,24 @@ test('a local report that fails goes again as an activity, and the status arrive
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const before = (await history()).length;
 
-  world.failWith.set('report', new Error('kube-apiserver unreachable: connect ECONNREFUSED'));
+  // The apiserver goes away for the step's Ramping report.
+  const unreachable = new Error('kube-apiserver unreachable: connect ECONNREFUSED');
+  world.failWith.set('report', ([report]) => ((report as Report).status?.phase === 'Ramping' ? unreachable : undefined));
   await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
-  await eventually('a report scheduled as an activity after the local attempt failed', async () => (await history()).slice(before).some(isReportActivity), 60_000);
+  // The step's Ramping report rides with its timer only: local, failing, then again as an activity.
+  const failedLocal = (e: HistoryEvent) => isLocalReport(e) && !!e.markerRecordedEventAttributes?.failure;
+  await eventually('a report scheduled as an activity after a local attempt failed', async () => {
+    const after = (await history()).slice(before);
+    const failed = after.findIndex(failedLocal);
+    return failed >= 0 && after.slice(failed).some(isReportActivity);
+  }, 60_000);
   world.failWith.delete('report');
   await eventually('the status says Ramping', () => world.statuses.at(-1)?.phase === 'Ramping', 60_000);
 
   const after = (await history()).slice(before);
-  const failedLocal = after.findIndex((e) => isLocalReport(e) && e.markerRecordedEventAttributes?.failure);
-  expect(failedLocal).toBeGreaterThanOrEqual(0);
-  expect(after.findIndex(isReportActivity)).toBeGreaterThan(failedLocal);
+  const failed = after.findIndex(failedLocal);
+  expect(summaryOf(after[failed]!)).toMatch(/^write the status: Ramping/);
+  expect(after.slice(failed).some(isReportActivity)).toBe(true);
   expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
+  await keepHistory(client, handle.workflowId, 'report-v8-local-failed');
 });
