@@ -5,15 +5,17 @@
  * the workflow as a `deploymentObserved` signal (a new one becomes available shortly after it is applied).
  */
 import { fileURLToPath } from 'node:url';
-import { Client, Connection, WorkflowNotFoundError } from '@temporalio/client';
+import { randomUUID } from 'node:crypto';
+import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
-import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
+import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deploymentObserved } from '../../workflows/messages.js';
+import type { RolloutInput, RolloutWorkflow } from '../../workflows/rollout.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
 export interface Call {
@@ -451,6 +453,39 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
       await running;
       await nativeConnection.close();
       await connection.close();
+    },
+  };
+}
+
+/**
+ * One test file's rig on a task queue of its own: started before the file's tests, stopped after them, ending
+ * every rollout it started. `world(owner)` makes the owner's fake world (set it up before `start`); `start(owner)`
+ * starts the owner's RolloutWorkflow as the watcher does.
+ */
+export function fakeRigForFile(label: string, timings: RolloutInput['timings']) {
+  const taskQueue = `${label}-test-${randomUUID().slice(0, 8)}`;
+  const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
+  let rig: FakeRig | undefined;
+  beforeAll(async () => {
+    rig = await startFakeRig(taskQueue);
+  });
+  afterAll(async () => {
+    await rig?.stop(handles.map((h) => h.workflowId));
+  });
+  const started = () => {
+    if (!rig) throw new Error('the rig starts in beforeAll');
+    return rig;
+  };
+  return {
+    get client() {
+      return started().client;
+    },
+    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name)),
+    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}) {
+      const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }], ...options });
+      handles.push(handle);
+      return handle;
     },
   };
 }

@@ -6,6 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { Client } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
 import { temporalBinary } from '../../scripts/servers/servers.js';
 import { deleted } from '../../workflows/messages.js';
 
@@ -33,4 +35,10 @@ export async function keepHistory(client: Client, workflowId: string, name: stri
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, json.endsWith('\n') ? json : `${json}\n`);
   console.log(`wrote the replay fixture ${file}; commit it`);
+}
+
+/** The summary the Web UI shows for a history event (an activity, a timer, a local activity's marker). */
+export function summaryOf(e: temporal.api.history.v1.IHistoryEvent): string | undefined {
+  const payload = e.userMetadata?.summary;
+  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
 }

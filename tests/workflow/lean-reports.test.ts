@@ -4,39 +4,18 @@
  * local report that fails goes again as an activity, and the status arrives once the apiserver answers.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
 import proto, { type temporal } from '@temporalio/proto';
 import type { Report } from '../../activities/kubernetes/activities.js';
-import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import { eventually } from '../harness/eventually.js';
-import { desired, startFakeRig, type FakeRig } from './fake-world.js';
-import { keepHistory } from './fixtures.js';
+import { desired, fakeRigForFile } from './fake-world.js';
+import { keepHistory, summaryOf } from './fixtures.js';
 
-const taskQueue = `lean-reports-test-${randomUUID().slice(0, 8)}`;
-const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
-
-let rig: FakeRig;
-let client: Client;
-const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
-
-beforeAll(async () => {
-  rig = await startFakeRig(taskQueue);
-  client = rig.client;
-});
-afterAll(async () => {
-  await rig?.stop(handles.map((h) => h.workflowId));
-});
+const rig = fakeRigForFile('lean-reports', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 const taskCompleted = (e: HistoryEvent) => e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
-const summaryOf = (e: HistoryEvent): string => {
-  const payload = e.userMetadata?.summary;
-  return payload ? (defaultPayloadConverter.fromPayload<string>(payload) ?? '') : '';
-};
-const isLocalReport = (e: HistoryEvent) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && summaryOf(e).startsWith('write the status');
+const isLocalReport = (e: HistoryEvent) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && (summaryOf(e) ?? '').startsWith('write the status');
 const isReportActivity = (e: HistoryEvent) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'report';
 
 /** The activities other than reports that the workflow task whose commands include `e` scheduled. */
@@ -49,10 +28,8 @@ function otherActivitiesOfItsTask(events: HistoryEvent[], e: HistoryEvent): Hist
 
 async function start() {
   const owner = { namespace: 'shop', name: `lean-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = rig.worlds.create(owner, workflowId);
-  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
-  handles.push(handle);
+  const world = rig.world(owner);
+  const handle = await rig.start(owner);
   const history = async () => (await handle.fetchHistory()).events ?? [];
   return { world, handle, history };
 }
@@ -105,5 +82,5 @@ test('a local report that fails goes again as an activity, and the status arrive
   expect(summaryOf(after[failed]!)).toMatch(/^write the status: Ramping/);
   expect(after.slice(failed).some(isReportActivity)).toBe(true);
   expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
-  await keepHistory(client, handle.workflowId, 'report-v8-local-failed');
+  await keepHistory(rig.client, handle.workflowId, 'report-v8-local-failed');
 });

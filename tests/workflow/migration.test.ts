@@ -5,44 +5,26 @@
  * rolls out as usual and sunsets the adopted build too. The first run's history is the replay fixture of the patch.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { RolloutStatus } from '../../workflows/state.js';
 import { eventually } from '../harness/eventually.js';
-import { desired, startFakeRig, type FakeRig } from './fake-world.js';
+import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory } from './fixtures.js';
 
-const taskQueue = `migration-test-${randomUUID().slice(0, 8)}`;
-const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
+const rig = fakeRigForFile('migration', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 const steps = [{ rampPercentage: 50, pauseDuration: '1s' }];
-
-let rig: FakeRig;
-let client: Client;
-const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
-
-beforeAll(async () => {
-  rig = await startFakeRig(taskQueue);
-  client = rig.client;
-});
-afterAll(async () => {
-  await rig?.stop(handles.map((h) => h.workflowId));
-});
 
 /** What temporal-worker-controller left: v1 current (the spec's template), v0 draining; their Deployments up. */
 async function migrated(label: string, v1MatchesTemplate = true) {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID(), kind: 'WorkerDeployment' as const };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = rig.worlds.create(owner, workflowId);
+  const world = rig.world(owner);
   for (const [buildId, status, matchesTemplate] of [['1.0.0-aa11', 'Draining', false], ['1.0.0-bb22', 'Current', v1MatchesTemplate]] as const) {
     world.apply(buildId, 2);
     world.versions.set(buildId, status);
     world.foreign.set(buildId, { deploymentName: `${owner.name}-1-0-0-${buildId.slice(-4)}`, matchesTemplate });
   }
   world.current = '1.0.0-bb22';
-  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
-  handles.push(handle);
+  const handle = await rig.start(owner);
   const until = (what: string, probe: (s: RolloutStatus) => boolean) =>
     eventually(what, async () => {
       const s = await handle.query(messages.status);
@@ -84,7 +66,7 @@ test('an unchanged template is the adopted build: no Deployment rendered, no ram
   world.versions.set('1.0.0-bb22', 'Drained');
   await until('v1 sunset', (s) => s.deprecated.length === 0);
   expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
-  await keepHistory(client, handle.workflowId, 'adopt-v6-twc');
+  await keepHistory(rig.client, handle.workflowId, 'adopt-v6-twc');
 });
 
 test('a changed template at migration: the new build rolls out from the adopted current, which is then sunset', async () => {
@@ -108,10 +90,8 @@ test('a template that could not be compared (the dry run refused): a Warning Eve
 
 test('adoption is looked for once, before the first rollout: a lifecycle with nothing foreign rolls out as before', async () => {
   const owner = { namespace: 'shop', name: `plain-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = rig.worlds.create(owner, workflowId);
-  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
-  handles.push(handle);
+  const world = rig.world(owner);
+  const handle = await rig.start(owner);
   await handle.signal(messages.specChanged, desired(1, 'v1'));
   await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');
   await handle.signal(messages.specChanged, desired(2, 'v2'));

@@ -7,51 +7,20 @@
  * the same in a browser.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { defaultPayloadConverter } from '@temporalio/common';
-import type { temporal } from '@temporalio/proto';
-import { rolloutWorkflowId } from '../../api/names.js';
 import { staticDetails, staticSummary } from '../../workflows/details.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import { eventually } from '../harness/eventually.js';
-import { desired, startFakeRig, type FakeRig } from './fake-world.js';
-import { keepHistory } from './fixtures.js';
+import { desired, fakeRigForFile } from './fake-world.js';
+import { keepHistory, summaryOf } from './fixtures.js';
 
-const taskQueue = `web-ui-test-${randomUUID().slice(0, 8)}`;
-const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
-
-let rig: FakeRig;
-let client: Client;
-const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
-
-beforeAll(async () => {
-  rig = await startFakeRig(taskQueue);
-  client = rig.client;
-});
-afterAll(async () => {
-  await rig?.stop(handles.map((h) => h.workflowId));
-});
-
-type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const summaryOf = (e: HistoryEvent): string | undefined => {
-  const payload = e.userMetadata?.summary;
-  return payload ? defaultPayloadConverter.fromPayload<string>(payload) : undefined;
-};
+const rig = fakeRigForFile('web-ui', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 
 test('the Web UI reads where a Progressive rollout stands, and a summary on every activity and timer', async () => {
   const owner = { namespace: 'shop', name: `web-ui-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = rig.worlds.create(owner, workflowId);
+  const world = rig.world(owner);
   // As the watcher starts it.
-  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
-    taskQueue,
-    workflowId,
-    args: [{ owner, timings }],
-    staticSummary: staticSummary(owner),
-    staticDetails: staticDetails(owner),
-  });
-  handles.push(handle);
+  const handle = await rig.start(owner, { staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
+  const { workflowId } = handle;
   const details = async () => ((await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
   const detailsSay = (what: string, pattern: RegExp) => eventually(`the current details to say ${what}`, async () => ((await details()).match(pattern) ? details() : undefined), 30_000);
 
@@ -99,7 +68,7 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   // Reports: activities, or (patch `report-v8`) local activities in a task that schedules nothing else.
   expect([...activities, ...markers].map(summaryOf)).toEqual(expect.arrayContaining([expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]));
 
-  await keepHistory(client, workflowId, 'web-ui-v5-progressive');
-  await keepHistory(client, workflowId, 'report-v7-progressive');
-  await keepHistory(client, workflowId, 'report-v8-progressive');
+  await keepHistory(rig.client, workflowId, 'web-ui-v5-progressive');
+  await keepHistory(rig.client, workflowId, 'report-v7-progressive');
+  await keepHistory(rig.client, workflowId, 'report-v8-progressive');
 });
