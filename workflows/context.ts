@@ -21,7 +21,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, KubeEvent, TemporalTarget } from '../activities/index.js';
+import type { Activities, KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
 import { recheckDelay, renderStatus } from './decisions.js';
@@ -139,6 +139,11 @@ export class RolloutContext {
    * a task holding a local activity sends its other commands only once it is done.
    */
   leanReports = false;
+  /**
+   * `patched('routing-v9')`: a routing write carries the conflict token of our last one (no describe first while
+   * nobody else wrote) and claims the manager identity on the way, instead of a claim activity of its own.
+   */
+  routingTokens = false;
   /** The workflow task (by its history length) in which an activity was last scheduled. */
   private scheduledInTask = -1;
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
@@ -148,6 +153,17 @@ export class RolloutContext {
 
   constructor(public state: RolloutState) {
     this.owner = state.owner;
+  }
+
+  /** The extra argument of a routing write under routingTokens: our last write's token, and the claim. */
+  routingOptions(): [RoutingCallOptions] | [] {
+    if (!this.routingTokens) return [];
+    return [{ ...(this.state.routingToken ? { conflictToken: this.state.routingToken } : {}), claim: this.controls }];
+  }
+
+  /** Keeps a routing write's token for the next write; `undefined` after another write (the next describes). */
+  routed(result: RoutingCallResult | undefined): void {
+    if (this.routingTokens) this.state.routingToken = result?.conflictToken;
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */

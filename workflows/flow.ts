@@ -97,13 +97,17 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     if (plan.rampNow) {
       await waitWhilePaused(ctx);
       stillTarget(ctx, buildId);
-      if (ctx.controls && !target.managerClaimed) {
+      if (ctx.controls && !target.managerClaimed && !ctx.routingTokens) {
         await claimManager(ctx); // (only then an await: runs from before controls-v3 keep their command order)
         stillTarget(ctx, buildId);
       }
       // Not cancellable: an abort arriving meanwhile clears the ramp after the call has landed.
-      await CancellationScope.nonCancellable(() =>
-        ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () => ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage)),
+      await CancellationScope.nonCancellable(async () =>
+        ctx.routed(
+          await ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () =>
+            ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage, ...ctx.routingOptions()),
+          ),
+        ),
       );
       stillTarget(ctx, buildId);
       const at = now().toISOString();
@@ -318,14 +322,14 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
   const { state } = ctx;
   if (!how.ignorePause) await waitWhilePaused(ctx);
   if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
-  if (ctx.controls && state.current?.buildId !== buildId && !state.target?.managerClaimed) {
+  if (ctx.controls && state.current?.buildId !== buildId && !state.target?.managerClaimed && !ctx.routingTokens) {
     await claimManager(ctx);
     stillTarget(ctx, buildId);
   }
   ctx.promoting = true;
   try {
     await CancellationScope.nonCancellable(async () => {
-      await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId), { untilDeleted: false });
+      ctx.routed(await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId, ...ctx.routingOptions()), { untilDeleted: false }));
       const previous = state.current;
       const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
       state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };

@@ -50,6 +50,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.adopt = patched('adopt-v6');
   ctx.batchReports = patched('report-v7');
   ctx.leanReports = ctx.batchReports && patched('report-v8');
+  ctx.routingTokens = patched('routing-v9');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
@@ -426,6 +427,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       await CancellationScope.nonCancellable(() =>
         ctx.call(`clear the ramp of ${entry.buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId), { untilDeleted: false }),
       );
+      ctx.routed(undefined); // (it may have written: the next write describes)
     } catch (err) {
       if (!(err instanceof Blocked)) throw err;
       ctx.event('Warning', 'Blocked', `the ramp of ${entry.buildId} could not be cleared: ${err.message}`);

@@ -3,10 +3,10 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError } from '@temporalio/client';
+import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { managerIdentityHeld } from '../errors.js';
+import { GrpcStatus, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { describeDeploymentSettled, describeVersionSettled, isNotFound } from './describe.js';
@@ -34,6 +34,25 @@ export interface Routing {
   rampPercentage: number;
   versions: { buildId: string; status: VersionStatus }[];
 }
+
+/**
+ * A routing change's options (patch `routing-v9`). `conflictToken`: the token our last routing write returned
+ * (base64). The server changes it with every routing or manager write, so while it holds nobody else wrote since
+ * and the write needs no describe first; a refused token (someone wrote) falls back to a describe. `claim`: take
+ * the manager identity on the way when nobody holds it (one activity instead of a claim's and the write's).
+ */
+export interface RoutingCallOptions {
+  conflictToken?: string;
+  claim?: boolean;
+}
+
+/** The conflict token after a routing write (base64), for the next one. */
+export interface RoutingCallResult {
+  conflictToken?: string;
+}
+
+const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {});
+const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
 
 /** A registered version: its task queues, and whether unversioned workers still poll them. */
 export interface VersionRegistration {
@@ -115,6 +134,37 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     });
   }
 
+  /**
+   * A routing write on fresh facts: with our last write's token, at once (a refused token means someone wrote
+   * since: then as without one); without, after a describe that says whether it is done already (`done`) and, with
+   * `claim`, claims the manager identity when nobody holds it. Returns the token after the write.
+   */
+  async function routingWrite(
+    t: TemporalTarget,
+    o: RoutingCallOptions,
+    done: (routing: Routing) => boolean,
+    write: (conflictToken: Uint8Array | undefined) => Promise<{ conflictToken?: Uint8Array | null }>,
+  ): Promise<RoutingCallResult> {
+    if (o.conflictToken) {
+      try {
+        return tokenText((await write(Buffer.from(o.conflictToken, 'base64'))).conflictToken);
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+    }
+    const res = await describe(t);
+    if (done(routingOf(res))) return tokenText(res?.conflictToken);
+    let token = res?.conflictToken ?? undefined;
+    if (o.claim && res && !res.workerDeploymentInfo?.managerIdentity) {
+      // The describe's token: if someone claimed it since, the server refuses and the retry sees them.
+      token = (await (await service(t)).setWorkerDeploymentManager({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, self: true, conflictToken: token, identity }))
+        .conflictToken ?? undefined;
+    } else {
+      assertManageable(res);
+    }
+    return tokenText((await write(token)).conflictToken);
+  }
+
   /** Whether executions without a deployment version started on any of the queues within the last week. */
   async function unversionedWorkSeen(t: TemporalTarget, queues: string[]): Promise<boolean> {
     const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
@@ -178,24 +228,31 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       }
     },
 
-    async setRamping(t: TemporalTarget, buildId: string, percentage: number): Promise<void> {
-      const res = await describe(t);
-      const routing = routingOf(res);
-      if (routing.ramping === buildId && routing.rampPercentage === percentage) return;
-      await setRampingVersion(t, buildId, percentage, res);
+    async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+      return routingWrite(
+        t,
+        o,
+        (r) => r.ramping === buildId && r.rampPercentage === percentage,
+        async (conflictToken) =>
+          (await service(t)).setWorkerDeploymentRampingVersion({
+            namespace: t.temporalNamespace,
+            deploymentName: t.deploymentName,
+            buildId,
+            percentage,
+            conflictToken,
+            identity,
+            ignoreMissingTaskQueues: buildId === '',
+          }),
+      );
     },
 
-    async setCurrent(t: TemporalTarget, buildId: string): Promise<void> {
-      const res = await describe(t);
-      if (routingOf(res).current === buildId) return;
-      assertManageable(res);
-      await (await service(t)).setWorkerDeploymentCurrentVersion({
-        namespace: t.temporalNamespace,
-        deploymentName: t.deploymentName,
-        buildId,
-        conflictToken: res?.conflictToken,
-        identity,
-      });
+    async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+      return routingWrite(
+        t,
+        o,
+        (r) => r.current === buildId,
+        async (conflictToken) => (await service(t)).setWorkerDeploymentCurrentVersion({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, buildId, conflictToken, identity }),
+      );
     },
 
     /** Clears the ramp if (and only if) this build holds it: a superseded or aborted target gets no new work. */

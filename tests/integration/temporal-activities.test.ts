@@ -5,7 +5,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { ActivityCancellationDetails } from '@temporalio/common';
-import { CancelledFailure, Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { CancelledFailure, Client, Connection, WorkflowFailedError, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { managerIdentityHeldType, withFailureClassification } from '../../activities/errors.js';
@@ -142,6 +143,47 @@ test('claimManager claims an unheld worker deployment; routing refuses while ano
   // Ours: routing still works.
   await temporal.routeAway(t);
   expect(await temporal.describeRouting(t)).toMatchObject({ current: undefined, ramping: undefined });
+});
+
+test('routing writes with our last conflict token need no describe; a stale one falls back to a describe; the first claims the manager identity on the way', async () => {
+  const { t, deploymentName, taskQueue } = fresh('tokens');
+  const svc = connection.workflowService;
+  const manager = async () => (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
+  // The describes these activities make, seen on their connection (a gRPC interceptor, then the SDK's retries).
+  const describes: string[] = [];
+  const seen: Interceptor = (options, nextCall) => {
+    if (options.method_definition.path.endsWith('/DescribeWorkerDeployment')) describes.push(options.method_definition.path);
+    return new InterceptingCall(nextCall(options));
+  };
+  const countedConnections = new TemporalConnections(async () => undefined, { interceptors: [seen, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
+  const counted = createTemporalActivities(countedConnections, identity, async () => undefined);
+  await startWorker(deploymentName, taskQueue, 'A');
+  await startWorker(deploymentName, taskQueue, 'B');
+
+  // The first write claims the identity (nobody holds it) with the describe it needs anyway.
+  const first = await eventually('A current', () => counted.setCurrent(t, 'A', { claim: true }).catch(() => undefined));
+  expect(first.conflictToken).toEqual(expect.any(String));
+  expect(await manager()).toBe(identity);
+  // With its token, the next write makes no describe.
+  describes.length = 0;
+  const second = await eventually('B ramping', () => counted.setRamping(t, 'B', 10, { conflictToken: first.conflictToken, claim: true }).catch(() => undefined));
+  expect(describes).toEqual([]);
+  expect(second.conflictToken).not.toBe(first.conflictToken);
+  expect(await temporal.describeRouting(t)).toMatchObject({ current: 'A', ramping: 'B', rampPercentage: 10 });
+
+  // Someone writes (hands the identity back): our token is stale, the write describes, claims again and lands.
+  await svc.setWorkerDeploymentManager({ namespace, deploymentName, managerIdentity: '', identity: 'someone-else' });
+  const third = await counted.setRamping(t, 'B', 30, { conflictToken: second.conflictToken, claim: true });
+  expect(describes.length).toBeGreaterThan(0);
+  expect(await manager()).toBe(identity);
+  expect(await temporal.describeRouting(t)).toMatchObject({ current: 'A', ramping: 'B', rampPercentage: 30 });
+
+  // Someone else holds it: refused, token or not.
+  await svc.setWorkerDeploymentManager({ namespace, deploymentName, managerIdentity: 'someone-else', identity });
+  const held = { type: managerIdentityHeldType, nonRetryable: true, details: ['someone-else'] };
+  await expect(withFailureClassification(counted).setCurrent(t, 'B', { conflictToken: third.conflictToken, claim: true })).rejects.toMatchObject(held);
+  expect((await temporal.describeRouting(t)).current).toBe('A');
+  await countedConnections.closeAll();
 });
 
 test('actOnPinned terminates, signals and cancels the running executions on a version; again, it is a no-op', async () => {

@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { Activities, GateRun, Routing, TemporalTarget, VersionRegistration } from '../../activities/index.js';
+import type { Activities, GateRun, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
@@ -67,6 +67,11 @@ export class FakeWorld {
   versionStatusHold?: Promise<void>;
   /** Drainage checks started and not yet answered. */
   versionStatusInFlight = 0;
+  /** The conflict token: changed by every routing or manager write, as the server's is. */
+  routingToken = 1;
+  /** The options of each setRamping / setCurrent (patch routing-v9), and how many carried a stale token. */
+  readonly routingOptions: RoutingCallOptions[] = [];
+  staleTokens = 0;
   /** How long setCurrent takes (to race signals against the final routing change). */
   setCurrentDelayMs = 0;
   /**
@@ -166,6 +171,15 @@ export class FakeWorld {
     if (this.managerHeldBy) {
       throw ApplicationFailure.create({ type: 'ManagerIdentityHeld', message: `the manager identity is held by ${this.managerHeldBy}`, nonRetryable: true, details: [this.managerHeldBy] });
     }
+  }
+
+  /** A routing write's options: a stale token falls back to a describe; `claim` takes an unheld identity. */
+  routingWrite(o: RoutingCallOptions | undefined): RoutingCallResult {
+    this.routingOptions.push(o ?? {});
+    if (o?.conflictToken && o.conflictToken !== String(this.routingToken)) this.staleTokens++;
+    this.refuseIfManaged();
+    this.routingToken++;
+    return { conflictToken: String(this.routingToken) };
   }
 
   routedAway(buildId: string | undefined): void {
@@ -318,19 +332,20 @@ export class FakeWorlds {
         w.moved.push({ from, to, count: matched });
         return { matched, moved: matched };
       },
-      setRamping: async (t, buildId, percentage) => {
+      setRamping: async (t, buildId, percentage, o) => {
         const w = temporal(t, 'setRamping', [buildId, percentage]);
-        w.refuseIfManaged();
+        const result = w.routingWrite(o);
         if (w.ramping !== buildId) w.routedAway(w.ramping);
         w.ramping = buildId || undefined;
         w.rampPercentage = percentage;
         if (buildId) w.versions.set(buildId, 'Ramping');
+        return result;
       },
-      setCurrent: async (t, buildId) => {
+      setCurrent: async (t, buildId, o) => {
         const w = temporal(t, 'setCurrent', [buildId]);
-        w.refuseIfManaged();
+        const result = w.routingWrite(o);
         if (w.setCurrentDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.setCurrentDelayMs));
-        if (w.current === buildId) return;
+        if (w.current === buildId) return result;
         w.routedAway(w.current);
         w.current = buildId;
         w.versions.set(buildId, 'Current');
@@ -338,10 +353,12 @@ export class FakeWorlds {
           w.ramping = undefined;
           w.rampPercentage = 0;
         }
+        return result;
       },
       clearRampIf: async (t, buildId) => {
         const w = temporal(t, 'clearRampIf', [buildId]);
         if (w.ramping !== buildId) return;
+        w.routingToken++;
         w.ramping = undefined;
         w.rampPercentage = 0;
         w.routedAway(buildId);
