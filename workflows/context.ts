@@ -57,6 +57,9 @@ const now = () => new Date();
 export const historyLimit = 100;
 
 /** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
+/** Which worker deployment a conflict token is of: the server, the namespace, the name. */
+const routingTokenKey = (t: TemporalTarget) => JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
+
 export function managerHeldBy(err: unknown): string | undefined {
   if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure) || err.cause.type !== 'ManagerIdentityHeld') return undefined;
   const holder = err.cause.details?.[0];
@@ -155,15 +158,17 @@ export class RolloutContext {
     this.owner = state.owner;
   }
 
-  /** The extra argument of a routing write under routingTokens: our last write's token, and the claim. */
-  routingOptions(): [RoutingCallOptions] | [] {
+  /** The extra argument of a routing write on `t` under routingTokens: our last write's token there, and the claim. */
+  routingOptions(t: TemporalTarget): [RoutingCallOptions] | [] {
     if (!this.routingTokens) return [];
-    return [{ ...(this.state.routingToken ? { conflictToken: this.state.routingToken } : {}), claim: this.controls }];
+    const last = this.state.routingToken;
+    return [{ ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}), claim: this.controls }];
   }
 
-  /** Keeps a routing write's token for the next write; `undefined` after another write (the next describes). */
-  routed(result: RoutingCallResult | undefined): void {
-    if (this.routingTokens) this.state.routingToken = result?.conflictToken;
+  /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */
+  routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
+    if (!this.routingTokens) return;
+    this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */

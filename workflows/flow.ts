@@ -8,7 +8,7 @@ import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { Routing, VersionRegistration } from '../activities/index.js';
-import { Blocked, timedOut, type RolloutContext } from './context.js';
+import { Blocked, managerHeldBy, timedOut, type RolloutContext } from './context.js';
 import type { Target, TemporalPlace } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
@@ -102,12 +102,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
         stillTarget(ctx, buildId);
       }
       // Not cancellable: an abort arriving meanwhile clears the ramp after the call has landed.
-      await CancellationScope.nonCancellable(async () =>
-        ctx.routed(
-          await ctx.call(`ramp ${buildId} to ${step.rampPercentage}%`, () =>
-            ctx.temporal.setRamping(ctx.temporalTarget(), buildId, step.rampPercentage, ...ctx.routingOptions()),
-          ),
-        ),
+      await routingWrite(ctx, { stillWanted: () => stillTarget(ctx, buildId) }, () =>
+        CancellationScope.nonCancellable(async () => {
+          const t = ctx.temporalTarget();
+          const what = `ramp ${buildId} to ${step.rampPercentage}%`;
+          ctx.routed(t, await ctx.call(what, () => ctx.temporal.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t)), heldIsOurs(ctx)));
+        }),
       );
       stillTarget(ctx, buildId);
       const at = now().toISOString();
@@ -317,6 +317,31 @@ interface Becoming {
   ignorePause?: boolean;
 }
 
+/**
+ * Runs a routing write. Under routing-v9 it claims the manager identity itself, so while someone else holds it the
+ * write is refused (`heldIsOurs`) and the wait for the hand-back runs here, outside the write's non-cancellable
+ * scope and with `promoting` off: an abort, a rollback or a new target during it takes effect. `stillWanted`
+ * throws when the write is no longer wanted after the wait. Before routing-v9 the claim waited, and `write` runs once.
+ */
+async function routingWrite(ctx: RolloutContext, o: { stillWanted: () => void; untilDeleted?: boolean }, write: () => Promise<void>): Promise<void> {
+  for (let attempt = 0; ; attempt++) {
+    let holder: string | undefined;
+    try {
+      await write();
+      if (ctx.routingTokens) ctx.managerBack();
+      return;
+    } catch (err) {
+      holder = ctx.routingTokens ? managerHeldBy(err) : undefined;
+      if (holder === undefined) throw err;
+    }
+    await ctx.waitForManager(holder, attempt, o.untilDeleted === false ? { untilDeleted: false } : {});
+    o.stillWanted();
+  }
+}
+
+/** `call` options under routing-v9: a refusal for the manager identity is the caller's to wait out (routingWrite). */
+const heldIsOurs = (ctx: RolloutContext) => (ctx.routingTokens ? { isExpected: (err: unknown) => managerHeldBy(err) !== undefined } : {});
+
 /** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
 export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string, how: Becoming = {}): Promise<void> {
   const { state } = ctx;
@@ -326,26 +351,30 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
     await claimManager(ctx);
     stillTarget(ctx, buildId);
   }
-  ctx.promoting = true;
-  try {
-    await CancellationScope.nonCancellable(async () => {
-      ctx.routed(await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(ctx.temporalTarget(), buildId, ...ctx.routingOptions()), { untilDeleted: false }));
-      const previous = state.current;
-      const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
-      state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
-      if (state.target?.buildId === buildId) state.target = undefined;
-      state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-      if (previous && previous.buildId !== buildId) {
-        sunsets.retire(previous.buildId, previous.place);
-        // It may be rolled back to, within rollout.rollbackWindow.
-        const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
-        if (retired && ctx.controls) retired.currentUntil = now().toISOString();
-      }
-      sunsets.sync();
-    });
-  } finally {
-    ctx.promoting = false;
-  }
+  const stillWanted = () => (state.current?.buildId !== buildId ? stillTarget(ctx, buildId) : undefined);
+  await routingWrite(ctx, { stillWanted, untilDeleted: false }, async () => {
+    ctx.promoting = true;
+    try {
+      await CancellationScope.nonCancellable(async () => {
+        const t = ctx.temporalTarget();
+        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs(ctx) }));
+        const previous = state.current;
+        const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
+        state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
+        if (state.target?.buildId === buildId) state.target = undefined;
+        state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
+        if (previous && previous.buildId !== buildId) {
+          sunsets.retire(previous.buildId, previous.place);
+          // It may be rolled back to, within rollout.rollbackWindow.
+          const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
+          if (retired && ctx.controls) retired.currentUntil = now().toISOString();
+        }
+        sunsets.sync();
+      });
+    } finally {
+      ctx.promoting = false;
+    }
+  });
   ctx.transition('Ready', how.reason ?? 'RolloutComplete', how.message ?? `${buildId} is current`);
 }
 

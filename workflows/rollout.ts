@@ -427,7 +427,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       await CancellationScope.nonCancellable(() =>
         ctx.call(`clear the ramp of ${entry.buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId), { untilDeleted: false }),
       );
-      ctx.routed(undefined); // (it may have written: the next write describes)
+      ctx.routed(ctx.temporalTarget(entry.place), undefined); // (it may have written: the next write describes)
     } catch (err) {
       if (!(err instanceof Blocked)) throw err;
       ctx.event('Warning', 'Blocked', `the ramp of ${entry.buildId} could not be cleared: ${err.message}`);

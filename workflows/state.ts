@@ -145,8 +145,11 @@ export interface RolloutState {
   aborted?: { buildId: string; reason: string; cause?: Reason };
   /** Someone else holds the worker deployment's manager identity: routing waits until it is handed back. */
   managerHeldBy?: string;
-  /** The conflict token our last routing write returned (patch `routing-v9`): the next write needs no describe. */
-  routingToken?: string;
+  /**
+   * The conflict token our last routing write returned (patch `routing-v9`), and the worker deployment it is of
+   * (`routingTokenKey`): the next write there needs no describe.
+   */
+  routingToken?: { of: string; token: string };
   /** Who did what and why, newest last (bounded). */
   history?: HistoryEntry[];
   /** requestIds of recent controls: the same one twice is one control. */

@@ -136,8 +136,9 @@ export function createTemporalActivities(connections: TemporalConnections, ident
 
   /**
    * A routing write on fresh facts: with our last write's token, at once (a refused token means someone wrote
-   * since: then as without one); without, after a describe that says whether it is done already (`done`) and, with
-   * `claim`, claims the manager identity when nobody holds it. Returns the token after the write.
+   * since: then as without one); without, after a describe that says whether it is done already (`done`). With
+   * `claim`, that describe's path claims the manager identity when nobody holds it, done or not (every later write
+   * carries a token and skips the claim). Returns the token after the write.
    */
   async function routingWrite(
     t: TemporalTarget,
@@ -153,15 +154,14 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       }
     }
     const res = await describe(t);
-    if (done(routingOf(res))) return tokenText(res?.conflictToken);
     let token = res?.conflictToken ?? undefined;
     if (o.claim && res && !res.workerDeploymentInfo?.managerIdentity) {
       // The describe's token: if someone claimed it since, the server refuses and the retry sees them.
       token = (await (await service(t)).setWorkerDeploymentManager({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, self: true, conflictToken: token, identity }))
         .conflictToken ?? undefined;
-    } else {
-      assertManageable(res);
     }
+    if (done(routingOf(res))) return tokenText(token);
+    assertManageable(res);
     return tokenText((await write(token)).conflictToken);
   }
 

@@ -80,6 +80,19 @@ test('a window that outlasts the attempts throws its refusal (the activity retri
   expect(sleeps).toEqual([20, 40, 80, 160, 320, 640, 1000, 1000]);
 });
 
+test('a NOT_FOUND that outlasts the attempts while the workflow runs is thrown, not read as none', async () => {
+  const { svc, calls } = fakeService([() => { throw notFound(); }], running);
+  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 3 })).rejects.toMatchObject({ code: 5 });
+  expect(calls.describe).toBe(3);
+});
+
+test('when the workflow cannot be described either, that error is thrown (the activity retries)', async () => {
+  const { svc } = fakeService([() => { throw notFound(); }], running);
+  const unavailable = grpcError(14, 'unavailable');
+  const failing = { ...(svc as object), describeWorkflowExecution: async () => { throw unavailable; } } as unknown as DescribeService;
+  await expect(describeDeploymentSettled(failing, 'default', 'ns/orders', { sleep })).rejects.toBe(unavailable);
+});
+
 test('any other refusal is thrown at once', async () => {
   const { svc, calls } = fakeService([() => { throw grpcError(14, 'unavailable'); }], running);
   await expect(settledRead(svc, 'default', 'x', () => svc.describeWorkerDeployment({}), { sleep })).rejects.toMatchObject({ code: 14 });

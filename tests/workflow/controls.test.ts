@@ -573,9 +573,10 @@ test('11. while someone else holds the manager identity the rollout waits (Pause
   const s = await r.until('held', (s) => s.reason === 'ManagerIdentityHeld');
   expect(s).toMatchObject({ phase: 'Paused', reason: 'ManagerIdentityHeld', paused: true, managerHeldBy: 'alice', current: 'v1' });
   expect(s.message).toContain('alice');
-  // Routing unchanged: the claim (its own activity before routing-v9, with the write since) was refused.
+  // Routing unchanged: the write, which claims on the way (patch routing-v9, no claim activity), was refused.
   expect([w.current, w.ramping]).toEqual(['v1', undefined]);
-  expect(w.callsOf('claimManager').length + w.callsOf('setCurrent').length).toBeGreaterThanOrEqual(1);
+  expect(w.callsOf('claimManager')).toEqual([]);
+  expect(argsOf(w, 'setCurrent')).toEqual(expect.arrayContaining([['v2']]));
 
   w.managerHeldBy = undefined; // handed back within a few seconds (the checks back off 1 s, 2 s, 4 s …)
   const done = await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
@@ -584,7 +585,27 @@ test('11. while someone else holds the manager identity the rollout waits (Pause
   expect(w.current).toBe('v2');
   await event(w, 'ManagerIdentityHandedBack');
   expect(reasons(w)).toContain('ManagerIdentityHeld');
+  expect(w.managerOurs).toBe(true); // claimed again by the write after the hand-back
   await keepHistory(client, r.handle().workflowId, 'controls-v3-manager-identity');
+});
+
+test('11b. an abort while someone else holds the manager identity before the final routing change takes effect at once: v2 never current', async () => {
+  const r = await withCurrentV1('manager-abort');
+  const w = r.world;
+  w.managerHeldBy = 'alice';
+  await r.spec(desired(2, 'v2'));
+  await r.until('held', (s) => s.reason === 'ManagerIdentityHeld');
+  // The wait for the hand-back is not the final routing change in flight: the abort is taken, not refused.
+  const answer = await r.control('abort', { reason: 'not now', identity: 'bob' });
+  expect(answer).toMatchObject({ phase: 'Aborted', current: 'v1', lastAbortReason: 'not now' });
+  // Handed back: a resync round later, still nothing routed to v2.
+  w.managerHeldBy = undefined;
+  const resyncs = w.callsOf('deleteStrayDeployments').length;
+  await r.handle().signal(messages.resync);
+  await eventually('the resync to be done', () => w.callsOf('deleteStrayDeployments').length > resyncs);
+  expect([w.current, w.ramping]).toEqual(['v1', undefined]);
+  expect(argsOf(w, 'setCurrent').filter(([b]) => b === 'v2').length).toBeGreaterThan(0); // (refused while held)
+  expect((await r.status()).phase).toBe('Aborted');
 });
 
 describe('12. analysis at the end of a step', () => {

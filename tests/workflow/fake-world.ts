@@ -51,8 +51,16 @@ export class FakeWorld {
 
   /** What awaitVersionRegistered answers. */
   registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
-  /** Who holds the worker deployment's manager identity (undefined: nobody, or us once claimed). */
-  managerHeldBy?: string;
+  /** Who else holds the worker deployment's manager identity (undefined: nobody, or us). A set-manager write. */
+  get managerHeldBy(): string | undefined {
+    return this.heldBy;
+  }
+  set managerHeldBy(holder: string | undefined) {
+    this.heldBy = holder;
+    this.managerOurs = false;
+    this.routingToken++;
+  }
+  private heldBy?: string;
   /** What countOutcomes answers per build. */
   readonly outcomes = new Map<string, { closed: number; failed: number }>();
   /** Executions pinned to a build that movePinned moved elsewhere, and actOnPinned's actions. */
@@ -67,11 +75,16 @@ export class FakeWorld {
   versionStatusHold?: Promise<void>;
   /** Drainage checks started and not yet answered. */
   versionStatusInFlight = 0;
-  /** The conflict token: changed by every routing or manager write, as the server's is. */
+  /** The conflict token: changed by every routing or manager write that changes something, as the server's is. */
   routingToken = 1;
-  /** The options of each setRamping / setCurrent (patch routing-v9), and how many carried a stale token. */
+  /** The options of each setRamping / setCurrent (patch routing-v9). */
   readonly routingOptions: RoutingCallOptions[] = [];
+  /** Writes that carried a stale token; describes and claims the real activity would have made. */
   staleTokens = 0;
+  describes = 0;
+  claims = 0;
+  /** We hold the manager identity (claimed on the way); `managerHeldBy` is someone else. */
+  managerOurs = false;
   /** How long setCurrent takes (to race signals against the final routing change). */
   setCurrentDelayMs = 0;
   /**
@@ -173,12 +186,26 @@ export class FakeWorld {
     }
   }
 
-  /** A routing write's options: a stale token falls back to a describe; `claim` takes an unheld identity. */
-  routingWrite(o: RoutingCallOptions | undefined): RoutingCallResult {
+  /**
+   * A routing write as the activity makes it: with a fresh token at once; else (no token, a stale one) after a
+   * describe, claiming an unheld identity when asked.
+   */
+  routingWrite(o: RoutingCallOptions | undefined, changes: boolean): RoutingCallResult {
     this.routingOptions.push(o ?? {});
-    if (o?.conflictToken && o.conflictToken !== String(this.routingToken)) this.staleTokens++;
-    this.refuseIfManaged();
-    this.routingToken++;
+    const fresh = !!o?.conflictToken && o.conflictToken === String(this.routingToken);
+    if (!fresh) {
+      if (o?.conflictToken) this.staleTokens++;
+      this.describes++;
+      if (o?.claim && !this.managerHeldBy && !this.managerOurs) {
+        this.managerOurs = true;
+        this.claims++;
+        this.routingToken++;
+      }
+    }
+    if (changes) {
+      this.refuseIfManaged();
+      this.routingToken++;
+    }
     return { conflictToken: String(this.routingToken) };
   }
 
@@ -334,7 +361,7 @@ export class FakeWorlds {
       },
       setRamping: async (t, buildId, percentage, o) => {
         const w = temporal(t, 'setRamping', [buildId, percentage]);
-        const result = w.routingWrite(o);
+        const result = w.routingWrite(o, w.ramping !== buildId || w.rampPercentage !== percentage);
         if (w.ramping !== buildId) w.routedAway(w.ramping);
         w.ramping = buildId || undefined;
         w.rampPercentage = percentage;
@@ -343,7 +370,7 @@ export class FakeWorlds {
       },
       setCurrent: async (t, buildId, o) => {
         const w = temporal(t, 'setCurrent', [buildId]);
-        const result = w.routingWrite(o);
+        const result = w.routingWrite(o, w.current !== buildId);
         if (w.setCurrentDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.setCurrentDelayMs));
         if (w.current === buildId) return result;
         w.routedAway(w.current);

@@ -26,7 +26,7 @@ const steps = [
   { rampPercentage: 50, pauseDuration: '1s' },
 ];
 
-test('each routing write carries the last one’s token and the first claims the manager identity: no claim activity, no describe', async () => {
+test('each routing write carries the last one’s token: only the first describes and claims the manager identity, and no claim activity runs', async () => {
   const { world, handle, activities } = await start();
   await handle.signal(messages.specChanged, desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
@@ -34,9 +34,10 @@ test('each routing write carries the last one’s token and the first claims the
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
 
   expect(world.sequence(['setCurrent', 'setRamping'])).toEqual(['setCurrent', 'setRamping', 'setRamping', 'setCurrent']);
-  // v1's write has no token yet; every later one has the token the one before returned, and all claim.
-  expect(world.routingOptions).toEqual([{ claim: true }, { conflictToken: '2', claim: true }, { conflictToken: '3', claim: true }, { conflictToken: '4', claim: true }]);
-  expect(world.staleTokens).toBe(0);
+  // v1's write has no token yet: it describes and claims (token 1 → 2), and writes (→ 3). Every later write
+  // carries the token the one before returned: no describe, no claim.
+  expect(world.routingOptions).toEqual([{ claim: true }, { conflictToken: '3', claim: true }, { conflictToken: '4', claim: true }, { conflictToken: '5', claim: true }]);
+  expect({ describes: world.describes, claims: world.claims, stale: world.staleTokens }).toEqual({ describes: 1, claims: 1, stale: 0 });
   expect(await activities()).not.toContain('claimManager');
   await keepHistory(rig.client, handle.workflowId, 'routing-v9-progressive');
 });
@@ -51,11 +52,12 @@ test('after someone else’s write the token is stale: that write falls back to 
   world.routingToken += 5; // someone else wrote (a person's `temporal worker deployment` command)
   await handle.signal(messages.specChanged, desired(3, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1s' }] }));
   await eventually('v2 current', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
-  // The set-current carried v2's ramp's token, stale by then; it returned a fresh one, which v3's write carries.
-  expect(world.routingOptions.at(-1)).toEqual({ conflictToken: '3', claim: true });
-  expect(world.staleTokens).toBe(1);
+  // The set-current carried v2's ramp's token, stale by then: it described (no claim: the identity is still ours)
+  // and returned a fresh token, which v3's write carries.
+  expect(world.routingOptions.at(-1)).toEqual({ conflictToken: '4', claim: true });
+  expect({ describes: world.describes, claims: world.claims, stale: world.staleTokens }).toEqual({ describes: 2, claims: 1, stale: 1 });
   await handle.signal(messages.specChanged, desired(4, 'v3'));
   await eventually('v3 current', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v3', 30_000);
-  expect(world.routingOptions.at(-1)).toEqual({ conflictToken: '9', claim: true });
-  expect(world.staleTokens).toBe(1);
+  expect(world.routingOptions.at(-1)).toEqual({ conflictToken: '10', claim: true });
+  expect({ describes: world.describes, stale: world.staleTokens }).toEqual({ describes: 2, stale: 1 });
 });
