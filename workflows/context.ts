@@ -361,7 +361,9 @@ export class RolloutContext {
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
-      const local = this.leanReports && !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength;
+      // Never local once the run is to continue as new: a signal arriving while it does fails that task, and on the
+      // replay that follows, a local report's marker resolves before the signal, so the run continued without it.
+      const local = this.leanReports && !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
         const report = { ...(status ? { status } : {}), events };

@@ -7,6 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
@@ -14,7 +15,9 @@ import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
-import { keepHistory } from './fixtures.js';
+import { keepHistory, summaryOf } from './fixtures.js';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
 const taskQueue = `continue-as-new-test-${randomUUID().slice(0, 8)}`;
 /** A history limit a single rollout (or a few drainage checks) goes past. */
@@ -144,6 +147,19 @@ test('1. past its history limit it continues as new, and the new run knows what 
   expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1'], ['v2']]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
+  // In every run, reports past the limit are activities, never local (report-v8): a signal arriving while the run
+  // continues as new fails that task, and on the replay that follows a local report's marker would resolve before
+  // the signal, so the run would continue without it (seen under load: a new spec lost).
+  const lateLocalReports: string[] = [];
+  for (let run: string | undefined = r.firstRunId; run; ) {
+    const events: HistoryEvent[] = (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+    for (const m of events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && (summaryOf(e) ?? '').startsWith('write the status'))) {
+      const taskStarted = events.filter((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) < Number(m.eventId)).at(-1)!;
+      if (Number(taskStarted.eventId) > timings.historyLimit) lateLocalReports.push(`${run} event ${m.eventId}: ${summaryOf(m)}`);
+    }
+    run = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  expect(lateLocalReports).toEqual([]);
   await keepHistory(client, r.latest().workflowId, 'core-v2-continue-as-new', r.firstRunId);
 });
 
