@@ -1,5 +1,5 @@
 # The Glidepath controller: `npm run image` (glidepath/controller:<version> and :dev), or
-# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` (its flags: README, "The manual path").
+# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` with worker/process-settings.ts (its flags: README, "The manual path").
 # Where no image registry answers, scripts/image/base-image.sh makes node:20-bookworm-slim locally first.
 
 FROM node:20-bookworm-slim AS build
@@ -35,9 +35,11 @@ RUN groupadd --system --gid 10001 glidepath \
  && useradd --system --uid 10001 --gid glidepath --home-dir /nonexistent --no-create-home --shell /usr/sbin/nologin glidepath
 WORKDIR /app
 ENV NODE_ENV=production
+# The process settings of worker/process-settings.ts (malloc arenas here, Node's options in the ENTRYPOINT).
+ENV MALLOC_ARENA_MAX=2
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist
 # Numeric, so `runAsNonRoot: true` can check it.
 USER 10001:10001
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "dist/worker/main.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--optimize-for-size", "--max-semi-space-size=4", "dist/worker/main.js"]

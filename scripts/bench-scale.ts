@@ -16,7 +16,9 @@
  * --keep (keep the servers' and processes' logs), --controller-flag=FLAG (repeatable: passed to every controller,
  * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about),
  * --server-flag=KEY=VALUE (repeatable: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true),
- * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`).
+ * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`). Either way
+ * the controllers start with worker/process-settings.ts, as the image and `npm start` do; --node-option=OPTION
+ * (repeatable) replaces its Node options, e.g. --node-option=--max-old-space-size=128 (--node-option= for none).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -29,6 +31,7 @@ import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
+import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
 import { startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
@@ -46,6 +49,7 @@ const { values, positionals } = parseArgs({
     'controller-flag': { type: 'string', multiple: true },
     'server-flag': { type: 'string', multiple: true },
     compiled: { type: 'boolean' },
+    'node-option': { type: 'string', multiple: true },
   },
 });
 const resources = Number(positionals[0] ?? 100);
@@ -118,10 +122,10 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-function spawnNode(name: string, script: string, args: string[], env: Record<string, string>): ChildProcess {
+function spawnNode(name: string, script: string, args: string[], env: Record<string, string>, nodeOptions: string[] = []): ChildProcess {
   const log = openSync(join(dir, `${name}.log`), 'a');
   // A compiled script (dist/…/*.js) runs as it is; TypeScript through tsx.
-  const command = script.endsWith('.js') ? [join(root, script), ...args] : ['--import', 'tsx', join(root, script), ...args];
+  const command = [...nodeOptions, ...(script.endsWith('.js') ? [join(root, script), ...args] : ['--import', 'tsx', join(root, script), ...args])];
   const child = spawn(process.execPath, command, {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', ...env },
@@ -296,7 +300,8 @@ async function main(): Promise<void> {
     spawnNode(`controller-${i}`, values.compiled ? 'dist/worker/main.js' : 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, '--metrics-bind-address=0', '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
-    }),
+      ...controllerEnvironment,
+    }, values['node-option']?.filter(Boolean) ?? [...controllerNodeOptions]),
   );
   controllerPids.push(...controllers.map((c) => c.pid!));
   podsPid = pods.pid!;

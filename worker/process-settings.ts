@@ -1,0 +1,20 @@
+/**
+ * How the controller process is started: Node's options and environment for a small, steady footprint. The
+ * image's ENTRYPOINT (Dockerfile), `npm start` (package.json) and the scale benchmark all start it so, and a unit
+ * test checks that they agree with this file.
+ *
+ * Measured with `npm run bench:scale -- 100 --compiled` (README, "Scale"): peak RSS 289 MB instead of 420–520 MB,
+ * for ≈ 25 % more CPU (0.5 cores at the peak instead of 0.4) and no change in wall time.
+ */
+export const controllerNodeOptions = [
+  // V8 grows the heap less eagerly: the main heap stays near its live size (≈ 80 MB at 100 rollouts in flight)
+  // instead of collecting only at ≈ 200 MB.
+  '--optimize-for-size',
+  // The young generation's semi-spaces: 4 MB instead of 16 MB (the watcher's and activities' short-lived objects).
+  '--max-semi-space-size=4',
+] as const;
+
+export const controllerEnvironment = {
+  // glibc's malloc arenas: two instead of eight per core, for the Temporal core's and libuv's threads.
+  MALLOC_ARENA_MAX: '2',
+} as const;
