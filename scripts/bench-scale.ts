@@ -19,6 +19,8 @@
  * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`). Either way
  * the controllers start with worker/process-settings.ts, as the image and `npm start` do; --node-option=OPTION
  * (repeatable) replaces its Node options, e.g. --node-option=--max-old-space-size=128 (--node-option= for none).
+ * --write-rate R: the benchmark's creates (phase 1) and patches (phase 2) at most R a second, as a large
+ * installation's own pipeline would apply them (default: all at once, 20 writes in flight).
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -50,6 +52,7 @@ const { values, positionals } = parseArgs({
     'server-flag': { type: 'string', multiple: true },
     compiled: { type: 'boolean' },
     'node-option': { type: 'string', multiple: true },
+    'write-rate': { type: 'string' },
   },
 });
 const resources = Number(positionals[0] ?? 100);
@@ -57,8 +60,13 @@ const controllerCount = Number(values.controllers ?? 1);
 const idleSeconds = Number(values.idle ?? 0);
 const phaseTimeoutMs = Number(values.timeout ?? 600 + resources) * 1000;
 const goneTimeoutMs = Number(values['gone-timeout'] ?? 180) * 1000;
+const writeRate = values['write-rate'] === undefined ? undefined : Number(values['write-rate']);
+if (writeRate !== undefined && !(writeRate > 0)) {
+  console.error(`--write-rate: a number of writes a second above 0, not ${values['write-rate']}`);
+  process.exit(2);
+}
 if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled]');
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled] [--node-option=OPTION]... [--write-rate R]');
   process.exit(2);
 }
 
@@ -152,11 +160,16 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
   }
 }
 
-/** Runs `fn` over `items`, `limit` at a time. */
+/** Runs `fn` over `items`, `limit` at a time, and with --write-rate starting at most that many a second. */
 async function inBatches<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
+  const start = Date.now();
   let next = 0;
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) await fn(items[next++]!);
+    while (next < items.length) {
+      const i = next++;
+      if (writeRate) await sleep(start + (i * 1000) / writeRate - Date.now());
+      await fn(items[i]!);
+    }
   }));
 }
 
@@ -241,7 +254,7 @@ let samplerLoop: Promise<void> | undefined;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}; logs in ${dir}`);
+  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}${values['node-option'] ? `, Node options ${values['node-option'].join(' ') || '(none)'}` : ''}${writeRate ? `, writes at ${writeRate}/s` : ''}; logs in ${dir}`);
   const temporal = await startTemporal({
     dir,
     dynamicConfig: [
