@@ -9,7 +9,7 @@ import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
-import { describeDeploymentSettled, describeVersionSettled, isNotFound } from './describe.js';
+import { describeDeploymentSettled, describeVersionSettled, isNotFound, registrationPollDelay } from './describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -184,10 +184,9 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     /**
      * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
      * queue and, for up to `coverageWaitMs` more, every task queue the current version has (the server refuses
-     * to route to a version that would leave one of those queues unversioned). The backoff ends at 1 s: a describe
-     * of a version is a query of the server's own workflow for it, and a thousand rollouts polling every 100 ms
-     * overloaded the dev server (deadline exceeded); a new version's first ramp takes the server ≈ 2 s after its
-     * registration anyway.
+     * to route to a version that would leave one of those queues unversioned). The backoff ends at 1 s, later while
+     * the server answers slowly (`registrationPollDelay`): a new version's first ramp takes the server ≈ 2 s after
+     * its registration anyway.
      */
     async awaitVersionRegistered(t: TemporalTarget, buildId: string, coverageWaitMs = 30_000): Promise<VersionRegistration> {
       const svc = await service(t);
@@ -197,9 +196,12 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
       let registeredAt: number | undefined;
-      for (let delay = 50; ; delay = Math.min(delay * 2, 1000)) {
+      for (let delay: number | undefined; ; ) {
         ctx.heartbeat();
+        const asked = Date.now();
         const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
+        delay = registrationPollDelay(delay, Date.now() - asked);
+        ctx.heartbeat();
         const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
         if (workflowQueues.length > 0) {
           registeredAt ??= Date.now();

@@ -1,10 +1,12 @@
 /**
+ * registrationPollDelay: how often the registration wait asks, from how fast the server answers.
+ *
  * settledRead: a describe refused in the server's continue-as-new window is read again; a NOT_FOUND counts only
  * when the system workflow is not running either. The service is a fake that answers from a script.
  */
 import { Metadata } from '@grpc/grpc-js';
 import proto from '@temporalio/proto';
-import { deploymentWorkflowId, describeDeploymentSettled, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
+import { deploymentWorkflowId, describeDeploymentSettled, registrationPollDelay, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
 
 const { temporal } = proto;
 const { WorkflowExecutionStatus } = temporal.api.enums.v1;
@@ -97,4 +99,25 @@ test('any other refusal is thrown at once', async () => {
   const { svc, calls } = fakeService([() => { throw grpcError(14, 'unavailable'); }], running);
   await expect(settledRead(svc, 'default', 'x', () => svc.describeWorkerDeployment({}), { sleep })).rejects.toMatchObject({ code: 14 });
   expect(calls.describe).toBe(1);
+});
+
+describe('registrationPollDelay', () => {
+  const run = (describeMs: number[]) => {
+    const delays: number[] = [];
+    let delay: number | undefined;
+    for (const ms of describeMs) delays.push((delay = registrationPollDelay(delay, ms)));
+    return delays;
+  };
+
+  test('a server answering fast is asked again after 50 ms, doubling to 1 s', () => {
+    expect(run([5, 5, 5, 5, 5, 5, 5, 5])).toEqual([50, 100, 200, 400, 800, 1000, 1000, 1000]);
+  });
+
+  test('a slow answer stretches the wait to ten times the describe, at most 5 s', () => {
+    expect(run([5, 300, 5, 2_000, 40_000])).toEqual([50, 3_000, 1_000, 5_000, 5_000]);
+  });
+
+  test('once the server is fast again, the wait comes back down to 1 s at once', () => {
+    expect(run([2_000, 5])).toEqual([5_000, 1_000]);
+  });
 });
