@@ -247,17 +247,18 @@ for (let i = 0; i < rollbacks; i++) {
 // The floor: the same routing calls made raw, as Glidepath makes them (a describe for the conflict token, then the
 // change), on worker deployments of their own on the same server, in the order and spacing of a rollout: v1
 // current and the manager claimed, then v2's workers start, and the moment v2 is registered its first ramp, a
-// step change a second later, set current a second later, and a rollback to v1 two seconds after that.
-const floor = { describe: [] as number[], firstRamp: [] as number[], stepRamp: [] as number[], setCurrent: [] as number[], rollback: [] as number[] };
+// step change a second later, set current a second later, and a rollback to v1 two seconds after that. Once one
+// deployment at a time, then as many at once as Glidepath rolled out (the server answers ten at once slower).
+type Floor = Record<'describe' | 'firstRamp' | 'stepRamp' | 'setCurrent' | 'rollback', number[]>;
+const newFloor = (): Floor => ({ describe: [], firstRamp: [], stepRamp: [], setCurrent: [], rollback: [] });
 const timed = async (into: number[], call: () => Promise<unknown>) => {
   const t0 = performance.now();
   await call();
   into.push(performance.now() - t0);
 };
-for (let i = 0; i < rollbacks; i++) {
+async function floorRollout(deploymentName: string, taskQueue: string, floor: Floor): Promise<void> {
   const svc = connection.workflowService;
-  const deploymentName = `floor/f${i}`;
-  const env = (buildId: string) => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_DEPLOYMENT_NAME: deploymentName, TEMPORAL_WORKER_BUILD_ID: buildId, EXAMPLE_TASK_QUEUE: `floor-${i}` });
+  const env = (buildId: string) => ({ TEMPORAL_ADDRESS: server.address, TEMPORAL_NAMESPACE: 'default', TEMPORAL_DEPLOYMENT_NAME: deploymentName, TEMPORAL_WORKER_BUILD_ID: buildId, EXAMPLE_TASK_QUEUE: taskQueue });
   const token = async () => (await svc.describeWorkerDeployment({ namespace: 'default', deploymentName })).conflictToken;
   const registered = (buildId: string) =>
     until(async () => ((await svc.describeWorkerDeploymentVersion({ namespace: 'default', deploymentVersion: { deploymentName, buildId } })).versionTaskQueues?.length ?? 0) >= 2 || undefined, 2);
@@ -284,6 +285,10 @@ for (let i = 0; i < rollbacks; i++) {
   for (const w of workers) w.shutdown();
   await Promise.all(running);
 }
+const floor = newFloor();
+for (let i = 0; i < rollbacks; i++) await floorRollout(`floor/f${i}`, `floor-${i}`, floor);
+const floorAtOnce = newFloor();
+await Promise.all(Array.from({ length: resources }, (_, i) => floorRollout(`floor-at-once/f${i}`, `floor-at-once-${i}`, floorAtOnce)));
 
 // History events per Progressive step: from one step's setRamping to the next routing call, per resource.
 const eventsPerStep: number[] = [];
@@ -296,18 +301,28 @@ for (let i = 0; i < resources; i++) {
 const stats = (xs: number[]) => `p50 ${ms(pct(xs, 50))}, p95 ${ms(pct(xs, 95))}, max ${ms(Math.max(...xs))}`;
 const over = (xs: number[], base: number[], p: number) => `${pct(xs, p) - pct(base, p) >= 0 ? '+' : ''}${ms(pct(xs, p) - pct(base, p))} (×${(pct(xs, p) / pct(base, p)).toFixed(2)})`;
 console.log(`rollback control → answered, routing changed: p50 ${ms(pct(rollbackAnswered, 50))}, max ${ms(Math.max(...rollbackAnswered))}  (server clock, update accepted → set-current done: p50 ${ms(pct(rollbackServer, 50))}; n=${rollbackAnswered.length})`);
-console.log(`\nThe server's floor: raw calls on worker deployments of their own, in a rollout's order and spacing (n=${floor.describe.length}):`);
-console.log(`  describe:                                   ${stats(floor.describe)}`);
-console.log(`  describe + first ramp, v2 just registered:  ${stats(floor.firstRamp)}`);
-console.log(`  describe + ramp step change (1 s later):    ${stats(floor.stepRamp)}`);
-console.log(`  describe + set current (1 s later):         ${stats(floor.setCurrent)}`);
-console.log(`  describe + set current back to v1 (2 s later): ${stats(floor.rollback)}`);
-console.log('Glidepath beside its floor (target):');
-console.log(`  a step's transition (to the next ramp) beyond its pause vs a ramp step change: ${over(stepOverrun, floor.stepRamp, 50)} p50, ${over(stepOverrun, floor.stepRamp, 95)} p95  (target ≤ +50 ms p50, ≤ +150 ms p95)`);
-console.log(`    of which Glidepath's own (timer fired → routing call started, the rest is the call): p50 ${ms(pct(stepDispatch, 50))}, p95 ${ms(pct(stepDispatch, 95))}; the floor's calls run one at a time, Glidepath's ${resources} at once`);
-console.log(`  the last step's transition (set current) beyond its pause vs set current:     ${over(lastStepOverrun, floor.setCurrent, 50)} p50, ${over(lastStepOverrun, floor.setCurrent, 95)} p95`);
-console.log(`  available and polling → routing changed vs a first ramp just registered:     ${over(readyToRouting, floor.firstRamp, 50)} p50  (target ≤ +100 ms)`);
-console.log(`  rollback (server clock: update accepted → set current done) vs set current back: ${over(rollbackServer, floor.rollback, 50)} p50  (target ≤ +100 ms)`);
+const floorLines = (f: Floor) => [
+  `  describe:                                   ${stats(f.describe)}`,
+  `  describe + first ramp, v2 just registered:  ${stats(f.firstRamp)}`,
+  `  describe + ramp step change (1 s later):    ${stats(f.stepRamp)}`,
+  `  describe + set current (1 s later):         ${stats(f.setCurrent)}`,
+  `  describe + set current back to v1 (2 s later): ${stats(f.rollback)}`,
+];
+const besideFloor = (f: Floor) => [
+  `  a step's transition (to the next ramp) beyond its pause vs a ramp step change: ${over(stepOverrun, f.stepRamp, 50)} p50, ${over(stepOverrun, f.stepRamp, 95)} p95  (target ≤ +50 ms p50, ≤ +150 ms p95)`,
+  `  the last step's transition (set current) beyond its pause vs set current:     ${over(lastStepOverrun, f.setCurrent, 50)} p50, ${over(lastStepOverrun, f.setCurrent, 95)} p95`,
+  `  available and polling → routing changed vs a first ramp just registered:     ${over(readyToRouting, f.firstRamp, 50)} p50  (target ≤ +100 ms)`,
+  `  rollback (server clock: update accepted → set current done) vs set current back: ${over(rollbackServer, f.rollback, 50)} p50  (target ≤ +100 ms)`,
+];
+console.log(`\nThe server's floor: raw calls on worker deployments of their own, in a rollout's order and spacing, one at a time (n=${floor.describe.length}):`);
+for (const line of floorLines(floor)) console.log(line);
+console.log(`The same, ${resources} worker deployments at once, as Glidepath rolled out ${resources} resources at once (rollbacks excepted: those ran one at a time):`);
+for (const line of floorLines(floorAtOnce)) console.log(line);
+console.log(`Glidepath beside its floor, ${resources} at once (target):`);
+for (const line of besideFloor(floorAtOnce).slice(0, 3)) console.log(line);
+console.log(`    of which Glidepath's own (timer fired → routing call started, the rest is the call): p50 ${ms(pct(stepDispatch, 50))}, p95 ${ms(pct(stepDispatch, 95))}`);
+console.log('Glidepath beside its floor one at a time (target):');
+for (const line of besideFloor(floor)) console.log(line);
 console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms)`);
 console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40)`);
 
