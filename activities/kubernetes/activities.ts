@@ -296,10 +296,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /**
      * Writes the whole status with server-side apply, so fields no longer set are removed. The body's uid is a
-     * precondition: a new object under the same name refuses it (409), and like a deleted one (404) it is
-     * not ours to report on.
+     * precondition: a new object under the same name refuses it (409), and like a deleted one (404) it is not ours
+     * to report on. Returns false when the resource is gone (404, or another object under its name).
      */
-    /** Returns false when the resource is gone (404, or another object under its name: uid precondition 409). */
     async writeStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<boolean> {
       return (await applyStatus(owner, status)) === 'written';
     },

@@ -135,6 +135,15 @@ export function createTemporalActivities(connections: TemporalConnections, ident
   }
 
   /**
+   * Takes the manager identity with the conflict token of the describe that found nobody holding it: if someone
+   * claimed it since, the server refuses and the retry sees them. Returns the token after the claim.
+   */
+  async function claimWith(t: TemporalTarget, conflictToken: Uint8Array | undefined): Promise<Uint8Array | undefined> {
+    const res = await (await service(t)).setWorkerDeploymentManager({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, self: true, conflictToken, identity });
+    return res.conflictToken ?? undefined;
+  }
+
+  /**
    * A routing write on fresh facts: with our last write's token, at once (a refused token means someone wrote
    * since: then as without one); without, after a describe that says whether it is done already (`done`). With
    * `claim`, that describe's path claims the manager identity when nobody holds it, done or not (every later write
@@ -155,11 +164,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     }
     const res = await describe(t);
     let token = res?.conflictToken ?? undefined;
-    if (o.claim && res && !res.workerDeploymentInfo?.managerIdentity) {
-      // The describe's token: if someone claimed it since, the server refuses and the retry sees them.
-      token = (await (await service(t)).setWorkerDeploymentManager({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, self: true, conflictToken: token, identity }))
-        .conflictToken ?? undefined;
-    }
+    if (o.claim && res && !res.workerDeploymentInfo?.managerIdentity) token = await claimWith(t, token);
     if (done(routingOf(res))) return tokenText(token);
     assertManageable(res);
     return tokenText((await write(token)).conflictToken);
@@ -291,14 +296,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       if (!res) return {};
       const heldBy = res.workerDeploymentInfo?.managerIdentity;
       if (heldBy) return heldBy === identity ? {} : { heldBy };
-      // The describe's conflict token: if someone claimed it since, the server refuses and the retry sees them.
-      await (await service(t)).setWorkerDeploymentManager({
-        namespace: t.temporalNamespace,
-        deploymentName: t.deploymentName,
-        self: true,
-        conflictToken: res.conflictToken,
-        identity,
-      });
+      await claimWith(t, res.conflictToken ?? undefined);
       return {};
     },
 
