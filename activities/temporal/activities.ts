@@ -197,15 +197,20 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const svc = await service(t);
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
-      const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b);
+      // The server's answer time, not the waits of a read through its continue-as-new window: a version that just
+      // registered is in that window, and the server is not slow for it.
+      let slept = 0;
+      const sleep = (ms: number) => ((slept += ms), ctx.sleep(ms));
+      const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
       let registeredAt: number | undefined;
       for (let delay: number | undefined; ; ) {
         ctx.heartbeat();
         const asked = Date.now();
+        slept = 0;
         const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
-        delay = registrationPollDelay(delay, Date.now() - asked);
+        delay = registrationPollDelay(delay, Date.now() - asked - slept);
         ctx.heartbeat();
         const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
         if (workflowQueues.length > 0) {
