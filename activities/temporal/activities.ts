@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { GrpcStatus, managerIdentityHeld } from '../errors.js';
+import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { describeDeploymentSettled, describeVersionSettled, isNotFound, registrationPollDelay } from './describe.js';
@@ -77,6 +77,16 @@ export interface GateRun {
   inputFrom?: GateInputSource;
   workflowId: string;
   timeoutMs: number;
+}
+
+/** Runs `fn`, heartbeating every 2 s meanwhile: an activity that waits on something else says it is alive. */
+async function heartbeating<T>(ctx: Context, fn: () => Promise<T>): Promise<T> {
+  const beat = setInterval(() => ctx.heartbeat(), 2000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
 }
 
 /**
@@ -204,40 +214,56 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
       const current = routingOf(await describe(t)).current;
       const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
-      let registeredAt: number | undefined;
-      for (let delay: number | undefined; ; ) {
-        ctx.heartbeat();
-        const asked = Date.now();
-        slept = 0;
-        const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
-        delay = registrationPollDelay(delay, Date.now() - asked - slept);
-        ctx.heartbeat();
-        const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
-        if (workflowQueues.length > 0) {
-          registeredAt ??= Date.now();
-          const have = new Set(queues.map(queueKey));
-          if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
-            const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
-            // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
-            // once): with a current version they are not asked about, and the rollout moves at once.
-            if (current) return { ...registration, unversionedPollers: false };
-            let unversionedPollers = false;
-            for (const q of workflowQueues) {
-              const tq = await svc.describeTaskQueue({
-                namespace: t.temporalNamespace,
-                taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-                taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-              });
-              if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
-            }
-            // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
-            // executions on the queue in the last week say as well that unversioned workers serve it.
-            if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
-            return { ...registration, unversionedPollers };
-          }
+      let refusals = 0;
+      /** The version's task queues; none when a busy server refused (three refusals in a row fail the attempt). */
+      const versionQueues = async () => {
+        try {
+          const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
+          refusals = 0;
+          return queues;
+        } catch (err) {
+          // Deadline exceeded, unavailable, our own budget: a slow answer. Thrown at the third in a row, so the
+          // error reaches the status and the retry policy takes over.
+          if (classifyTemporalError(err)?.kind !== 'transient' || ++refusals >= 3) throw err;
+          return [];
         }
-        await ctx.sleep(delay);
-      }
+      };
+      let registeredAt: number | undefined;
+      // A busy server answers only after 30 s (DEADLINE_EXCEEDED), past the 20 s heartbeat timeout: a new
+      // attempt would only add its own describes.
+      return heartbeating(ctx, async () => {
+        for (let delay: number | undefined; ; ) {
+          const asked = Date.now();
+          slept = 0;
+          const queues = await versionQueues();
+          delay = registrationPollDelay(delay, Date.now() - asked - slept);
+          const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
+          if (workflowQueues.length > 0) {
+            registeredAt ??= Date.now();
+            const have = new Set(queues.map(queueKey));
+            if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
+              const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
+              // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
+              // once): with a current version they are not asked about, and the rollout moves at once.
+              if (current) return { ...registration, unversionedPollers: false };
+              let unversionedPollers = false;
+              for (const q of workflowQueues) {
+                const tq = await svc.describeTaskQueue({
+                  namespace: t.temporalNamespace,
+                  taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+                  taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                });
+                if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
+              }
+              // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
+              // executions on the queue in the last week say as well that unversioned workers serve it.
+              if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
+              return { ...registration, unversionedPollers };
+            }
+          }
+          await ctx.sleep(delay);
+        }
+      });
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
@@ -374,23 +400,22 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const ctx = Context.current();
-      const beat = setInterval(() => ctx.heartbeat(), 2000);
-      try {
-        await Promise.race([handle.result(), ctx.cancelled]);
-        return { passed: true, message: `${gate.workflowType} completed` };
-      } catch (err) {
-        if (err instanceof WorkflowFailedError) return { passed: false, message: err.cause?.message ?? err.message };
-        // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
-        // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
-        if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
-          await handle.cancel().catch((cancelErr: unknown) => {
-            if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
-          });
+      return heartbeating(ctx, async () => {
+        try {
+          await Promise.race([handle.result(), ctx.cancelled]);
+          return { passed: true, message: `${gate.workflowType} completed` };
+        } catch (err) {
+          if (err instanceof WorkflowFailedError) return { passed: false, message: err.cause?.message ?? err.message };
+          // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
+          // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
+          if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
+            await handle.cancel().catch((cancelErr: unknown) => {
+              if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
+            });
+          }
+          throw err;
         }
-        throw err;
-      } finally {
-        clearInterval(beat);
-      }
+      });
     },
   };
 }
