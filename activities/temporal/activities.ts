@@ -207,23 +207,32 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const svc = await service(t);
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
+      const isWorkflowQueue = (q: { type?: number | null }) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
       // The server's answer time, not the waits of a read through its continue-as-new window: a version that just
       // registered is in that window, and the server is not slow for it.
       let slept = 0;
       const sleep = (ms: number) => ((slept += ms), ctx.sleep(ms));
       const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
-      const current = routingOf(await describe(t)).current;
-      const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
+      /**
+       * The version's task queues, and once it has a workflow queue, the current version and its queues: asked only
+       * then, because the worker deployment's describe is a query of the server's busiest workflow while versions
+       * register (a version not registered yet is a quick NOT_FOUND). Nothing when a busy server refused: deadline
+       * exceeded, unavailable, our own budget are a slow answer, and the third in a row is thrown, so the error
+       * reaches the status and the retry policy takes over.
+       */
       let refusals = 0;
-      /** The version's task queues; none when a busy server refused (three refusals in a row fail the attempt). */
-      const versionQueues = async () => {
+      let currentVersion: { buildId?: string; queues: string[] } | undefined;
+      const read = async () => {
         try {
           const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
+          if (queues.some(isWorkflowQueue) && !currentVersion) {
+            const current = routingOf(await describe(t)).current;
+            const queuesOfCurrent = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
+            currentVersion = { ...(current ? { buildId: current } : {}), queues: queuesOfCurrent };
+          }
           refusals = 0;
           return queues;
         } catch (err) {
-          // Deadline exceeded, unavailable, our own budget: a slow answer. Thrown at the third in a row, so the
-          // error reaches the status and the retry policy takes over.
           if (classifyTemporalError(err)?.kind !== 'transient' || ++refusals >= 3) throw err;
           return [];
         }
@@ -235,17 +244,17 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         for (let delay: number | undefined; ; ) {
           const asked = Date.now();
           slept = 0;
-          const queues = await versionQueues();
+          const queues = await read();
           delay = registrationPollDelay(delay, Date.now() - asked - slept);
-          const workflowQueues = queues.filter((q) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW);
-          if (workflowQueues.length > 0) {
+          const workflowQueues = queues.filter(isWorkflowQueue);
+          if (workflowQueues.length > 0 && currentVersion) {
             registeredAt ??= Date.now();
             const have = new Set(queues.map(queueKey));
-            if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
+            if (currentVersion.queues.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
               const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
               // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
               // once): with a current version they are not asked about, and the rollout moves at once.
-              if (current) return { ...registration, unversionedPollers: false };
+              if (currentVersion.buildId) return { ...registration, unversionedPollers: false };
               let unversionedPollers = false;
               for (const q of workflowQueues) {
                 const tq = await svc.describeTaskQueue({
