@@ -213,23 +213,15 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       let slept = 0;
       const sleep = (ms: number) => ((slept += ms), ctx.sleep(ms));
       const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
-      /**
-       * The version's task queues, and once it has a workflow queue, the current version and its queues: asked only
-       * then, because the worker deployment's describe is a query of the server's busiest workflow while versions
-       * register (a version not registered yet is a quick NOT_FOUND). Nothing when a busy server refused: deadline
-       * exceeded, unavailable, our own budget are a slow answer, and the third in a row is thrown, so the error
-       * reaches the status and the retry policy takes over.
-       */
       let refusals = 0;
-      let currentVersion: { buildId?: string; queues: string[] } | undefined;
-      const read = async () => {
+      /**
+       * The version's task queues; none when a busy server refused (deadline exceeded, unavailable, our own
+       * budget): a slow answer. The third in a row is thrown, so the error reaches the status and the retry
+       * policy takes over; a failed attempt would otherwise only start again with its own describes.
+       */
+      const versionQueues = async () => {
         try {
           const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
-          if (queues.some(isWorkflowQueue) && !currentVersion) {
-            const current = routingOf(await describe(t)).current;
-            const queuesOfCurrent = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
-            currentVersion = { ...(current ? { buildId: current } : {}), queues: queuesOfCurrent };
-          }
           refusals = 0;
           return queues;
         } catch (err) {
@@ -241,20 +233,22 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       // A busy server answers only after 30 s (DEADLINE_EXCEEDED), past the 20 s heartbeat timeout: a new
       // attempt would only add its own describes.
       return heartbeating(ctx, async () => {
+        const current = routingOf(await describe(t)).current;
+        const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
         for (let delay: number | undefined; ; ) {
           const asked = Date.now();
           slept = 0;
-          const queues = await read();
+          const queues = await versionQueues();
           delay = registrationPollDelay(delay, Date.now() - asked - slept);
           const workflowQueues = queues.filter(isWorkflowQueue);
-          if (workflowQueues.length > 0 && currentVersion) {
+          if (workflowQueues.length > 0) {
             registeredAt ??= Date.now();
             const have = new Set(queues.map(queueKey));
-            if (currentVersion.queues.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
+            if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
               const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
               // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
               // once): with a current version they are not asked about, and the rollout moves at once.
-              if (currentVersion.buildId) return { ...registration, unversionedPollers: false };
+              if (current) return { ...registration, unversionedPollers: false };
               let unversionedPollers = false;
               for (const q of workflowQueues) {
                 const tq = await svc.describeTaskQueue({
