@@ -8,7 +8,8 @@
  *   idle cost                                 workflow history events and Kubernetes writes over an idle window
  *   rollback                                  the `rollback` update sent → answered (routing changed)
  *   the floor                                 the same routing calls made raw (describe + change) on the same
- *                                             server, in a rollout's order and spacing; each figure is printed beside it
+ *                                             server, in a rollout's order and spacing, one at a time and as many
+ *                                             at once as the resources; each figure is printed beside both
  *   history events per Progressive step       from one step's routing call to the next
  */
 import { spawn } from 'node:child_process';
