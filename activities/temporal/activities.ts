@@ -9,7 +9,7 @@ import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
-import { describeDeploymentSettled, describeVersionSettled, isNotFound, registrationPollDelay } from './describe.js';
+import { describeDeploymentSettled, describeVersionSettled, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -79,9 +79,12 @@ export interface GateRun {
   timeoutMs: number;
 }
 
-/** Runs `fn`, heartbeating every 2 s meanwhile: an activity that waits on something else says it is alive. */
-async function heartbeating<T>(ctx: Context, fn: () => Promise<T>): Promise<T> {
-  const beat = setInterval(() => ctx.heartbeat(), 2000);
+/**
+ * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
+ * is alive, and stops saying so when what it waits on has stopped answering.
+ */
+async function heartbeating<T>(ctx: Context, alive: () => boolean, fn: () => Promise<T>): Promise<T> {
+  const beat = setInterval(() => alive() && ctx.heartbeat(), 2000);
   try {
     return await fn();
   } finally {
@@ -208,16 +211,20 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
       const isWorkflowQueue = (q: { type?: number | null }) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
+      // Heartbeats go out while the server answers (a busy one only after 30 s, past the 20 s heartbeat timeout:
+      // a new attempt would only add its own describes), not for a call that hangs: that attempt times out.
+      let answeredAt = Date.now();
+      const answered = () => void (answeredAt = Date.now());
       // The server's answer time, not the waits of a read through its continue-as-new window: a version that just
       // registered is in that window, and the server is not slow for it.
       let slept = 0;
-      const sleep = (ms: number) => ((slept += ms), ctx.sleep(ms));
+      const sleep = (ms: number) => (answered(), (slept += ms), ctx.sleep(ms));
       const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
       let refusals = 0;
       /**
-       * The version's task queues; none when a busy server refused (deadline exceeded, unavailable, our own
-       * budget): a slow answer. The third in a row is thrown, so the error reaches the status and the retry
-       * policy takes over; a failed attempt would otherwise only start again with its own describes.
+       * The version's task queues; `undefined` when a busy server refused (deadline exceeded, unavailable, our own
+       * budget): a slow answer, asked again later. The third in a row is thrown: the attempt fails and the retry
+       * policy takes over.
        */
       const versionQueues = async () => {
         try {
@@ -226,20 +233,20 @@ export function createTemporalActivities(connections: TemporalConnections, ident
           return queues;
         } catch (err) {
           if (classifyTemporalError(err)?.kind !== 'transient' || ++refusals >= 3) throw err;
-          return [];
+          return undefined;
         }
       };
       let registeredAt: number | undefined;
-      // A busy server answers only after 30 s (DEADLINE_EXCEEDED), past the 20 s heartbeat timeout: a new
-      // attempt would only add its own describes.
-      return heartbeating(ctx, async () => {
+      return heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
         const current = routingOf(await describe(t)).current;
         const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
         for (let delay: number | undefined; ; ) {
           const asked = Date.now();
           slept = 0;
-          const queues = await versionQueues();
-          delay = registrationPollDelay(delay, Date.now() - asked - slept);
+          const found = await versionQueues();
+          answered();
+          delay = found ? registrationPollDelay(delay, Date.now() - asked - slept) : refusedPollDelay;
+          const queues = found ?? [];
           const workflowQueues = queues.filter(isWorkflowQueue);
           if (workflowQueues.length > 0) {
             registeredAt ??= Date.now();
@@ -403,7 +410,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const ctx = Context.current();
-      return heartbeating(ctx, async () => {
+      return heartbeating(ctx, () => true, async () => {
         try {
           await Promise.race([handle.result(), ctx.cancelled]);
           return { passed: true, message: `${gate.workflowType} completed` };

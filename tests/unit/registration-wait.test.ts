@@ -1,8 +1,9 @@
 /**
  * awaitVersionRegistered against a busy server: a refusal that says "busy" (deadline exceeded, unavailable) is a
- * slow answer and the wait goes on; the third in a row fails the attempt; any other refusal fails it at once. The
- * server is a fake WorkflowService that answers from a script.
+ * slow answer and the wait asks again 5 s later; the third in a row fails the attempt; any other refusal fails it
+ * at once. The server is a fake WorkflowService that answers from a script; the clock is jest's.
  */
+import { jest } from '@jest/globals';
 import { Metadata } from '@grpc/grpc-js';
 import proto from '@temporalio/proto';
 import { MockActivityEnvironment } from '@temporalio/testing';
@@ -31,29 +32,52 @@ function busyServer(answers: (() => unknown)[]) {
 }
 
 const target: TemporalTarget = { connection: { hostPort: 'localhost:7233' }, k8sNamespace: 'ns', temporalNamespace: 'default', deploymentName: 'ns/orders' };
-const wait = (activities: ReturnType<typeof busyServer>['activities']) => new MockActivityEnvironment().run(() => activities.awaitVersionRegistered(target, 'v2'));
+/** Runs the wait on jest's clock, 100 ms at a time; returns its outcome and the time it took. */
+async function wait(activities: ReturnType<typeof busyServer>['activities']) {
+  jest.useFakeTimers();
+  try {
+    const started = Date.now();
+    let outcome: { value?: unknown; error?: unknown } | undefined;
+    new MockActivityEnvironment().run(() => activities.awaitVersionRegistered(target, 'v2')).then(
+      (value) => (outcome = { value }),
+      (error: unknown) => (outcome = { error }),
+    );
+    while (!outcome) await jest.advanceTimersByTimeAsync(100);
+    return { ...outcome, tookMs: Date.now() - started };
+  } finally {
+    jest.useRealTimers();
+  }
+}
 
-test('two busy refusals in a row are slow answers: the wait goes on and sees the version registered', async () => {
-  const { activities, calls } = busyServer([() => { throw deadlineExceeded(); }, () => { throw deadlineExceeded(); }, () => registered]);
-  await expect(wait(activities)).resolves.toEqual({ taskQueues: ['orders'], workflowTaskQueues: ['orders'], unversionedPollers: false });
+const busy = () => {
+  throw deadlineExceeded();
+};
+
+test('two busy refusals in a row are slow answers: the wait asks again 5 s after each and sees the version registered', async () => {
+  const { activities, calls } = busyServer([busy, busy, () => registered]);
+  const { value, tookMs } = await wait(activities);
+  expect(value).toEqual({ taskQueues: ['orders'], workflowTaskQueues: ['orders'], unversionedPollers: false });
   expect(calls.v2).toBe(3);
+  expect(tookMs).toBeGreaterThanOrEqual(10_000);
+  expect(tookMs).toBeLessThan(10_500);
 });
 
 test('an answer in between starts the count again', async () => {
-  const busy = () => { throw deadlineExceeded(); };
   const { activities, calls } = busyServer([busy, busy, () => ({}), busy, busy, () => registered]);
-  await expect(wait(activities)).resolves.toMatchObject({ taskQueues: ['orders'] });
+  expect((await wait(activities)).value).toMatchObject({ taskQueues: ['orders'] });
   expect(calls.v2).toBe(6);
 });
 
-test('the third busy refusal in a row fails the attempt with it (the retry policy and the status take over)', async () => {
-  const { activities, calls } = busyServer([() => { throw deadlineExceeded(); }]);
-  await expect(wait(activities)).rejects.toMatchObject({ code: 4 });
+test('the third busy refusal in a row fails the attempt with it (the retry policy takes over)', async () => {
+  const { activities, calls } = busyServer([busy]);
+  expect((await wait(activities)).error).toMatchObject({ code: 4 });
   expect(calls.v2).toBe(3);
 });
 
 test('a refusal that is no slow answer fails the attempt at once', async () => {
   const { activities, calls } = busyServer([() => { throw permissionDenied(); }]);
-  await expect(wait(activities)).rejects.toMatchObject({ code: 7 });
+  const { error, tookMs } = await wait(activities);
+  expect(error).toMatchObject({ code: 7 });
   expect(calls.v2).toBe(1);
+  expect(tookMs).toBeLessThanOrEqual(100); // within the clock's first step
 });
