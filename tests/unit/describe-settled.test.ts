@@ -4,14 +4,13 @@
  * settledRead: a describe refused in the server's continue-as-new window is read again; a NOT_FOUND counts only
  * when the system workflow is not running either. The service is a fake that answers from a script.
  */
-import { Metadata } from '@grpc/grpc-js';
 import proto from '@temporalio/proto';
 import { deploymentWorkflowId, describeDeploymentSettled, registrationPollDelay, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
+import { grpcError } from '../harness/grpc-error.js';
 
 const { temporal } = proto;
 const { WorkflowExecutionStatus } = temporal.api.enums.v1;
 
-const grpcError = (code: number, details: string) => Object.assign(new Error(`${code}: ${details}`), { code, details, metadata: new Metadata() });
 const notFound = () => grpcError(5, 'Worker Deployment not found');
 const betweenRuns = () => grpcError(9, 'Workflow task is not scheduled yet.');
 

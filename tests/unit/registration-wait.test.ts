@@ -4,15 +4,14 @@
  * at once. The server is a fake WorkflowService that answers from a script; the clock is jest's.
  */
 import { jest } from '@jest/globals';
-import { Metadata } from '@grpc/grpc-js';
 import proto from '@temporalio/proto';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTemporalActivities } from '../../activities/temporal/activities.js';
 import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
+import { grpcError } from '../harness/grpc-error.js';
 
 const { TaskQueueType } = proto.temporal.api.enums.v1;
 
-const grpcError = (code: number, details: string) => Object.assign(new Error(`${code}: ${details}`), { code, details, metadata: new Metadata() });
 const deadlineExceeded = () => grpcError(4, 'context deadline exceeded');
 const permissionDenied = () => grpcError(7, 'not allowed');
 const registered = { versionTaskQueues: [{ name: 'orders', type: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW }] };
