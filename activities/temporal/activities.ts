@@ -207,7 +207,8 @@ export function createTemporalActivities(connections: TemporalConnections, ident
      * its registration anyway.
      */
     async awaitVersionRegistered(t: TemporalTarget, buildId: string, coverageWaitMs = 30_000): Promise<VersionRegistration> {
-      const svc = await service(t);
+      const connection = await connections.get(t);
+      const svc = connection.workflowService;
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
       const isWorkflowQueue = (q: { type?: number | null }) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
@@ -237,7 +238,8 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         }
       };
       let registeredAt: number | undefined;
-      return heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
+      // A cancellation (a new target, a deletion) also ends the call in flight, which a busy server answers late.
+      return connection.withAbortSignal(ctx.cancellationSignal, () => heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
         const current = routingOf(await describe(t)).current;
         const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
         for (let delay: number | undefined; ; ) {
@@ -273,7 +275,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
           }
           await ctx.sleep(delay);
         }
-      });
+      }));
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {

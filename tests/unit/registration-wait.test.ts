@@ -16,33 +16,42 @@ const deadlineExceeded = () => grpcError(4, 'context deadline exceeded');
 const permissionDenied = () => grpcError(7, 'not allowed');
 const registered = { versionTaskQueues: [{ name: 'orders', type: TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW }] };
 
-/** A server whose current version is v1 (on `orders`) and whose describes of v2 answer `answers` in turn. */
-function busyServer(answers: (() => unknown)[]) {
+/**
+ * A server whose current version is v1 (on `orders`) and whose describes of v2 answer `answers` in turn; `signal`
+ * is the abort signal the wait gave its connection (a real one aborts its calls in flight with it).
+ */
+function busyServer(answers: ((signal?: AbortSignal) => unknown)[]) {
   const calls = { v2: 0 };
+  let signal: AbortSignal | undefined;
   const workflowService = {
     describeWorkerDeployment: async () => ({ workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } } }),
     describeWorkerDeploymentVersion: async (req: { deploymentVersion: { buildId: string } }) => {
       if (req.deploymentVersion.buildId === 'v1') return registered;
-      return answers[Math.min(calls.v2++, answers.length - 1)]!();
+      return answers[Math.min(calls.v2++, answers.length - 1)]!(signal);
     },
   };
-  const connections = { get: async () => ({ workflowService }) } as unknown as TemporalConnections;
+  const withAbortSignal = <R>(s: AbortSignal, fn: () => Promise<R>) => ((signal = s), fn());
+  const connections = { get: async () => ({ workflowService, withAbortSignal }) } as unknown as TemporalConnections;
   return { activities: createTemporalActivities(connections, 'glidepath', async () => undefined), calls };
 }
 
 const target: TemporalTarget = { connection: { hostPort: 'localhost:7233' }, k8sNamespace: 'ns', temporalNamespace: 'default', deploymentName: 'ns/orders' };
-/** Runs the wait on jest's clock, 100 ms at a time; returns its outcome and the time it took. */
-async function wait(activities: ReturnType<typeof busyServer>['activities']) {
+/** Runs the wait on jest's clock, 100 ms at a time (cancelled after `cancelAfterMs`); returns its outcome and the time it took. */
+async function wait(activities: ReturnType<typeof busyServer>['activities'], cancelAfterMs = Infinity) {
   jest.useFakeTimers();
   try {
     const started = Date.now();
     let outcome: { value?: unknown; error?: unknown } | undefined;
-    new MockActivityEnvironment().run(() => activities.awaitVersionRegistered(target, 'v2')).then(
+    const env = new MockActivityEnvironment();
+    env.run(() => activities.awaitVersionRegistered(target, 'v2')).then(
       (value) => (outcome = { value }),
       (error: unknown) => (outcome = { error }),
     );
-    while (!outcome) await jest.advanceTimersByTimeAsync(100);
-    return { ...outcome, tookMs: Date.now() - started };
+    while (!outcome && Date.now() - started < 600_000) {
+      await jest.advanceTimersByTimeAsync(100);
+      if (Date.now() - started >= cancelAfterMs) env.cancel();
+    }
+    return { ...(outcome ?? { error: undefined }), tookMs: Date.now() - started };
   } finally {
     jest.useRealTimers();
   }
@@ -79,4 +88,14 @@ test('a refusal that is no slow answer fails the attempt at once', async () => {
   expect(error).toMatchObject({ code: 7 });
   expect(calls.v2).toBe(1);
   expect(tookMs).toBeLessThanOrEqual(100); // within the clock's first step
+});
+
+test('a cancellation ends a describe in flight: a busy server’s late answer is not waited for', async () => {
+  // The describe of v2 answers only when its call is aborted (a real connection rejects it then).
+  const hung = (signal?: AbortSignal) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('call aborted'))));
+  const { activities, calls } = busyServer([hung]);
+  const { error, tookMs } = await wait(activities, 1_000);
+  expect(calls.v2).toBe(1);
+  expect(error).toBeDefined();
+  expect(tookMs).toBeLessThan(1_500);
 });
