@@ -147,6 +147,12 @@ export class RolloutContext {
    * nobody else wrote) and claims the manager identity on the way, instead of a claim activity of its own.
    */
   routingTokens = false;
+  /**
+   * `patched('apply-v10')`: the calls between a new target and its Deployment (the adoption's reads, the routing
+   * read, the apply) run inside the workflow task, as local activities: no further task and no activity dispatch
+   * between a `kubectl apply` and its Deployment.
+   */
+  localApply = false;
   /** The workflow task (by its history length) in which an activity was last scheduled. */
   private scheduledInTask = -1;
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
@@ -169,6 +175,12 @@ export class RolloutContext {
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
     if (!this.routingTokens) return;
     this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
+  }
+
+  /** The calls on the way to a new target's Deployment: `kind`'s activities, or local ones (see localApply). */
+  toDeployment(kind: 'kube' | 'temporal'): ActivityInterfaceFor<Activities> {
+    // Never local once the run is to continue as new: see `reporter`.
+    return this.localApply && !this.continueAsNewDue() ? this.local : this[kind];
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
@@ -487,6 +499,6 @@ export function permanentCause(err: unknown): string | undefined {
 }
 
 /** The activity ran out of its start-to-close budget (as opposed to failing). */
-export function timedOut(err: unknown): boolean {
+export function timedOut(err: unknown): err is ActivityFailure & { cause: TimeoutFailure } {
   return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }

@@ -186,6 +186,18 @@ export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, targe
   return index + 1 < steps.length ? { kind: 'step', index: index + 1, rampNow: true } : { kind: 'current' };
 }
 
+/**
+ * The status when a version's registration wait reached the progress deadline. The workers' settings are the usual
+ * cause, unless the wait's last check failed itself (Temporal refused or did not answer): then that is the news.
+ * @example noPollersMessage('v2', 600, 'DEADLINE_EXCEEDED') // "… could not tell … the last check failed: DEADLINE_EXCEEDED …"
+ */
+export function noPollersMessage(buildId: string, deadlineSeconds: number, lastCheckFailure?: string): string {
+  if (lastCheckFailure) {
+    return `Temporal could not tell within ${deadlineSeconds}s whether workers of ${buildId} poll: the last check failed: ${lastCheckFailure} (the wait goes on)`;
+  }
+  return `no worker of ${buildId} polled Temporal within ${deadlineSeconds}s: check that the worker uses TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID with worker versioning on (the pods' logs say more)`;
+}
+
 /** Delay before backstop read number `attempt` (0-based) of a wait: 1s, 2s, 4s, … up to `maxMs`. */
 export function recheckDelay(attempt: number, maxMs: number): number {
   return Math.min(1000 * 2 ** Math.min(attempt, 20), maxMs);

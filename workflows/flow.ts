@@ -12,7 +12,7 @@ import { Blocked, managerHeldBy, timedOut, type RolloutContext } from './context
 import type { Target, TemporalPlace } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
-import { firstVersionRouting, gateKey, isPaused, nextRampStep, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
+import { firstVersionRouting, gateKey, isPaused, nextRampStep, noPollersMessage, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
 import { passGate } from './gates.js';
 import type { Sunsets } from './sunset.js';
 import { observe, waitUntilAvailable, waitWhilePaused } from './waiting.js';
@@ -22,19 +22,22 @@ const now = () => new Date();
 export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
   // A worker deployment temporal-worker-controller managed: its versions first (the target may become one of them).
-  if (ctx.adopt) await adoptForeignVersions(ctx, sunsets);
+  const adoptionRead = ctx.adopt ? await adoptForeignVersions(ctx, sunsets) : undefined;
   const target = state.target!;
   const { buildId } = target;
   if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
 
   // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
+  //    Under localApply all of it runs inside this workflow task, and the adoption's read, moments old, is used.
   target.place ??= placeOf(state.desired!);
   if (!target.applied) {
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     const [routing] = await Promise.all([
-      ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
-      ensureDeployment(ctx, buildId),
+      ctx.localApply && adoptionRead
+        ? adoptionRead
+        : ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal').describeRouting(ctx.temporalTarget())),
+      ensureDeployment(ctx, buildId, () => ctx.toDeployment('kube')),
     ]);
     if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
@@ -211,19 +214,19 @@ async function claimManager(ctx: RolloutContext): Promise<void> {
   target.managerClaimed = true;
 }
 
-/** Server-side applies a live build's Deployment from its own template and the spec in force. */
-export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
+/** Server-side applies a live build's Deployment from its own template and the spec in force, with `kube`'s activities. */
+export async function ensureDeployment(ctx: RolloutContext, buildId: string, kube = () => ctx.kube): Promise<void> {
   const template = ctx.state.templates?.[buildId];
   if (!template) {
     // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
     if (ctx.state.foreign?.[buildId]) {
-      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
+      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => kube().updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
       observe(ctx, adopted);
     }
     return; // a version adopted from Temporal: not ours to render
   }
   const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
-    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
+    kube().ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
   );
   observe(ctx, obs);
 }
@@ -241,12 +244,10 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
       });
     } catch (err) {
       if (!timedOut(err)) throw err;
-      ctx.transition(
-        'Failed',
-        'NoPollers',
-        `no worker of ${buildId} polled Temporal within ${ctx.spec().progressDeadlineSeconds}s: check that the worker uses TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID with worker versioning on (the pods' logs say more)`,
-        'Warning',
-      );
+      // The server gives the timeout the last attempt's failure as its cause (the SDK's TimeoutFailure keeps it only
+      // in the failure it came from): a check that failed, rather than one that found no poller.
+      const lastFailure = err.cause.failure?.cause?.message ?? undefined;
+      ctx.transition('Failed', 'NoPollers', noPollersMessage(buildId, ctx.spec().progressDeadlineSeconds, lastFailure), 'Warning');
       budgetMs = 3_600_000;
       ctx.checkpoint();
     }

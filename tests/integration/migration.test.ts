@@ -27,6 +27,7 @@ import {
   type RolloutEnv,
   type TwdStatus,
 } from '../harness/rollout-env.js';
+import { activityTypes } from '../harness/history.js';
 
 let env: RolloutEnv;
 let extensions: k8s.ApiextensionsV1Api;
@@ -191,8 +192,8 @@ async function statusWhere(name: string, what: string, ok: (s: Status) => boolea
 const resourceObject = (name: string, plural = 'workerdeployments') =>
   ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name })) as Promise<k8s.KubernetesObject | undefined>;
 const deploymentsInNamespace = async () => (await env.apps.listNamespacedDeployment({ namespace: env.namespace })).items;
-const activitiesOf = async (name: string) =>
-  ((await workflowHandle(env, name).fetchHistory()).events ?? []).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter((n): n is string => !!n);
+/** Every activity the rollout ran, scheduled or local. */
+const activitiesOf = async (name: string) => activityTypes((await workflowHandle(env, name).fetchHistory()).events ?? []);
 
 test('a worker deployment temporal-worker-controller managed is adopted with no new version; its old version and, after a template change, its current one are sunset like ours', async () => {
   const name = 'orders';

@@ -13,6 +13,7 @@ import {
   newerObservation,
   nextRampStep,
   problemWithDesired,
+  noPollersMessage,
   recheckDelay,
   isPaused,
   planSpecChange,
@@ -516,6 +517,17 @@ describe('newerObservation: an older observation never overwrites a newer one', 
     expect(newerObservation(b, a).resourceVersion).toBe(kept);
   });
   test('the first observation is taken', () => expect(newerObservation(undefined, obs('1'))).toEqual(obs('1')));
+});
+
+describe('noPollersMessage', () => {
+  test('by default it points at the workers’ settings', () => {
+    const m = noPollersMessage('v2', 600);
+    expect(m).toMatch(/^no worker of v2 polled Temporal within 600s: check that the worker uses TEMPORAL_ADDRESS/);
+  });
+  test('when the last check failed, it says so and blames nobody’s settings', () => {
+    const m = noPollersMessage('v2', 600, '4 DEADLINE_EXCEEDED: Deadline exceeded');
+    expect(m).toBe('Temporal could not tell within 600s whether workers of v2 poll: the last check failed: 4 DEADLINE_EXCEEDED: Deadline exceeded (the wait goes on)');
+  });
 });
 
 describe('recheckDelay', () => {

@@ -14,7 +14,7 @@ import type { KubeEvent } from '../../activities/kubernetes/activities.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
-import { deploymentObserved } from '../../workflows/messages.js';
+import { deploymentObserved, specChanged } from '../../workflows/messages.js';
 import type { RolloutInput, RolloutWorkflow } from '../../workflows/rollout.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
@@ -51,6 +51,8 @@ export class FakeWorld {
 
   /** What awaitVersionRegistered answers. */
   registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
+  /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */
+  registrationHold?: Promise<void>;
   /** Who else holds the worker deployment's manager identity (undefined: nobody, or us). A set-manager write. */
   get managerHeldBy(): string | undefined {
     return this.heldBy;
@@ -336,6 +338,7 @@ export class FakeWorlds {
       },
       awaitVersionRegistered: async (t, buildId) => {
         const w = temporal(t, 'awaitVersionRegistered', [buildId]);
+        if (w.registrationHold) await Promise.race([w.registrationHold, Context.current().cancelled]);
         if (!w.versions.has(buildId)) w.versions.set(buildId, 'Inactive');
         return w.registration;
       },
@@ -525,9 +528,14 @@ export function fakeRigForFile(label: string, timings: RolloutInput['timings']) 
       return started().client;
     },
     world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name)),
-    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}) {
+    /** `first`: the first spec, in the workflow's first task (signalWithStart, as the watcher starts a new resource's). */
+    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}, first?: Desired) {
       const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }], ...options });
+      const start = { taskQueue, workflowId, args: [{ owner, timings }] as [RolloutInput], ...options };
+      const { workflow } = started().client;
+      const handle = first
+        ? await workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', { ...start, signal: specChanged, signalArgs: [first] })
+        : await workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', start);
       handles.push(handle);
       return handle;
     },

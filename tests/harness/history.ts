@@ -1,0 +1,21 @@
+/**
+ * Reading a workflow's history in tests: which activities it ran, whether as activities (ActivityTaskScheduled) or
+ * inside a workflow task (local activities: a `core_local_activity` marker, whose data names the activity).
+ */
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { temporal } from '@temporalio/proto';
+
+type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
+
+/** The activity type of a local activity's marker, or undefined for any other event. */
+export function localActivityType(e: HistoryEvent): string | undefined {
+  const m = e.markerRecordedEventAttributes;
+  const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0] : undefined;
+  return data ? defaultPayloadConverter.fromPayload<{ activity_type?: string }>(data).activity_type : undefined;
+}
+
+/** The activity type of a scheduled activity, or undefined. */
+export const scheduledActivityType = (e: HistoryEvent): string | undefined => e.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined;
+
+/** Every activity the history ran, scheduled or local, in order. */
+export const activityTypes = (events: HistoryEvent[]): string[] => events.map((e) => scheduledActivityType(e) ?? localActivityType(e)).filter((n): n is string => !!n);
