@@ -27,6 +27,7 @@ import { updates } from '../workflows/messages.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
+import { localActivityType, scheduledActivityType } from './history.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
 
@@ -135,7 +136,8 @@ for (let i = 0; i < resources; i++) {
   const history = await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory();
   const events = history.events ?? [];
   const activityName = new Map<string, string>();
-  for (const e of events) if (e.activityTaskScheduledEventAttributes) activityName.set(String(e.eventId), e.activityTaskScheduledEventAttributes.activityType?.name ?? '');
+  // Scheduled activities by their event, and local ones (markers) by theirs.
+  for (const e of events) activityName.set(String(e.eventId), scheduledActivityType(e) ?? localActivityType(e) ?? '');
   const completed = (name: string) => events.filter((e) => e.activityTaskCompletedEventAttributes && activityName.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) === name);
   // The last "available" signal of the v2 Deployment, then the v2 routing change.
   const v2Available = events.filter((e) => {
@@ -147,7 +149,7 @@ for (let i = 0; i < resources; i++) {
   const firstRamp = completed('setRamping')[0];
   if (process.env.BENCH_VERBOSE && i < 3) {
     // The apply, on the server's clock from the create call: the workflow's first events until the Deployment is made.
-    const applied = completed('ensureVersionedDeployment')[0];
+    const applied = completed('ensureVersionedDeployment')[0] ?? events.find((e) => localActivityType(e) === 'ensureVersionedDeployment');
     for (const e of events.filter((e) => Number(e.eventId) <= Number(applied?.eventId ?? 0))) {
       const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
       console.log(`  r${i} apply +${(at(e) - appliedAt.get(`r${i}`)!).toFixed(0)} ms ${proto.temporal.api.enums.v1.EventType[e.eventType ?? 0]} ${activityName.get(String(ref)) ?? ''}`);

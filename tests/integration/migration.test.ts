@@ -27,7 +27,7 @@ import {
   type RolloutEnv,
   type TwdStatus,
 } from '../harness/rollout-env.js';
-import { activityTypes } from '../harness/history.js';
+import { activityTypes } from '../../scripts/history.js';
 
 let env: RolloutEnv;
 let extensions: k8s.ApiextensionsV1Api;

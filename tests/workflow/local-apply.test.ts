@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import proto, { type temporal } from '@temporalio/proto';
 import * as messages from '../../workflows/messages.js';
 import { eventually } from '../harness/eventually.js';
-import { localActivityType, scheduledActivityType } from '../harness/history.js';
+import { localActivityType, scheduledActivityType } from '../../scripts/history.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory } from './fixtures.js';
 

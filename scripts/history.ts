@@ -1,5 +1,5 @@
 /**
- * Reading a workflow's history in tests: which activities it ran, whether as activities (ActivityTaskScheduled) or
+ * Reading a workflow's history (tests, benchmarks): which activities it ran, whether as activities (ActivityTaskScheduled) or
  * inside a workflow task (local activities: a `core_local_activity` marker, whose data names the activity).
  */
 import { defaultPayloadConverter } from '@temporalio/common';
