@@ -92,8 +92,8 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
   const template = state.templates?.[target.buildId];
   if (!template) return undefined;
   const [routing, found] = await Promise.all([
-    ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal').describeRouting(ctx.temporalTarget())),
-    ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.toDeployment('kube').adoptForeignDeployments({ owner: ctx.owner, template })),
+    ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal', (a) => a.describeRouting(ctx.temporalTarget()))),
+    ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.toDeployment('kube', (a) => a.adoptForeignDeployments({ owner: ctx.owner, template }))),
   ]);
   state.adoptionChecked = true;
   if (!found.length) return routing;

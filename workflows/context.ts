@@ -68,6 +68,13 @@ export function managerHeldBy(err: unknown): string | undefined {
 
 const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('5s') };
+/** localApply's calls: two quick attempts inside the workflow task, then an activity (see `toDeployment`). */
+const quickLocalOptions: LocalActivityOptions = {
+  scheduleToCloseTimeout: '5s',
+  startToCloseTimeout: '4s',
+  retry: { initialInterval: '200ms', maximumAttempts: 2 },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+};
 const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
@@ -177,10 +184,25 @@ export class RolloutContext {
     this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
   }
 
-  /** The calls on the way to a new target's Deployment: `kind`'s activities, or local ones (see localApply). */
-  toDeployment(kind: 'kube' | 'temporal'): ActivityInterfaceFor<Activities> {
-    // Never local once the run is to continue as new: see `reporter`.
-    return this.localApply && !this.continueAsNewDue() ? this.local : this[kind];
+  /**
+   * A call on the way to a new target's Deployment, with `kind`'s activities, or under localApply inside the workflow
+   * task first: two quick attempts within 5 s, then again as an activity, whose retries outlast an outage (a task is
+   * held at most 5 s). Never local once the run is to continue as new (see `reporter`).
+   */
+  toDeployment<T>(kind: 'kube' | 'temporal', call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+    if (!this.localApply || this.continueAsNewDue()) return call(this[kind]);
+    return this.localFirst(kind, call);
+  }
+
+  private async localFirst<T>(kind: 'kube' | 'temporal', call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+    const summary = this.summaryNow;
+    try {
+      return await call(proxyLocalActivities<Activities>({ ...quickLocalOptions, ...this.summary() }));
+    } catch (err) {
+      if (isCancellation(err) || permanentCause(err) !== undefined) throw err;
+      log.warn('a call inside the workflow task failed: again as an activity', { error: String(err) });
+      return summary ? this.withSummary(summary, () => call(this[kind])) : call(this[kind]);
+    }
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */

@@ -4,10 +4,10 @@
  * Manual) → current. Every step starts from the state, so the flow can stop anywhere (a superseding spec, an
  * abort, ContinueAsNew, a restart) and pick up where it was.
  */
-import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure, type ActivityInterfaceFor } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
-import type { Routing, VersionRegistration } from '../activities/index.js';
+import type { Activities, Routing, VersionRegistration } from '../activities/index.js';
 import { Blocked, managerHeldBy, timedOut, type RolloutContext } from './context.js';
 import type { Target, TemporalPlace } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
@@ -36,8 +36,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const [routing] = await Promise.all([
       ctx.localApply && adoptionRead
         ? adoptionRead
-        : ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal').describeRouting(ctx.temporalTarget())),
-      ensureDeployment(ctx, buildId, () => ctx.toDeployment('kube')),
+        : ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal', (a) => a.describeRouting(ctx.temporalTarget()))),
+      ensureDeployment(ctx, buildId, (call) => ctx.toDeployment('kube', call)),
     ]);
     if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
@@ -214,19 +214,22 @@ async function claimManager(ctx: RolloutContext): Promise<void> {
   target.managerClaimed = true;
 }
 
-/** Server-side applies a live build's Deployment from its own template and the spec in force, with `kube`'s activities. */
-export async function ensureDeployment(ctx: RolloutContext, buildId: string, kube = () => ctx.kube): Promise<void> {
+/** How a Kubernetes call is made: by default `ctx.kube`'s activity; a new target's apply may go inside the task. */
+type KubeCall = <T>(call: (a: ActivityInterfaceFor<Activities>) => Promise<T>) => Promise<T>;
+
+/** Server-side applies a live build's Deployment from its own template and the spec in force. */
+export async function ensureDeployment(ctx: RolloutContext, buildId: string, via: KubeCall = (call) => call(ctx.kube)): Promise<void> {
   const template = ctx.state.templates?.[buildId];
   if (!template) {
     // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
     if (ctx.state.foreign?.[buildId]) {
-      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => kube().updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
+      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => via((a) => a.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId })));
       observe(ctx, adopted);
     }
     return; // a version adopted from Temporal: not ours to render
   }
   const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
-    kube().ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
+    via((a) => a.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template })),
   );
   observe(ctx, obs);
 }

@@ -1,7 +1,8 @@
 /**
  * Patch `apply-v10` against the real dev server (activities played by the fake world): the calls between a new
  * target and its Deployment (the adoption's reads, the routing read, the apply) run inside the workflow task that
- * learns of the spec, as local activities, so nothing waits for another task or an activity's dispatch.
+ * learns of the spec, as local activities, so nothing waits for another task or an activity’s dispatch; one that
+ * fails there goes again as an activity.
  */
 import { randomUUID } from 'node:crypto';
 import proto, { type temporal } from '@temporalio/proto';
@@ -61,4 +62,25 @@ test('a new spec’s Deployment is applied in the workflow task that receives it
   expect(localIn(tasks[0]!)).toEqual(expect.arrayContaining(['describeRouting', 'ensureVersionedDeployment']));
   expect(localIn(tasks[0]!)).not.toContain('adoptForeignDeployments');
   expect(events.map(scheduledActivityType)).not.toContain('ensureVersionedDeployment');
+});
+
+test('an apply that fails inside the workflow task goes again as an activity: the task is not held through an outage', async () => {
+  const owner = { namespace: 'shop', name: `local-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const world = rig.world(owner);
+  // The apiserver refuses the two quick attempts inside the task, then answers.
+  let attempts = 0;
+  world.failWith.set('ensureVersionedDeployment', () => (++attempts <= 2 ? new Error('kube-apiserver unreachable: connect ECONNREFUSED') : undefined));
+  const handle = await rig.start(owner, {}, desired(1, 'v1'));
+  await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v1');
+
+  const events = (await handle.fetchHistory()).events ?? [];
+  const failedLocal = events.findIndex((e) => localActivityType(e) === 'ensureVersionedDeployment' && !!e.markerRecordedEventAttributes?.failure);
+  const asActivity = events.findIndex((e) => scheduledActivityType(e) === 'ensureVersionedDeployment');
+  expect(failedLocal).toBeGreaterThanOrEqual(0);
+  expect(asActivity).toBeGreaterThan(failedLocal);
+  expect(world.callsOf('ensureVersionedDeployment')).toHaveLength(3);
+  // No workflow task failed or timed out on the way.
+  const { EVENT_TYPE_WORKFLOW_TASK_FAILED, EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT } = EventType;
+  expect(events.filter((e) => e.eventType === EVENT_TYPE_WORKFLOW_TASK_FAILED || e.eventType === EVENT_TYPE_WORKFLOW_TASK_TIMED_OUT)).toEqual([]);
+  await keepHistory(rig.client, handle.workflowId, 'apply-v10-local-failed');
 });
