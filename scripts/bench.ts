@@ -27,7 +27,7 @@ import { updates } from '../workflows/messages.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
-import { localActivityType, scheduledActivityType } from './history.js';
+import { localActivityScheduledAt, localActivityType, scheduledActivityType } from './history.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
 
@@ -152,7 +152,10 @@ for (let i = 0; i < resources; i++) {
     const applied = completed('ensureVersionedDeployment')[0] ?? events.find((e) => localActivityType(e) === 'ensureVersionedDeployment');
     for (const e of events.filter((e) => Number(e.eventId) <= Number(applied?.eventId ?? 0))) {
       const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
-      console.log(`  r${i} apply +${(at(e) - appliedAt.get(`r${i}`)!).toFixed(0)} ms ${proto.temporal.api.enums.v1.EventType[e.eventType ?? 0]} ${activityName.get(String(ref)) ?? ''}`);
+      // A local activity's marker is written with its task's completion; when it was scheduled is in the marker.
+      const local = localActivityScheduledAt(e);
+      const scheduled = local === undefined ? '' : ` (scheduled +${(local - appliedAt.get(`r${i}`)!).toFixed(0)} ms)`;
+      console.log(`  r${i} apply +${(at(e) - appliedAt.get(`r${i}`)!).toFixed(0)} ms ${proto.temporal.api.enums.v1.EventType[e.eventType ?? 0]} ${activityName.get(String(ref)) ?? ''}${scheduled}`);
     }
   }
   if (v2Available && firstRamp) availableToRouting.push(at(firstRamp) - at(v2Available));

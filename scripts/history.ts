@@ -14,6 +14,14 @@ export function localActivityType(e: HistoryEvent): string | undefined {
   return data ? defaultPayloadConverter.fromPayload<{ activity_type?: string }>(data).activity_type : undefined;
 }
 
+/** When a local activity's marker says it was scheduled (ms since the epoch, the worker's clock), or undefined. */
+export function localActivityScheduledAt(e: HistoryEvent): number | undefined {
+  const m = e.markerRecordedEventAttributes;
+  const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0] : undefined;
+  const at = data ? defaultPayloadConverter.fromPayload<{ original_schedule_time?: { seconds: number; nanos: number } }>(data).original_schedule_time : undefined;
+  return at ? at.seconds * 1000 + at.nanos / 1e6 : undefined;
+}
+
 /** The activity type of a scheduled activity, or undefined. */
 export const scheduledActivityType = (e: HistoryEvent): string | undefined => e.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined;
 
