@@ -12,7 +12,7 @@ import { createPinnedActivities } from './temporal/pinned.js';
 import { TemporalConnections } from './temporal/connections.js';
 
 export type { TemporalTarget } from './temporal/connections.js';
-export type { VersionRegistration, Routing, GateRun, RoutingCallOptions, RoutingCallResult } from './temporal/activities.js';
+export type { RegistrationCheck, VersionRegistration, Routing, GateRun, RoutingCallOptions, RoutingCallResult } from './temporal/activities.js';
 export type { ForeignVersion } from './kubernetes/activities.js';
 export type { GateInputSource, KubeEvent, Report } from './kubernetes/activities.js';
 export type { PinnedAction } from './temporal/pinned.js';

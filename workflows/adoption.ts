@@ -82,21 +82,21 @@ export function forgetForeignTemplates(state: RolloutState): void {
 
 /**
  * Looks for the other controller's Deployments once, before the first rollout of a lifecycle (nothing current yet,
- * the spec's own build the target), and adopts them (see `planAdoption`). Returns the routing it read, if it looked.
+ * the spec's own build the target), and adopts them (see `planAdoption`).
  */
-export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets): Promise<Routing | undefined> {
+export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
   const target = state.target;
   const desired = state.desired;
-  if (state.adoptionChecked || state.current || !target || !desired || target.applied || target.rollback || target.buildId !== desired.buildId) return undefined;
+  if (state.adoptionChecked || state.current || !target || !desired || target.applied || target.rollback || target.buildId !== desired.buildId) return;
   const template = state.templates?.[target.buildId];
-  if (!template) return undefined;
+  if (!template) return;
   const [routing, found] = await Promise.all([
-    ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal', (a) => a.describeRouting(ctx.temporalTarget()))),
-    ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.toDeployment('kube', (a) => a.adoptForeignDeployments({ owner: ctx.owner, template }))),
+    ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
+    ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.kube.adoptForeignDeployments({ owner: ctx.owner, template })),
   ]);
   state.adoptionChecked = true;
-  if (!found.length) return routing;
+  if (!found.length) return;
   // A newer spec may have come meanwhile. The Deployments are taken over already (labels, owner reference), so they
   // are adopted all the same: judged against the spec now in force while it is still this build; otherwise none is
   // the spec's, and those not current are sunset.
@@ -106,7 +106,6 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
   const place = target.place ?? placeOf(inForce);
   // The sunsets started here must outlive this rollout's scope (a superseding spec cancels it), as makeCurrent's do.
   await CancellationScope.nonCancellable(async () => adopt(ctx, sunsets, plan, found, sameBuild ? target : (state.target ?? target), inForce, place));
-  return routing;
 }
 
 function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found: ForeignVersion[], target: Target, desired: Desired, place: TemporalPlace): void {

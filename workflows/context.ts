@@ -68,13 +68,6 @@ export function managerHeldBy(err: unknown): string | undefined {
 
 const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('5s') };
-/** localApply's calls: two quick attempts inside the workflow task, then an activity (see `toDeployment`). */
-const quickLocalOptions: LocalActivityOptions = {
-  scheduleToCloseTimeout: '5s',
-  startToCloseTimeout: '4s',
-  retry: { initialInterval: '200ms', maximumAttempts: 2 },
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-};
 const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
@@ -154,12 +147,6 @@ export class RolloutContext {
    * nobody else wrote) and claims the manager identity on the way, instead of a claim activity of its own.
    */
   routingTokens = false;
-  /**
-   * `patched('apply-v10')`: the calls between a new target and its Deployment (the adoption's reads, the routing
-   * read, the apply) run inside the workflow task, as local activities: no further task and no activity dispatch
-   * between a `kubectl apply` and its Deployment.
-   */
-  localApply = false;
   /** The workflow task (by its history length) in which an activity was last scheduled. */
   private scheduledInTask = -1;
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
@@ -182,27 +169,6 @@ export class RolloutContext {
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
     if (!this.routingTokens) return;
     this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
-  }
-
-  /**
-   * A call on the way to a new target's Deployment, with `kind`'s activities, or under localApply inside the workflow
-   * task first: two quick attempts within 5 s, then again as an activity, whose retries outlast an outage (a task is
-   * held at most 5 s). Never local once the run is to continue as new (see `reporter`).
-   */
-  toDeployment<T>(kind: 'kube' | 'temporal', call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
-    if (!this.localApply || this.continueAsNewDue()) return call(this[kind]);
-    return this.localFirst(kind, call);
-  }
-
-  private async localFirst<T>(kind: 'kube' | 'temporal', call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
-    const summary = this.summaryNow;
-    try {
-      return await call(proxyLocalActivities<Activities>({ ...quickLocalOptions, ...this.summary() }));
-    } catch (err) {
-      if (isCancellation(err) || permanentCause(err) !== undefined) throw err;
-      log.warn('a call inside the workflow task failed: again as an activity', { error: String(err) });
-      return summary ? this.withSummary(summary, () => call(this[kind])) : call(this[kind]);
-    }
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */

@@ -193,7 +193,8 @@ export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, targe
  */
 export function noPollersMessage(buildId: string, deadlineSeconds: number, lastCheckFailure?: string): string {
   if (lastCheckFailure) {
-    return `Temporal could not tell within ${deadlineSeconds}s whether workers of ${buildId} poll: the last check failed: ${lastCheckFailure} (the wait goes on)`;
+    const failure = lastCheckFailure.length > 300 ? `${lastCheckFailure.slice(0, 300)}…` : lastCheckFailure; // an Event's message stays short
+    return `Temporal could not tell within ${deadlineSeconds}s whether workers of ${buildId} poll: the last check failed: ${failure} (the wait goes on)`;
   }
   return `no worker of ${buildId} polled Temporal within ${deadlineSeconds}s: check that the worker uses TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_DEPLOYMENT_NAME and TEMPORAL_WORKER_BUILD_ID with worker versioning on (the pods' logs say more)`;
 }

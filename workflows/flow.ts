@@ -4,10 +4,10 @@
  * Manual) → current. Every step starts from the state, so the flow can stop anywhere (a superseding spec, an
  * abort, ContinueAsNew, a restart) and pick up where it was.
  */
-import { CancellationScope, CancelledFailure, type ActivityInterfaceFor } from '@temporalio/workflow';
+import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
-import type { Activities, Routing, VersionRegistration } from '../activities/index.js';
+import type { RegistrationCheck, Routing, VersionRegistration } from '../activities/index.js';
 import { Blocked, managerHeldBy, timedOut, type RolloutContext } from './context.js';
 import type { Target, TemporalPlace } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
@@ -22,22 +22,19 @@ const now = () => new Date();
 export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
   // A worker deployment temporal-worker-controller managed: its versions first (the target may become one of them).
-  const adoptionRead = ctx.adopt ? await adoptForeignVersions(ctx, sunsets) : undefined;
+  if (ctx.adopt) await adoptForeignVersions(ctx, sunsets);
   const target = state.target!;
   const { buildId } = target;
   if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
 
   // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
-  //    Under localApply all of it runs inside this workflow task, and the adoption's read, moments old, is used.
   target.place ??= placeOf(state.desired!);
   if (!target.applied) {
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     const [routing] = await Promise.all([
-      ctx.localApply && adoptionRead
-        ? adoptionRead
-        : ctx.call('describe the worker deployment', () => ctx.toDeployment('temporal', (a) => a.describeRouting(ctx.temporalTarget()))),
-      ensureDeployment(ctx, buildId, (call) => ctx.toDeployment('kube', call)),
+      ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
+      ensureDeployment(ctx, buildId),
     ]);
     if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
@@ -214,22 +211,19 @@ async function claimManager(ctx: RolloutContext): Promise<void> {
   target.managerClaimed = true;
 }
 
-/** How a Kubernetes call is made: by default `ctx.kube`'s activity; a new target's apply may go inside the task. */
-type KubeCall = <T>(call: (a: ActivityInterfaceFor<Activities>) => Promise<T>) => Promise<T>;
-
 /** Server-side applies a live build's Deployment from its own template and the spec in force. */
-export async function ensureDeployment(ctx: RolloutContext, buildId: string, via: KubeCall = (call) => call(ctx.kube)): Promise<void> {
+export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
   const template = ctx.state.templates?.[buildId];
   if (!template) {
     // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
     if (ctx.state.foreign?.[buildId]) {
-      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => via((a) => a.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId })));
+      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
       observe(ctx, adopted);
     }
     return; // a version adopted from Temporal: not ours to render
   }
   const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
-    via((a) => a.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template })),
+    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
   );
   observe(ctx, obs);
 }
@@ -247,10 +241,9 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
       });
     } catch (err) {
       if (!timedOut(err)) throw err;
-      // The server gives the timeout the last attempt's failure as its cause (the SDK's TimeoutFailure keeps it only
-      // in the failure it came from): a check that failed, rather than one that found no poller.
-      const lastFailure = err.cause.failure?.cause?.message ?? undefined;
-      ctx.transition('Failed', 'NoPollers', noPollersMessage(buildId, ctx.spec().progressDeadlineSeconds, lastFailure), 'Warning');
+      // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news).
+      const lastFailure = (err.cause.lastHeartbeatDetails as RegistrationCheck | undefined)?.lastCheckFailure;
+      ctx.transition('Failed', 'NoPollers', noPollersMessage(buildId, ctx.spec().progressDeadlineSeconds, typeof lastFailure === 'string' ? lastFailure : undefined), 'Warning');
       budgetMs = 3_600_000;
       ctx.checkpoint();
     }

@@ -51,7 +51,6 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.batchReports = patched('report-v7');
   ctx.leanReports = ctx.batchReports && patched('report-v8');
   ctx.routingTokens = patched('routing-v9');
-  ctx.localApply = patched('apply-v10');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);

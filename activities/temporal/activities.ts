@@ -3,7 +3,7 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError } from '@temporalio/client';
+import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
@@ -55,6 +55,11 @@ const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (
 const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
 
 /** A registered version: its task queues, and whether unversioned workers still poll them. */
+/** What the registration wait's heartbeats carry: the last check's refusal, if the server refused it. */
+export interface RegistrationCheck {
+  lastCheckFailure?: string;
+}
+
 export interface VersionRegistration {
   /** Every task queue the version polls (workflow and activity). */
   taskQueues: string[];
@@ -80,11 +85,30 @@ export interface GateRun {
 }
 
 /**
+ * Runs `fn`'s calls on `connection` so that the activity's cancellation aborts them, and fails as cancelled then (an
+ * aborted call fails with CANCELLED). The signal is `fn`'s own: the SDK leaves a listener on the signal for each
+ * call, which on the activity's own signal would pile up over an hour of describes.
+ */
+async function cancellableCalls<T>(connection: Connection, ctx: Context, fn: () => Promise<T>): Promise<T> {
+  const own = new AbortController();
+  const abort = () => own.abort();
+  ctx.cancellationSignal.addEventListener('abort', abort, { once: true });
+  try {
+    return await connection.withAbortSignal(own.signal, fn);
+  } catch (err) {
+    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the activity was cancelled', [], err instanceof Error ? err : undefined);
+    throw err;
+  } finally {
+    ctx.cancellationSignal.removeEventListener('abort', abort);
+  }
+}
+
+/**
  * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
  * is alive, and stops saying so when what it waits on has stopped answering.
  */
-async function heartbeating<T>(ctx: Context, alive: () => boolean, fn: () => Promise<T>): Promise<T> {
-  const beat = setInterval(() => alive() && ctx.heartbeat(), 2000);
+async function heartbeating<T>(ctx: Context, alive: () => boolean, fn: () => Promise<T>, details?: () => unknown): Promise<T> {
+  const beat = setInterval(() => alive() && ctx.heartbeat(details?.()), 2000);
   try {
     return await fn();
   } finally {
@@ -184,8 +208,8 @@ export function createTemporalActivities(connections: TemporalConnections, ident
   }
 
   /** Whether executions without a deployment version started on any of the queues within the last week. */
-  async function unversionedWorkSeen(t: TemporalTarget, queues: string[]): Promise<boolean> {
-    const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+  async function unversionedWorkSeen(connection: Connection, t: TemporalTarget, queues: string[]): Promise<boolean> {
+    const client = new Client({ connection, namespace: t.temporalNamespace });
     const since = new Date(Date.now() - 7 * 24 * 3_600_000).toISOString();
     for (const queue of queues) {
       const { count } = await client.workflow.count(`TaskQueue = "${queue}" AND TemporalWorkerDeploymentVersion IS NULL AND StartTime > "${since}"`);
@@ -221,7 +245,12 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       let slept = 0;
       const sleep = (ms: number) => (answered(), (slept += ms), ctx.sleep(ms));
       const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
+      // A cancellation (a new target, a deletion) also ends the calls in flight, which a busy server answers late.
+      const round = <R>(fn: () => Promise<R>) => cancellableCalls(connection, ctx, fn);
       let refusals = 0;
+      // What the heartbeats carry: the last check's refusal (the previous attempt's at first), until an answer. At the
+      // progress deadline the workflow says it instead of blaming the workers (it reads the timeout's heartbeat).
+      let check: RegistrationCheck = (ctx.info.heartbeatDetails as RegistrationCheck | undefined) ?? {};
       /**
        * The version's task queues; `undefined` when a busy server refused (deadline exceeded, unavailable, our own
        * budget): a slow answer, asked again later. The third in a row is thrown: the attempt fails and the retry
@@ -229,19 +258,20 @@ export function createTemporalActivities(connections: TemporalConnections, ident
        */
       const versionQueues = async () => {
         try {
-          const queues = (await describeVersion(buildId))?.versionTaskQueues ?? [];
+          const queues = (await round(() => describeVersion(buildId)))?.versionTaskQueues ?? [];
           refusals = 0;
+          check = {};
           return queues;
         } catch (err) {
+          if (classifyTemporalError(err)?.kind === 'transient') check = { lastCheckFailure: err instanceof Error ? err.message : String(err) };
           if (classifyTemporalError(err)?.kind !== 'transient' || ++refusals >= 3) throw err;
           return undefined;
         }
       };
       let registeredAt: number | undefined;
-      // A cancellation (a new target, a deletion) also ends the call in flight, which a busy server answers late.
-      return connection.withAbortSignal(ctx.cancellationSignal, () => heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
-        const current = routingOf(await describe(t)).current;
-        const required = current && current !== buildId ? ((await describeVersion(current))?.versionTaskQueues ?? []).map(queueKey) : [];
+      return heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
+        const current = routingOf(await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName))).current;
+        const required = current && current !== buildId ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey) : [];
         for (let delay: number | undefined; ; ) {
           const asked = Date.now();
           slept = 0;
@@ -260,22 +290,22 @@ export function createTemporalActivities(connections: TemporalConnections, ident
               if (current) return { ...registration, unversionedPollers: false };
               let unversionedPollers = false;
               for (const q of workflowQueues) {
-                const tq = await svc.describeTaskQueue({
+                const tq = await round(() => svc.describeTaskQueue({
                   namespace: t.temporalNamespace,
                   taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
                   taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                });
+                }));
                 if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
               }
               // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
               // executions on the queue in the last week say as well that unversioned workers serve it.
-              if (!unversionedPollers) unversionedPollers = await unversionedWorkSeen(t, workflowQueues.map((q) => q.name ?? ''));
+              if (!unversionedPollers) unversionedPollers = await round(() => unversionedWorkSeen(connection, t, workflowQueues.map((q) => q.name ?? '')));
               return { ...registration, unversionedPollers };
             }
           }
           await ctx.sleep(delay);
         }
-      }));
+      }, () => check);
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {

@@ -5,6 +5,7 @@
  */
 import { jest } from '@jest/globals';
 import proto from '@temporalio/proto';
+import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTemporalActivities } from '../../activities/temporal/activities.js';
 import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
@@ -43,6 +44,8 @@ async function wait(activities: ReturnType<typeof busyServer>['activities'], can
     const started = Date.now();
     let outcome: { value?: unknown; error?: unknown } | undefined;
     const env = new MockActivityEnvironment();
+    const heartbeats: unknown[] = [];
+    env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     env.run(() => activities.awaitVersionRegistered(target, 'v2')).then(
       (value) => (outcome = { value }),
       (error: unknown) => (outcome = { error }),
@@ -51,7 +54,7 @@ async function wait(activities: ReturnType<typeof busyServer>['activities'], can
       await jest.advanceTimersByTimeAsync(100);
       if (Date.now() - started >= cancelAfterMs) env.cancel();
     }
-    return { ...(outcome ?? { error: undefined }), tookMs: Date.now() - started };
+    return { ...(outcome ?? { error: undefined }), tookMs: Date.now() - started, heartbeats };
   } finally {
     jest.useRealTimers();
   }
@@ -96,6 +99,15 @@ test('a cancellation ends a describe in flight: a busy server’s late answer is
   const { activities, calls } = busyServer([hung]);
   const { error, tookMs } = await wait(activities, 1_000);
   expect(calls.v2).toBe(1);
-  expect(error).toBeDefined();
+  expect(error).toBeInstanceOf(CancelledFailure);
   expect(tookMs).toBeLessThan(1_500);
+});
+
+test('the heartbeats carry the last check’s refusal until an answer clears it (what NoPollers says at the deadline)', async () => {
+  const { activities } = busyServer([busy, () => ({}), () => ({}), () => registered]);
+  const { value, heartbeats } = await wait(activities);
+  expect(value).toMatchObject({ taskQueues: ['orders'] });
+  // Refused at 0 s, asked again at 5 s: the beats at 2 and 4 s say the refusal, the one at 6 s no longer does.
+  expect(heartbeats.slice(0, 2)).toEqual([{ lastCheckFailure: expect.stringContaining('context deadline exceeded') }, { lastCheckFailure: expect.stringContaining('context deadline exceeded') }]);
+  expect(heartbeats.at(-1)).toEqual({});
 });

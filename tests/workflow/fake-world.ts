@@ -9,12 +9,12 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { Activities, GateRun, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
+import type { Activities, GateRun, RegistrationCheck, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
 import type { KubeEvent } from '../../activities/kubernetes/activities.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
-import { deploymentObserved, specChanged } from '../../workflows/messages.js';
+import { deploymentObserved } from '../../workflows/messages.js';
 import type { RolloutInput, RolloutWorkflow } from '../../workflows/rollout.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
@@ -53,6 +53,8 @@ export class FakeWorld {
   registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
   /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */
   registrationHold?: Promise<void>;
+  /** What a held awaitVersionRegistered heartbeats, as the real one does: its last check's outcome. */
+  registrationCheck?: RegistrationCheck;
   /** Who else holds the worker deployment's manager identity (undefined: nobody, or us). A set-manager write. */
   get managerHeldBy(): string | undefined {
     return this.heldBy;
@@ -338,7 +340,10 @@ export class FakeWorlds {
       },
       awaitVersionRegistered: async (t, buildId) => {
         const w = temporal(t, 'awaitVersionRegistered', [buildId]);
-        if (w.registrationHold) await Promise.race([w.registrationHold, Context.current().cancelled]);
+        if (w.registrationHold) {
+          if (w.registrationCheck) Context.current().heartbeat(w.registrationCheck);
+          await Promise.race([w.registrationHold, Context.current().cancelled]);
+        }
         if (!w.versions.has(buildId)) w.versions.set(buildId, 'Inactive');
         return w.registration;
       },
@@ -528,14 +533,9 @@ export function fakeRigForFile(label: string, timings: RolloutInput['timings']) 
       return started().client;
     },
     world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name)),
-    /** `first`: the first spec, in the workflow's first task (signalWithStart, as the watcher starts a new resource's). */
-    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}, first?: Desired) {
+    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}) {
       const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-      const start = { taskQueue, workflowId, args: [{ owner, timings }] as [RolloutInput], ...options };
-      const { workflow } = started().client;
-      const handle = first
-        ? await workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', { ...start, signal: specChanged, signalArgs: [first] })
-        : await workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', start);
+      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }], ...options });
       handles.push(handle);
       return handle;
     },

@@ -46,6 +46,9 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   const rounds = world.callsOf('deleteStrayDeployments').length;
   await handle.signal(messages.resync);
   await eventually('a resync round', () => world.callsOf('deleteStrayDeployments').length > rounds);
+  // Its markers are written with its workflow task's completion, a moment after the calls.
+  const resyncMarked = async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes && summaryOf(e) === 'delete stray Deployments');
+  await eventually('the resync round in the history', resyncMarked);
 
   const description = await handle.describe();
   expect(await description.staticSummary()).toBe(`Rollouts of TemporalWorkerDeployment shop/${owner.name}`);
