@@ -54,12 +54,12 @@ export interface RoutingCallResult {
 const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {});
 const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
 
-/** A registered version: its task queues, and whether unversioned workers still poll them. */
 /** What the registration wait's heartbeats carry: the last check's refusal, if the server refused it. */
 export interface RegistrationCheck {
   lastCheckFailure?: string;
 }
 
+/** A registered version: its task queues, and whether unversioned workers still poll them. */
 export interface VersionRegistration {
   /** Every task queue the version polls (workflow and activity). */
   taskQueues: string[];
