@@ -7,18 +7,19 @@ import type { temporal } from '@temporalio/proto';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
-/** The activity type of a local activity's marker, or undefined for any other event. */
-export function localActivityType(e: HistoryEvent): string | undefined {
+/** What a local activity's marker says of it (its type, when it was scheduled), or undefined for any other event. */
+function localActivityData(e: HistoryEvent) {
   const m = e.markerRecordedEventAttributes;
   const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0] : undefined;
-  return data ? defaultPayloadConverter.fromPayload<{ activity_type?: string }>(data).activity_type : undefined;
+  return data ? defaultPayloadConverter.fromPayload<{ activity_type?: string; original_schedule_time?: { seconds: number; nanos: number } }>(data) : undefined;
 }
+
+/** The activity type of a local activity's marker, or undefined for any other event. */
+export const localActivityType = (e: HistoryEvent): string | undefined => localActivityData(e)?.activity_type;
 
 /** When a local activity's marker says it was scheduled (ms since the epoch, the worker's clock), or undefined. */
 export function localActivityScheduledAt(e: HistoryEvent): number | undefined {
-  const m = e.markerRecordedEventAttributes;
-  const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0] : undefined;
-  const at = data ? defaultPayloadConverter.fromPayload<{ original_schedule_time?: { seconds: number; nanos: number } }>(data).original_schedule_time : undefined;
+  const at = localActivityData(e)?.original_schedule_time;
   return at ? at.seconds * 1000 + at.nanos / 1e6 : undefined;
 }
 
