@@ -263,8 +263,9 @@ export function createTemporalActivities(connections: TemporalConnections, ident
           check = {};
           return queues;
         } catch (err) {
-          if (classifyTemporalError(err)?.kind === 'transient') check = { lastCheckFailure: err instanceof Error ? err.message : String(err) };
-          if (classifyTemporalError(err)?.kind !== 'transient' || ++refusals >= 3) throw err;
+          if (classifyTemporalError(err)?.kind !== 'transient') throw err;
+          check = { lastCheckFailure: err instanceof Error ? err.message : String(err) };
+          if (++refusals >= 3) throw err;
           return undefined;
         }
       };
