@@ -10,7 +10,7 @@ import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type Wo
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, RegistrationCheck, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
-import type { KubeEvent } from '../../activities/kubernetes/activities.js';
+import type { KubeEvent, Report } from '../../activities/kubernetes/activities.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
@@ -53,6 +53,8 @@ export class FakeWorld {
   registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
   /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */
   registrationHold?: Promise<void>;
+  /** While it returns a promise for a report, that report is written only once the promise resolves. */
+  reportHold?: (report: Report) => Promise<void> | undefined;
   /** What a held awaitVersionRegistered heartbeats, as the real one does: its last check's outcome. */
   registrationCheck?: RegistrationCheck;
   /** Who else holds the worker deployment's manager identity (undefined: nobody, or us). A set-manager write. */
@@ -304,6 +306,7 @@ export class FakeWorlds {
       },
       report: async (owner, report) => {
         const w = kube(owner, 'report', [report]);
+        await w.reportHold?.(report);
         // As the activity: Events are recorded for a resource that is gone too (they name it by uid).
         if (report.status) w.statuses.push(report.status);
         w.events.push(...report.events);
@@ -533,7 +536,7 @@ export function fakeRigForFile(label: string, timings: RolloutInput['timings']) 
       return started().client;
     },
     world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name)),
-    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails'> = {}) {
+    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails' | 'workflowTaskTimeout'> = {}) {
       const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
       const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }], ...options });
       handles.push(handle);

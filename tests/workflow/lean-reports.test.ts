@@ -4,13 +4,16 @@
  * local report that fails goes again as an activity, and the status arrives once the apiserver answers.
  */
 import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import proto, { type temporal } from '@temporalio/proto';
+import { Worker } from '@temporalio/worker';
 import type { Report } from '../../activities/kubernetes/activities.js';
 import * as messages from '../../workflows/messages.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory, summaryOf } from './fixtures.js';
 
+const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 const rig = fakeRigForFile('lean-reports', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -83,4 +86,48 @@ test('a local report that fails goes again as an activity, and the status arrive
   expect(after.slice(failed).some(isReportActivity)).toBe(true);
   expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
   await keepHistory(rig.client, handle.workflowId, 'report-v8-local-failed');
+});
+
+// The reporter chooses local or activity by the history length of the task that scheduled an activity. While a
+// local activity outlasts 80 % of the task timeout the worker heartbeats the task, and a task that took a signal
+// and sent no command can report another length in replay: this shape must replay the same.
+test('a local report that outlasts workflow task heartbeats, with a signal meanwhile, replays the same', async () => {
+  const owner = { namespace: 'shop', name: `lean-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const world = rig.world(owner);
+  // A short workflow task timeout: a local activity past 80 % of it makes the worker heartbeat the task.
+  const handle = await rig.start(owner, { workflowTaskTimeout: '1s' });
+  const history = async () => (await handle.fetchHistory()).events ?? [];
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
+
+  // The step's Ramping report (local: its task schedules only the step's timer) is held.
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let holding = false;
+  world.reportHold = (report) => {
+    if (report.status?.phase !== 'Ramping') return undefined;
+    holding = true;
+    return held;
+  };
+  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await eventually('the Ramping report held', () => holding, 30_000);
+  // The new spec arrives while it is held: the server hands it over when the worker heartbeats the task, and the
+  // flow schedules its work in that task; the report resolves in a later one, once that task heartbeated too.
+  const isSignal = (e: HistoryEvent) => !!e.workflowExecutionSignaledEventAttributes;
+  const signals = (await history()).filter(isSignal).length;
+  await handle.signal(messages.specChanged, desired(3, 'v3'));
+  await eventually('a task took the new spec and heartbeated', async () => {
+    const events = await history();
+    const signalled = events.filter(isSignal)[signals];
+    return !!signalled && events.some((e) => taskCompleted(e) && Number(e.eventId) > Number(signalled.eventId));
+  }, 30_000);
+  release();
+  await eventually('v3 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v3', 60_000);
+
+  const events = await history();
+  expect(events.some((e) => isLocalReport(e) && summaryOf(e)?.startsWith('write the status: Ramping'))).toBe(true);
+  // Replayed from its history, as a worker that lost its cache does: the same commands.
+  await Worker.runReplayHistory({ workflowsPath }, { events });
+  expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
+  await keepHistory(rig.client, handle.workflowId, 'report-v8-heartbeats');
 });
