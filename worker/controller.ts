@@ -11,10 +11,11 @@ import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type TunerHolder, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
+import { budgetedSlots } from './task-slots.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
@@ -22,9 +23,14 @@ import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
 export const defaultMaxCachedWorkflows = 250;
-/** The Temporal calls a second a controller process makes itself, by default (rollouts past it queue, up to 5 s, then retry). */
+/** The Temporal calls a second a controller process makes, by default (rollouts past it wait their turn). */
 export const defaultTemporalQps = 50;
-const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2 };
+/**
+ * Pollers scale with the work the server reports, from one per queue when idle (a fixed ten per queue would cost
+ * hundreds of empty long polls an hour) to four: each holds a slot paid from the budget ahead of its poll, so more
+ * would queue ahead of the process's own calls without getting more tasks through it.
+ */
+const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2, maximum: 4 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
 export interface ControllerOptions {
@@ -50,8 +56,9 @@ export interface ControllerOptions {
    */
   maxCachedWorkflows?: number;
   /**
-   * Temporal calls a second the process makes itself (the watcher's signals, the activities' describes and routing
-   * calls; default 50), up to `temporalBurst` at once (default twice the rate). See ./rate-budget.ts.
+   * Temporal calls a second the process makes (the watcher's signals, the activities' describes and routing calls,
+   * and its workers' task polls and completions; default 50), up to `temporalBurst` at once (default twice the
+   * rate). See ./rate-budget.ts and ./task-slots.ts.
    */
   temporalQps?: number;
   temporalBurst?: number;
@@ -124,7 +131,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
-  const interceptors = new RateBudget(qps, options.temporalBurst ?? Math.ceil(2 * qps)).interceptors();
+  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(2 * qps));
+  const interceptors = budget.interceptors();
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });
@@ -132,8 +140,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors });
-  // Pollers scale with the work the server reports (down to one per queue when idle): a fixed ten per queue would
-  // cost hundreds of empty long polls an hour for nothing.
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -143,6 +149,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
+    tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }),
     ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
     interceptors: { activity: [activityErrorCounter()] },
     ...polling,
@@ -155,7 +162,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     taskQueue: waitsTaskQueue(taskQueue),
     identity,
     activities,
-    maxConcurrentActivityTaskExecutions: 1000,
+    tuner: budgetedTuner(budget, { workflowTasks: 1, activities: 1000 }),
     interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
@@ -203,6 +210,19 @@ export async function startController(options: ControllerOptions): Promise<Contr
       })();
       return stopping;
     },
+  };
+}
+
+/**
+ * A worker's slots: its workflow tasks and activities at most so many at once (the SDK's defaults are 40 and 100),
+ * each task's poll and completion paid from the process's Temporal budget; local activities call no Temporal.
+ */
+function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }): TunerHolder {
+  return {
+    workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks),
+    activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
+    localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
+    nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
   };
 }
 

@@ -1,8 +1,8 @@
 /**
  * The controller's budget of Temporal calls per second: a token bucket shared by everything the process asks
- * Temporal itself (the watcher's signals and updates, the activities' describes and routing calls), so a
- * thousand rollouts at once queue here instead of flooding the server. The SDK worker's own polls and task
- * completions are not counted here: `--max-activities-per-second` bounds those (see the README's "Scale").
+ * Temporal (the watcher's signals and updates, the activities' describes and routing calls, and through
+ * ./task-slots.ts the workers' task polls and completions), so a thousand rollouts at once queue here instead of
+ * flooding the server.
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -23,12 +23,13 @@ export function budgeted(path: string, deadline: unknown): boolean {
 }
 
 /**
- * Takes one token at `nowMs` from a bucket refilled at `ratePerSecond` up to `burst`. A call that finds none
- * reserves the next one and waits `waitMs` for it, so calls go out in the order they asked (no starvation).
+ * Takes `n` tokens (default one) at `nowMs` from a bucket refilled at `ratePerSecond` up to `burst`. A call that
+ * finds too few reserves the next ones and waits `waitMs` for them, so calls go out in the order they asked (no
+ * starvation).
  */
-export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, burst: number): { bucket: Bucket; waitMs: number } {
+export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, burst: number, n = 1): { bucket: Bucket; waitMs: number } {
   const refilled = Math.min(burst, bucket.tokens + (Math.max(0, nowMs - bucket.atMs) * ratePerSecond) / 1000);
-  const tokens = refilled - 1;
+  const tokens = refilled - n;
   return { bucket: { tokens, atMs: nowMs }, waitMs: tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / ratePerSecond) };
 }
 
@@ -57,6 +58,34 @@ export class RateBudget {
     if (waitMs > this.maxWaitMs) return Promise.reject(new BudgetSpent(waitMs));
     this.bucket = bucket;
     return waitMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+
+  /**
+   * Resolves once `n` calls may go out, however long that takes (a worker's poll and the completion it leads to:
+   * they must wait their turn, not fail). Aborted, it gives its tokens back and rejects with `signal.reason`.
+   */
+  takeWaiting(n: number, signal: AbortSignal): Promise<void> {
+    if (signal.aborted) return Promise.reject(signal.reason as Error);
+    const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst, n);
+    this.bucket = bucket;
+    if (waitMs === 0) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => (signal.removeEventListener('abort', abort), resolve()), waitMs);
+      const abort = () => {
+        clearTimeout(timer);
+        this.bucket = { ...this.bucket, tokens: this.bucket.tokens + n };
+        reject(signal.reason as Error);
+      };
+      signal.addEventListener('abort', abort, { once: true });
+    });
+  }
+
+  /** Takes `n` tokens if they are there now (an eager task: no waiting). */
+  tryTake(n: number): boolean {
+    const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst, n);
+    if (waitMs > 0) return false;
+    this.bucket = bucket;
+    return true;
   }
 
   /**

@@ -20,6 +20,11 @@ describe('takeToken', () => {
     expect(taken.bucket).toEqual({ tokens, atMs: now });
   });
 
+  test('several tokens at once (a task: its poll and completion) wait for all of them', () => {
+    expect(takeToken({ tokens: 1, atMs: 0 }, 0, 2, 4, 2)).toEqual({ bucket: { tokens: -1, atMs: 0 }, waitMs: 500 });
+    expect(takeToken({ tokens: 4, atMs: 0 }, 0, 2, 4, 2)).toEqual({ bucket: { tokens: 2, atMs: 0 }, waitMs: 0 });
+  });
+
   test('over a long run, calls go out at the rate, after the first burst', () => {
     let bucket: Bucket = { tokens: 10, atMs: 0 };
     const sendTimes: number[] = [];
