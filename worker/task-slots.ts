@@ -24,6 +24,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
   /** Resolves once a slot is ours (first come, first served); aborted, it leaves the queue. */
   const slot = (signal: AbortSignal) =>
     new Promise<void>((resolve, reject) => {
+      if (signal.aborted) return reject(signal.reason as Error);
       if (used < maxSlots) return void (used++, resolve());
       const granted = () => (signal.removeEventListener('abort', abort), used++, resolve());
       const abort = () => {

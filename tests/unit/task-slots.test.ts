@@ -30,22 +30,48 @@ describe('budgetedSlots', () => {
     await jest.advanceTimersByTimeAsync(500);
     await Promise.all(reservations);
     expect(granted).toEqual([0, 1, 2]);
-    expect(callsPerTask).toBe(2);
   });
 
-  test('at most maxSlots at once: the next waits for a release, and an eager task finds none', async () => {
+  test('at most maxSlots at once: the next wait for releases in the order they asked, and an eager task finds none', async () => {
     const budget = new RateBudget(1000, 1000, 5_000, () => now);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 2);
     const first = await slots.reserveSlot(ctx, new AbortController().signal);
-    await slots.reserveSlot(ctx, new AbortController().signal);
-    let third = false;
-    const waiting = slots.reserveSlot(ctx, new AbortController().signal).then(() => (third = true));
+    const second = await slots.reserveSlot(ctx, new AbortController().signal);
+    const granted: string[] = [];
+    const waiting = ['third', 'fourth'].map((name) => slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(name)));
     expect(slots.tryReserveSlot(ctx)).toBeNull();
     await settled();
-    expect(third).toBe(false);
+    expect(granted).toEqual([]);
     slots.releaseSlot({ permit: first });
-    await waiting;
-    expect(third).toBe(true);
+    await settled();
+    expect(granted).toEqual(['third']);
+    slots.releaseSlot({ permit: second });
+    await Promise.all(waiting);
+    expect(granted).toEqual(['third', 'fourth']);
+  });
+
+  test('an eager task refused for want of tokens takes no slot', async () => {
+    const budget = new RateBudget(2, callsPerTask, 5_000, () => now);
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 1);
+    const eager = slots.tryReserveSlot(ctx)!; // the burst: one task's calls
+    expect(eager).not.toBeNull();
+    slots.releaseSlot({ permit: eager });
+    expect(slots.tryReserveSlot(ctx)).toBeNull(); // no tokens left
+    let got = false;
+    const next = slots.reserveSlot(ctx, new AbortController().signal).then(() => (got = true));
+    now = 1000;
+    await jest.advanceTimersByTimeAsync(1000);
+    await next;
+    expect(got).toBe(true); // the slot was free: only the tokens were waited for
+  });
+
+  test('a reservation whose signal is already aborted is refused at once, even with every slot taken', async () => {
+    const budget = new RateBudget(1000, 1000, 5_000, () => now);
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 1);
+    await slots.reserveSlot(ctx, new AbortController().signal);
+    const aborted = new AbortController();
+    aborted.abort(new Error('shutting down'));
+    await expect(slots.reserveSlot(ctx, aborted.signal)).rejects.toThrow('shutting down');
   });
 
   test('an eager task takes a slot only when its tokens are there now', () => {
