@@ -263,7 +263,8 @@ test('a worker deployment temporal-worker-controller managed is adopted with no 
   expect(await pinnedV0.result()).toBe(v0);
   await eventually('v0 scaled to 0', async () => (await deployments(env, name)).get(v0)?.spec?.replicas === 0 || !(await deployments(env, name)).has(v0));
   await eventually('v0 deleted', async () => !(await deployments(env, name)).has(v0));
-  expect(env.simulator.scaleEvents.some((e) => e.buildId === v0 && e.to === 0)).toBe(true);
+  // Recorded once v0's pod has stopped (its worker's shutdown), which can be after the deletion.
+  await eventually('the simulator stopped the pod of v0', () => env.simulator.scaleEvents.some((e) => e.buildId === v0 && e.to === 0));
 
   // A template change: a new build, whose routing waits while the other controller's identity holds the deployment.
   await apply(env, migrated(name, 'v2'));
@@ -284,7 +285,7 @@ test('a worker deployment temporal-worker-controller managed is adopted with no 
   await pinnedV1.signal('finish');
   expect(await pinnedV1.result()).toBe(v1);
   await eventually('v1 Deployment deleted', async () => !(await deploymentsInNamespace()).some((d) => d.metadata!.name === v1Name), 60_000);
-  expect(env.simulator.scaleEvents.some((e) => e.name === v1Name && e.to === 0)).toBe(true);
+  await eventually('the simulator stopped the pod of v1', () => env.simulator.scaleEvents.some((e) => e.name === v1Name && e.to === 0));
   await eventually('v1 deleted in Temporal', async () => (await versionStatus(env.connection, temporalNamespace, workerDeploymentName(env.namespace, name), v1)) === 'NOT_FOUND', 90_000, 500);
   await statusWhere(name, 'nothing deprecated', (s) => (s.deprecatedVersions ?? []).length === 0 && s.currentVersion?.buildID === v2);
 }, 420_000);

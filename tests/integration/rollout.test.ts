@@ -86,8 +86,8 @@ test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a
   expect(await pinned.handle.result()).toBe(v1);
   await eventually('v1 scaled to 0', async () => (await deployments(env, 'aao')).get(v1)?.spec?.replicas === 0);
   await eventually('v1 deleted', async () => !(await deployments(env, 'aao')).has(v1));
-  const scaleDown = env.simulator.scaleEvents.find((e) => e.buildId === v1 && e.to === 0);
-  expect(scaleDown).toBeDefined();
+  // The simulator records it once v1's pod has stopped (its worker's shutdown), which can be after the deletion.
+  await eventually('the simulator stopped the pod of v1', () => env.simulator.scaleEvents.some((e) => e.buildId === v1 && e.to === 0));
   await eventually('v1 gone from the status', async () => ((await twdStatus(env, 'aao'))?.deprecatedVersions ?? []).length === 0);
 });
 
