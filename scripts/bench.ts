@@ -54,7 +54,7 @@ const pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'simulator/m
   env: { ...process.env, KUBECONFIG: kube.kubeconfig, NODE_OPTIONS: '' },
   stdio: 'ignore',
 });
-const controller = await startController({ kubeConfig: kc, temporal: { address: server.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 }, ...(process.env.BENCH_TEMPORAL_QPS ? { temporalQps: Number(process.env.BENCH_TEMPORAL_QPS), temporalBurst: Number(process.env.BENCH_TEMPORAL_BURST ?? process.env.BENCH_TEMPORAL_QPS) } : {}) });
+const controller = await startController({ kubeConfig: kc, temporal: { address: server.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 }, ...(process.env.BENCH_TEMPORAL_QPS ? { temporalQps: Number(process.env.BENCH_TEMPORAL_QPS) } : {}), ...(process.env.BENCH_TEMPORAL_BURST ? { temporalBurst: Number(process.env.BENCH_TEMPORAL_BURST) } : {}) });
 const connection = await Connection.connect({ address: server.address });
 const client = new Client({ connection });
 

@@ -162,7 +162,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     taskQueue: waitsTaskQueue(taskQueue),
     identity,
     activities,
-    tuner: budgetedTuner(budget, { workflowTasks: 1, activities: 1000 }),
+    tuner: budgetedTuner(budget, { workflowTasks: 1, activities: 1000 }), // no workflows here: it never polls for them
     interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
