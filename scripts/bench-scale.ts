@@ -468,6 +468,9 @@ async function main(): Promise<void> {
     }
     return best;
   };
+  /** The controller's Temporal calls between two samples, by "namespace\toperation". */
+  const controllerCallsBetween = (a: Tick, b: Tick) =>
+    [...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)] as const).filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
   const peak = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
   const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
   const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
@@ -502,7 +505,7 @@ async function main(): Promise<void> {
       const top = r.reduce((best, x, i) => (x.temporal > r[best]!.temporal ? i : best), 0);
       const [a, b] = [ts[top], ts[top + 1]];
       if (a && b) {
-        const ops = [...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)] as const).filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
+        const ops = controllerCallsBetween(a, b);
         console.log(`    in its busiest second: ${ops.map(([k, v]) => `${k.replace('\t', ' ')} ${v}`).join(', ')}`);
       }
     }
@@ -510,7 +513,7 @@ async function main(): Promise<void> {
   // What the controller called in phase 2, per resource: where its Temporal requests go.
   const p2 = totals(phase2, goneEnd);
   if (p2) {
-    const ops = [...p2.b.temporal!].map(([k, v]) => [k, v - (p2.a.temporal!.get(k) ?? 0)] as const).filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
+    const ops = controllerCallsBetween(p2.a, p2.b);
     console.log('  phase 2 controller RPCs per resource, by namespace and operation:');
     for (const [k, v] of ops.sort((x, y) => y[1] - x[1])) console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
   }
