@@ -12,6 +12,7 @@ import type { RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
 import type { Sunsets } from './sunset.js';
 import type { Desired, RolloutState, Target, TemporalPlace } from './state.js';
+import { observe } from './waiting.js';
 
 /** What adopting the other controller's versions means for the state. Pure. */
 export interface AdoptionPlan {
@@ -80,23 +81,41 @@ export function forgetForeignTemplates(state: RolloutState): void {
   for (const b of Object.keys(state.foreign ?? {})) delete state.templates?.[b];
 }
 
+/** The adoption check found nothing to adopt and applied the target's Deployment (patch `apply-v11`). */
+export interface AppliedWithAdoption {
+  buildId: string;
+  /** The routing read beside it: the apply's own round would have read it. */
+  routing: Routing;
+}
+
 /**
  * Looks for the other controller's Deployments once, before the first rollout of a lifecycle (nothing current yet,
- * the spec's own build the target), and adopts them (see `planAdoption`).
+ * the spec's own build the target), and adopts them (see `planAdoption`). With nothing to adopt, the same activity
+ * applies the target's Deployment (`applyWithAdoption`), and says so.
  */
-export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
+export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets): Promise<AppliedWithAdoption | undefined> {
   const { state } = ctx;
   const target = state.target;
   const desired = state.desired;
-  if (state.adoptionChecked || state.current || !target || !desired || target.applied || target.rollback || target.buildId !== desired.buildId) return;
+  if (state.adoptionChecked || state.current || !target || !desired || target.applied || target.rollback || target.buildId !== desired.buildId) return undefined;
   const template = state.templates?.[target.buildId];
-  if (!template) return;
-  const [routing, found] = await Promise.all([
+  if (!template) return undefined;
+  const { buildId } = target;
+  const calls = [
     ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
-    ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.kube.adoptForeignDeployments({ owner: ctx.owner, template })),
-  ]);
+    ctx.applyWithAdoption
+      ? ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () => ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template }))
+      : ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.kube.adoptForeignDeployments({ owner: ctx.owner, template })),
+  ] as const;
+  // An apply must land before the flow moves on (a superseding spec, a deletion): both calls settle first. Runs from
+  // before apply-v11 keep Promise.all, their order of events.
+  const [routing, checked] = ctx.applyWithAdoption ? await allSettled(calls) : await Promise.all(calls);
   state.adoptionChecked = true;
-  if (!found.length) return;
+  const { adopted: found, applied } = Array.isArray(checked) ? { adopted: checked, applied: undefined } : checked;
+  if (applied) observe(ctx, applied);
+  // A new spec meanwhile (new settings, a new connection) is applied by the flow's own round, after this apply.
+  const unchanged = state.target === target && state.desired === desired;
+  if (!found.length) return applied && unchanged ? { buildId, routing } : undefined;
   // A newer spec may have come meanwhile. The Deployments are taken over already (labels, owner reference), so they
   // are adopted all the same: judged against the spec now in force while it is still this build; otherwise none is
   // the spec's, and those not current are sunset.
@@ -106,6 +125,7 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
   const place = target.place ?? placeOf(inForce);
   // The sunsets started here must outlive this rollout's scope (a superseding spec cancels it), as makeCurrent's do.
   await CancellationScope.nonCancellable(async () => adopt(ctx, sunsets, plan, found, sameBuild ? target : (state.target ?? target), inForce, place));
+  return undefined;
 }
 
 function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found: ForeignVersion[], target: Target, desired: Desired, place: TemporalPlace): void {
@@ -132,4 +152,12 @@ function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found:
   forgetForeignTemplates(state);
   sunsets.sync();
   ctx.markDirty();
+}
+
+/** Promise.all that waits for every promise to settle before it fails with the first failure. */
+async function allSettled<T extends readonly unknown[]>(promises: { [K in keyof T]: Promise<T[K]> }): Promise<T> {
+  const results = await Promise.allSettled(promises);
+  const failed = results.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+  if (failed) throw failed.reason;
+  return results.map((r) => (r as PromiseFulfilledResult<unknown>).value) as unknown as T;
 }

@@ -128,6 +128,11 @@ export class RolloutContext {
   webUi = false;
   /** `patched('adopt-v6')`: before its first rollout, a resource adopts temporal-worker-controller's Deployments (./adoption.ts). */
   adopt = false;
+  /**
+   * `patched('apply-v11')`: a new resource's adoption check applies its Deployment when there is nothing to adopt
+   * (`adoptOrApplyDeployment`): one round of activities and a workflow task fewer before the Deployment exists.
+   */
+  applyWithAdoption = false;
   /** `patched('report-v7')`: Events go out with the status write, in one `report` activity (fewer tasks and calls). */
   batchReports = false;
   private statusDirty = false;

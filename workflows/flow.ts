@@ -22,7 +22,7 @@ const now = () => new Date();
 export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
   // A worker deployment temporal-worker-controller managed: its versions first (the target may become one of them).
-  if (ctx.adopt) await adoptForeignVersions(ctx, sunsets);
+  const appliedEarly = ctx.adopt ? await adoptForeignVersions(ctx, sunsets) : undefined;
   const target = state.target!;
   const { buildId } = target;
   if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
@@ -31,11 +31,13 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
   target.place ??= placeOf(state.desired!);
   if (!target.applied) {
+    // A new resource's Deployment may be applied already, by the adoption check (apply-v11), with the routing read.
+    const early = appliedEarly?.buildId === buildId ? appliedEarly : undefined;
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
-    const [routing] = await Promise.all([
-      ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
-      ensureDeployment(ctx, buildId),
-    ]);
+    if (early) stillTarget(ctx, buildId); // no await on this path to notice a superseding spec or a deletion
+    const [routing] = early
+      ? [early.routing]
+      : await Promise.all([ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())), ensureDeployment(ctx, buildId)]);
     if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
     await makeRoomForVersion(ctx, buildId, routing);

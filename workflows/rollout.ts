@@ -51,6 +51,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.batchReports = patched('report-v7');
   ctx.leanReports = ctx.batchReports && patched('report-v8');
   ctx.routingTokens = patched('routing-v9');
+  ctx.applyWithAdoption = ctx.adopt && patched('apply-v11');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);

@@ -253,6 +253,17 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /**
+     * A new resource's first round (patch `apply-v11`): adopts temporal-worker-controller's Deployments of its worker
+     * deployment (adoptForeignDeployments); only when there are none, applies the build's Deployment
+     * (ensureVersionedDeployment). One activity instead of two in a row: the Deployment someone just applied the
+     * resource for comes a workflow task sooner.
+     */
+    async adoptOrApplyDeployment(input: EnsureDeploymentInput): Promise<{ adopted: ForeignVersion[]; applied?: DeploymentObservation }> {
+      const adopted = await activities.adoptForeignDeployments({ owner: input.owner, template: input.template });
+      return adopted.length ? { adopted } : { adopted, applied: await activities.ensureVersionedDeployment(input) };
+    },
+
+    /**
      * The spec's Deployment settings on an adopted Deployment (its template stays the other controller's rendering:
      * a new template is a new build). Returns what it looks like now.
      */

@@ -233,7 +233,7 @@ test('a worker deployment temporal-worker-controller managed is adopted with no 
   expect((await deploymentsInNamespace()).map((d) => d.metadata!.name).sort()).toEqual(['orders-1-0-0-aa11', v1Name]);
   expect((await routing(env, name)).current).toBe(v1);
   const activities = await activitiesOf(name);
-  expect(activities).toContain('adoptForeignDeployments');
+  expect(activities).toContain('adoptOrApplyDeployment'); // it found v0 and v1, so it applied nothing
   expect(activities).not.toContain('ensureVersionedDeployment');
   expect(activities).not.toContain('setRamping');
   // v1's Deployment is ours now, untouched otherwise: same spec generation (its pods never rolled), our owner.

@@ -53,6 +53,8 @@ export class FakeWorld {
   registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
   /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */
   registrationHold?: Promise<void>;
+  /** While it returns a promise, adoptOrApplyDeployment's apply lands only once the promise resolves. */
+  applyHold?: () => Promise<void> | undefined;
   /** While it returns a promise for a report, that report is written only once the promise resolves. */
   reportHold?: (report: Report) => Promise<void> | undefined;
   /** What a held awaitVersionRegistered heartbeats, as the real one does: its last check's outcome. */
@@ -323,6 +325,14 @@ export class FakeWorlds {
           const d = w.deployments.get(buildId);
           return { buildId, deploymentName: f.deploymentName, matchesTemplate: f.matchesTemplate, ...(f.templateUnchecked ? { templateUnchecked: f.templateUnchecked } : {}), replicas: d?.replicas ?? 0, availableReplicas: d?.available ? d.replicas : 0 };
         });
+      },
+      // As the activity: the adoption's look, then the apply when there is nothing to adopt (both recorded).
+      adoptOrApplyDeployment: async (input) => {
+        const w = kube(input.owner, 'adoptOrApplyDeployment', [input.buildId, input.desired.generation]);
+        const adopted = await fake.adoptForeignDeployments({ owner: input.owner, template: input.template });
+        if (adopted.length) return { adopted };
+        await w.applyHold?.();
+        return { adopted, applied: await fake.ensureVersionedDeployment(input) };
       },
       updateAdoptedDeployment: async (input) => {
         const w = kube(input.owner, 'updateAdoptedDeployment', [input.buildId, input.replicas ?? input.desired.spec.replicas]);

@@ -67,6 +67,7 @@ test('an unchanged template is the adopted build: no Deployment rendered, no ram
   await until('v1 sunset', (s) => s.deprecated.length === 0);
   expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
   await keepHistory(rig.client, handle.workflowId, 'adopt-v6-twc');
+  await keepHistory(rig.client, handle.workflowId, 'apply-v11-adopt');
 });
 
 test('a changed template at migration: the new build rolls out from the adopted current, which is then sunset', async () => {
@@ -97,4 +98,34 @@ test('adoption is looked for once, before the first rollout: a lifecycle with no
   await handle.signal(messages.specChanged, desired(2, 'v2'));
   await eventually('v2 current', async () => (await handle.query(messages.status)).current === 'v2');
   expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
+  // The first Deployment came with the adoption check, one activity (apply-v11); v2's had no check before it.
+  const { events } = await rig.client.workflow.getHandle(handle.workflowId).fetchHistory();
+  const scheduled = (events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
+  expect(scheduled.filter((n) => /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n))).toEqual(['adoptOrApplyDeployment', 'ensureVersionedDeployment']);
+  expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['v1', 'v2']);
+  await keepHistory(rig.client, handle.workflowId, 'apply-v11-first-apply');
+});
+
+test('a new spec while the first apply is in flight (apply-v11): the Deployment ends with the spec in force', async () => {
+  const owner = { namespace: 'shop', name: `inflight-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const world = rig.world(owner);
+  let release!: () => void;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let holding = false;
+  world.applyHold = () => {
+    holding = true;
+    return held;
+  };
+  const handle = await rig.start(owner);
+  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await eventually('the first apply held', () => holding);
+  world.applyHold = undefined;
+  // Three replicas instead of two, same template: the re-apply runs at once, the held apply of generation 1 lands after it.
+  const more = desired(2, 'v1');
+  await handle.signal(messages.specChanged, { ...more, spec: { ...more.spec, replicas: 3 } });
+  await eventually('generation 2 re-applied', () => world.callsOf('ensureVersionedDeployment').some((c) => c.args[1] === 2));
+  release();
+  await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');
+  expect(world.callsOf('ensureVersionedDeployment').at(-1)?.args).toEqual(['v1', 2]);
+  expect(world.deployments.get('v1')?.replicas).toBe(3);
 });
