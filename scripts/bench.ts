@@ -166,8 +166,8 @@ for (let i = 0; i < resources; i++) {
   const firstRamp = completed('setRamping')[0];
   if (process.env.BENCH_VERBOSE && i < 3) {
     // The apply, on the server's clock from the create call: the workflow's first events until the Deployment is made.
-    const applies = ['adoptOrApplyDeployment', 'ensureVersionedDeployment'];
-    const applied = events.find((e) => e.activityTaskCompletedEventAttributes && applies.includes(activityName.get(String(e.activityTaskCompletedEventAttributes.scheduledEventId)) ?? '')) ?? events.find((e) => applies.includes(localActivityType(e) ?? ''));
+    // A new resource's first apply: with its adoption check (apply-v11), else on its own (v2's comes later either way).
+    const applied = completed('adoptOrApplyDeployment')[0] ?? completed('ensureVersionedDeployment')[0] ?? events.find((e) => localActivityType(e) === 'ensureVersionedDeployment');
     for (const e of events.filter((e) => Number(e.eventId) <= Number(applied?.eventId ?? 0))) {
       const ref = e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
       // A local activity's marker is written with its task's completion; when it was scheduled is in the marker.
