@@ -3,6 +3,7 @@ import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
+import type { Charge } from './heartbeats.js';
 import { ignoreNotFound } from './kubernetes/client.js';
 import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
 import { createTemporalActivities } from './temporal/activities.js';
@@ -19,10 +20,11 @@ export type { PinnedAction } from './temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
- * The activities (their Temporal connections with `temporalInterceptors`, the controller's rate budget), each wrapped so that a permanent failure is a non-retryable ApplicationFailure of type
- * `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
+ * The activities (their Temporal connections with `temporalInterceptors`, the controller's rate budget, which
+ * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
+ * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[] } = {}) {
+export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge } = {}) {
   const core = kc.makeApiClient(CoreV1Api);
   const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
@@ -30,11 +32,11 @@ export function createActivities(kc: k8s.KubeConfig, identity: string, options: 
     return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
-  const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
+  const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat);
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...temporal,
-    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId)),
+    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), options.chargeHeartbeat),
     ...createAnalysisActivities(connections),
     ...createPinnedActivities(connections, identity),
   });

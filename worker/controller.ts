@@ -57,8 +57,8 @@ export interface ControllerOptions {
   maxCachedWorkflows?: number;
   /**
    * Temporal calls a second the process makes (the watcher's signals, the activities' describes and routing calls,
-   * and its workers' task polls and completions; default 50), up to `temporalBurst` at once (default twice the
-   * rate). See ./rate-budget.ts and ./task-slots.ts.
+   * heartbeats and its workers' task polls and completions; default 50), never more within any one second, up to
+   * `temporalBurst` at once (default: the rate). See ./rate-budget.ts and ./task-slots.ts.
    */
   temporalQps?: number;
   temporalBurst?: number;
@@ -131,7 +131,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
-  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(2 * qps));
+  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(qps));
   const interceptors = budget.interceptors();
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
@@ -139,7 +139,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors });
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge() });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const worker = await Worker.create({
     connection: nativeConnection,

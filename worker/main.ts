@@ -75,7 +75,7 @@ function count(flag: 'max-cached-workflows' | 'temporal-burst'): number | undefi
   return Number(raw);
 }
 
-/** --temporal-burst: a whole number ≥ 1 (absent: undefined, twice the rate). */
+/** --temporal-burst: a whole number ≥ 1 (absent: undefined, the rate). */
 function burst(): number | undefined {
   const n = count('temporal-burst');
   if (n === 0) refuse('--temporal-burst: "0" lets no call through: at least 1');

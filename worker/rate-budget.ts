@@ -1,8 +1,9 @@
 /**
- * The controller's budget of Temporal calls per second: a token bucket shared by everything the process asks
- * Temporal (the watcher's signals and updates, the activities' describes and routing calls, and through
+ * The controller's budget of Temporal calls per second, shared by everything the process asks Temporal (the
+ * watcher's signals and updates, the activities' describes, routing calls and heartbeats, and through
  * ./task-slots.ts the workers' task polls and completions), so a thousand rollouts at once queue here instead of
- * flooding the server.
+ * flooding the server. Two limits: a token bucket (the rate, up to a burst at once) and a sliding window (never
+ * more than the rate within any one second), so the rate holds second by second, not only on average.
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -33,13 +34,35 @@ export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, 
   return { bucket: { tokens, atMs: nowMs }, waitMs: tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / ratePerSecond) };
 }
 
+/** How long the sliding window is: the rate holds within any one second. */
+export const windowMs = 1000;
+
+/**
+ * The earliest time at or after `atMs` when `n` more calls may start, given `sent`, the start times of the calls
+ * before them (ascending; later ones are reserved), with at most `limit` starts within any `windowMs`. Returns
+ * the start times with the new ones appended (the last `2 × limit` kept) and when the last of the `n` starts.
+ */
+export function windowTurn(sent: readonly number[], atMs: number, limit: number, n = 1): { sent: number[]; atMs: number } {
+  const times = [...sent];
+  let at = Math.max(atMs, times.at(-1) ?? atMs);
+  for (let i = 0; i < n; i++) {
+    if (times.length >= limit) at = Math.max(at, times.at(-limit)! + windowMs);
+    times.push(at);
+  }
+  return { sent: times.slice(-2 * limit), atMs: at };
+}
+
 export class RateBudget {
   private bucket: Bucket;
+  /** Start times of the latest calls, reservations included: the sliding window's record. */
+  private sent: number[] = [];
+  private readonly perWindow: number;
 
   /**
-   * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default: a second's worth). A call
-   * that would wait more than `maxWaitMs` for its token is refused at once instead (RESOURCE_EXHAUSTED): the queue
-   * stays short, so no activity spends its timeout in it.
+   * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default: a second's worth), never
+   * more than `ratePerSecond` (at least one) within any second. A call that would wait more than `maxWaitMs` for
+   * its turn is refused at once instead (RESOURCE_EXHAUSTED): the queue stays short, so no activity spends its
+   * timeout in it.
    */
   constructor(
     readonly ratePerSecond: number,
@@ -50,13 +73,22 @@ export class RateBudget {
     if (!(ratePerSecond > 0)) throw new Error(`a rate budget needs a rate above 0, not ${ratePerSecond}`);
     if (!(burst >= 1)) throw new Error(`a rate budget needs a burst of at least 1, not ${burst}`);
     this.bucket = { tokens: this.burst, atMs: clock() };
+    this.perWindow = Math.max(1, Math.floor(ratePerSecond));
+  }
+
+  /** When `n` calls asked for now may start, by both limits, and the state that reserves them (not yet kept). */
+  private turn(n: number) {
+    const now = this.clock();
+    const { bucket, waitMs } = takeToken(this.bucket, now, this.ratePerSecond, this.burst, n);
+    const { sent, atMs } = windowTurn(this.sent, now + waitMs, this.perWindow, n);
+    return { bucket, sent, waitMs: atMs - now, keep: () => ((this.bucket = bucket), (this.sent = sent)) };
   }
 
   /** Resolves when this call may go out; rejects at once (taking nothing) when that is more than `maxWaitMs` away. */
   take(): Promise<void> {
-    const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst);
+    const { waitMs, keep } = this.turn(1);
     if (waitMs > this.maxWaitMs) return Promise.reject(new BudgetSpent(waitMs));
-    this.bucket = bucket;
+    keep();
     return waitMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 
@@ -66,14 +98,20 @@ export class RateBudget {
    */
   takeWaiting(n: number, signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
-    const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst, n);
-    this.bucket = bucket;
+    const { sent, waitMs, keep } = this.turn(n);
+    keep();
     if (waitMs === 0) return Promise.resolve();
+    const reserved = sent.slice(-n);
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => (signal.removeEventListener('abort', abort), resolve()), waitMs);
       const abort = () => {
         clearTimeout(timer);
         this.bucket = { ...this.bucket, tokens: this.bucket.tokens + n };
+        // Its starts leave the window's record; the calls reserved after them keep their (later) turns.
+        for (const at of reserved) {
+          const i = this.sent.lastIndexOf(at);
+          if (i >= 0) this.sent.splice(i, 1);
+        }
         reject(signal.reason as Error);
       };
       signal.addEventListener('abort', abort, { once: true });
@@ -82,10 +120,18 @@ export class RateBudget {
 
   /** Takes `n` tokens if they are there now (an eager task: no waiting). */
   tryTake(n: number): boolean {
-    const { bucket, waitMs } = takeToken(this.bucket, this.clock(), this.ratePerSecond, this.burst, n);
+    const { waitMs, keep } = this.turn(n);
     if (waitMs > 0) return false;
-    this.bucket = bucket;
+    keep();
     return true;
+  }
+
+  /**
+   * Counts `n` calls that went out without asking (an activity's heartbeat: the SDK sends it on its own
+   * connection, and a late one would time the activity out): the calls after them wait for the turns they took.
+   */
+  charge(n = 1): void {
+    this.turn(n).keep();
   }
 
   /**

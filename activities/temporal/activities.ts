@@ -8,6 +8,7 @@ import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
+import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { describeDeploymentSettled, describeVersionSettled, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
 
@@ -107,8 +108,9 @@ async function cancellableCalls<T>(connection: Connection, ctx: Context, fn: () 
  * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
  * is alive, and stops saying so when what it waits on has stopped answering.
  */
-async function heartbeating<T>(ctx: Context, alive: () => boolean, fn: () => Promise<T>, details?: () => unknown): Promise<T> {
-  const beat = setInterval(() => alive() && ctx.heartbeat(details?.()), 2000);
+async function heartbeating<T>(ctx: Context, charge: Charge, alive: () => boolean, fn: () => Promise<T>, details?: () => unknown): Promise<T> {
+  const heartbeat = chargedHeartbeat(ctx, charge);
+  const beat = setInterval(() => alive() && heartbeat(details?.()), 2000);
   try {
     return await fn();
   } finally {
@@ -120,7 +122,7 @@ async function heartbeating<T>(ctx: Context, alive: () => boolean, fn: () => Pro
  * The Temporal activities. `readGateInput` reads a gate's input from its ConfigMap or Secret (the Kubernetes
  * activities' reader, with the same JSON rules).
  */
-export function createTemporalActivities(connections: TemporalConnections, identity: string, readGateInput: GateInputReader) {
+export function createTemporalActivities(connections: TemporalConnections, identity: string, readGateInput: GateInputReader, chargeHeartbeat: Charge = () => {}) {
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
@@ -270,7 +272,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         }
       };
       let registeredAt: number | undefined;
-      return heartbeating(ctx, () => Date.now() - answeredAt < 60_000, async () => {
+      return heartbeating(ctx, chargeHeartbeat, () => Date.now() - answeredAt < 60_000, async () => {
         const current = routingOf(await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName))).current;
         const required = current && current !== buildId ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey) : [];
         for (let delay: number | undefined; ; ) {
@@ -443,7 +445,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
         workflowIdConflictPolicy: 'USE_EXISTING',
       });
       const ctx = Context.current();
-      return heartbeating(ctx, () => true, async () => {
+      return heartbeating(ctx, chargeHeartbeat, () => true, async () => {
         try {
           await Promise.race([handle.result(), ctx.cancelled]);
           return { passed: true, message: `${gate.workflowType} completed` };

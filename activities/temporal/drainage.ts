@@ -6,20 +6,26 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { isDrained } from '../../workflows/decisions.js';
+import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 
 
-export function createDrainageActivities(connections: TemporalConnections, versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>) {
+export function createDrainageActivities(
+  connections: TemporalConnections,
+  versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>,
+  chargeHeartbeat: Charge = () => {},
+) {
   return {
     /** Polls the version's drainage with backoff (1s doubling up to `maxDelayMs`), heartbeating; returns once drained. */
     async awaitDrained(t: TemporalTarget, buildId: string, maxDelayMs = 60_000): Promise<VersionStatus> {
       const ctx = Context.current();
+      const heartbeat = chargedHeartbeat(ctx, chargeHeartbeat);
       for (let delay = 1000; ; delay = Math.min(delay * 2, maxDelayMs)) {
         const status = await versionStatus(t, buildId);
         if (isDrained(status)) return status;
         // Heartbeat through the sleep: a dead controller is noticed within the heartbeat timeout.
         for (let waited = 0; waited < delay; waited += 5000) {
-          ctx.heartbeat(status);
+          heartbeat(status);
           await ctx.sleep(Math.min(5000, delay - waited));
         }
       }

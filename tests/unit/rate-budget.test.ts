@@ -1,5 +1,6 @@
 import { jest } from '@jest/globals';
-import { RateBudget, budgeted, takeToken, type Bucket } from '../../worker/rate-budget.js';
+import fc from 'fast-check';
+import { RateBudget, budgeted, takeToken, windowMs, windowTurn, type Bucket } from '../../worker/rate-budget.js';
 
 describe('takeToken', () => {
   const full: Bucket = { tokens: 4, atMs: 0 };
@@ -39,7 +40,62 @@ describe('takeToken', () => {
   });
 });
 
+describe('windowTurn', () => {
+  test.each([
+    // [case, sent, at, limit, n, start of the last, sent after]
+    ['an empty window: at once', [], 0, 2, 1, 0, [0]],
+    ['room in the window: at once', [0], 10, 2, 1, 10, [0, 10]],
+    ['a full window: when its oldest start leaves it', [0, 10], 20, 2, 1, 1000, [0, 10, 1000]],
+    ['after a reserved turn, never before it (first asked, first sent)', [0, 900], 100, 5, 1, 900, [0, 900, 900]],
+    ['several calls: each takes its own turn', [], 0, 2, 3, 1000, [0, 0, 1000]],
+    ['only the last 2 × limit starts are kept', [0, 1, 2, 3], 5000, 2, 1, 5000, [1, 2, 3, 5000]],
+  ] as const)('%s', (_case, sent, at, limit, n, atMs, after) => {
+    expect(windowTurn(sent, at, limit, n)).toEqual({ atMs, sent: after });
+  });
+
+  test('no window of a second ever holds more than the limit, whenever the calls ask', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 20 }), fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 200 }), (limit, asks) => {
+        let sent: number[] = [];
+        const starts: number[] = [];
+        for (const at of [...asks].sort((a, b) => a - b)) {
+          const turn = windowTurn(sent, at, limit);
+          expect(turn.atMs).toBeGreaterThanOrEqual(at);
+          sent = turn.sent;
+          starts.push(turn.atMs);
+        }
+        for (const from of starts) expect(starts.filter((t) => t >= from && t < from + windowMs).length).toBeLessThanOrEqual(limit);
+      }),
+    );
+  });
+});
+
 describe('RateBudget', () => {
+  test('a burst above the rate still sends at most the rate within any second', async () => {
+    const now = 0;
+    const budget = new RateBudget(3, 10, 5_000, () => now);
+    const waits: number[] = [];
+    jest.useFakeTimers();
+    try {
+      const calls = Array.from({ length: 7 }, () => budget.take().then(() => waits.push(jest.now())));
+      await jest.advanceTimersByTimeAsync(2_000);
+      await Promise.all(calls);
+    } finally {
+      jest.useRealTimers();
+    }
+    expect(waits.map((t) => t - waits[0]!)).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
+  });
+
+  test('charge() counts calls that went out without asking, past the window too: the next call waits for their turns', async () => {
+    const now = 0;
+    const budget = new RateBudget(2, 2, 500, () => now);
+    budget.charge();
+    budget.charge();
+    expect(budget.tryTake(1)).toBe(false);
+    budget.charge(); // the window is full: counted all the same, never refused
+    await expect(budget.take()).rejects.toThrow('spent for the next 1 s'); // its turn is the one after the third's
+  });
+
   test('take() resolves in the order asked, each when its token is due', async () => {
     jest.useFakeTimers();
     try {
