@@ -10,7 +10,7 @@
  *   the floor                                 the same routing calls made raw (describe + change) on the same
  *                                             server, in a rollout's order and spacing, one at a time and as many
  *                                             at once as the resources; each figure is printed beside both
- *   history events per Progressive step       from one step's routing call to the next
+ *   history events per Progressive step       from a step's ramp call to the next routing call
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
@@ -314,12 +314,20 @@ for (let i = 0; i < rollbacks; i++) await floorRollout(`floor/f${i}`, `floor-${i
 const floorAtOnce = newFloor();
 await Promise.all(Array.from({ length: resources }, (_, i) => floorRollout(`floor-at-once/f${i}`, `floor-at-once-${i}`, floorAtOnce)));
 
-// History events per Progressive step: from one step's setRamping to the next routing call, per resource.
+// History events per Progressive step: from one step's setRamping to the next routing call, per resource. Apart:
+// a new version's bring-up, from the routing call before its first ramp (v1 made current) to that ramp.
 const eventsPerStep: number[] = [];
+const eventsPerBringUp: number[] = [];
 for (let i = 0; i < resources; i++) {
   const events = (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory()).events ?? [];
-  const routingAt = events.filter((e) => ['setRamping', 'setCurrent'].includes(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')).map((e) => Number(e.eventId));
-  for (let k = 1; k < routingAt.length; k++) eventsPerStep.push(routingAt[k]! - routingAt[k - 1]!);
+  const routing = events
+    .map((e) => ({ id: Number(e.eventId), type: e.activityTaskScheduledEventAttributes?.activityType?.name ?? '' }))
+    .filter((e) => e.type === 'setRamping' || e.type === 'setCurrent');
+  for (let k = 1; k < routing.length; k++) {
+    const [from, to] = [routing[k - 1]!, routing[k]!];
+    if (from.type === 'setRamping') eventsPerStep.push(to.id - from.id);
+    else if (to.type === 'setRamping') eventsPerBringUp.push(to.id - from.id);
+  }
 }
 
 const stats = (xs: number[]) => `p50 ${ms(pct(xs, 50))}, p95 ${ms(pct(xs, 95))}, max ${ms(Math.max(...xs))}`;
@@ -348,7 +356,8 @@ console.log(`    of which Glidepath's own (timer fired → routing call started,
 console.log('Glidepath beside its floor one at a time (target):');
 for (const line of besideFloor(floor)) console.log(line);
 console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms)`);
-console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40)`);
+console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40; n=${eventsPerStep.length}: a ramp's call to the next routing call)`);
+console.log(`  history events of a new version's bring-up (v1 current → v2's first ramp: apply, Deployment available, registration): p50 ${pct(eventsPerBringUp, 50)}, max ${Math.max(...eventsPerBringUp)}`);
 
 await controller.stop();
 pods.kill('SIGTERM');
