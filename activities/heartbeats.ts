@@ -2,7 +2,7 @@
  * An activity's heartbeats counted in the controller's Temporal budget. The SDK sends them on its own
  * connection, past the budget's interceptor, and at most one per throttle interval: 0.8 × the heartbeat timeout,
  * at most 60 s (30 s without a timeout). The count follows that pace, so a wait that heartbeats every 2 s is
- * charged for the one call in eight the SDK makes.
+ * charged for the one call in eight the SDK makes (sdk-core's activity heartbeat manager).
  */
 import type { Context } from '@temporalio/activity';
 
@@ -14,16 +14,26 @@ export function heartbeatThrottleMs(timeoutMs: number | undefined): number {
   return timeoutMs ? Math.min(0.8 * timeoutMs, 60_000) : 30_000;
 }
 
-/** `ctx.heartbeat`, charging `charge` once per throttle interval from the first heartbeat on. */
-export function chargedHeartbeat(ctx: Context, charge: Charge, nowMs: () => number = Date.now): (details?: unknown) => void {
+/**
+ * `ctx.heartbeat`, charging `charge` for each heartbeat the SDK sends: the first at once; after that, the latest
+ * details at the end of each throttle interval in which there were any, or at once when the interval had none.
+ */
+export function chargedHeartbeat(ctx: Context, charge: Charge, nowMs: () => number = () => performance.now()): (details?: unknown) => void {
   const everyMs = heartbeatThrottleMs(ctx.info.heartbeatTimeoutMs);
-  let chargedAt: number | undefined;
+  let sentAt: number | undefined;
+  let pending = false;
   return (details) => {
     ctx.heartbeat(details);
     const now = nowMs();
-    if (chargedAt === undefined || now - chargedAt >= everyMs) {
-      chargedAt = now;
+    // The pending heartbeat went out when its interval ended (one at most: it starts the next interval).
+    if (pending && sentAt !== undefined && now >= sentAt + everyMs) {
+      sentAt += everyMs;
+      pending = false;
       charge();
     }
+    if (sentAt === undefined || (!pending && now >= sentAt + everyMs)) {
+      sentAt = now;
+      charge();
+    } else pending = true;
   };
 }

@@ -357,7 +357,7 @@ console.log('Glidepath beside its floor one at a time (target):');
 for (const line of besideFloor(floor)) console.log(line);
 console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms)`);
 console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40; n=${eventsPerStep.length}: a ramp's call to the next routing call)`);
-console.log(`  history events of a new version's bring-up (v1 current → v2's first ramp: apply, Deployment available, registration): p50 ${pct(eventsPerBringUp, 50)}, max ${Math.max(...eventsPerBringUp)}`);
+if (eventsPerBringUp.length) console.log(`  history events of a new version's bring-up (v1 current → v2's first ramp: apply, Deployment available, registration): p50 ${pct(eventsPerBringUp, 50)}, max ${Math.max(...eventsPerBringUp)}`);
 
 await controller.stop();
 pods.kill('SIGTERM');

@@ -57,8 +57,9 @@ export interface ControllerOptions {
   maxCachedWorkflows?: number;
   /**
    * Temporal calls a second the process makes (the watcher's signals, the activities' describes and routing calls,
-   * heartbeats and its workers' task polls and completions; default 50), never more within any one second, up to
-   * `temporalBurst` at once (default: the rate). See ./rate-budget.ts and ./task-slots.ts.
+   * heartbeats and its workers' task polls and completions; default 50), their starts planned so that no second
+   * holds more, up to `temporalBurst` at once (default and most in effect: the rate). See ./rate-budget.ts and
+   * ./task-slots.ts.
    */
   temporalQps?: number;
   temporalBurst?: number;

@@ -34,53 +34,67 @@ export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, 
   return { bucket: { tokens, atMs: nowMs }, waitMs: tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / ratePerSecond) };
 }
 
-/** How long the sliding window is: the rate holds within any one second. */
-export const windowMs = 1000;
+/** The sliding window: at most `limit` call starts within any `ms`. */
+export interface Window {
+  limit: number;
+  ms: number;
+}
+
+/**
+ * The window for a rate: a second's worth of calls within any second, and for a rate below 2 two calls (a task's
+ * poll and completion, taken together) within as long as the rate takes for them.
+ */
+export function windowOf(ratePerSecond: number): Window {
+  const limit = Math.max(2, Math.ceil(ratePerSecond));
+  return { limit, ms: (1000 * limit) / ratePerSecond };
+}
 
 /**
  * The earliest time at or after `atMs` when `n` more calls may start, given `sent`, the start times of the calls
- * before them (ascending; later ones are reserved), with at most `limit` starts within any `windowMs`. Returns
- * the start times with the new ones appended (the last `2 × limit` kept) and when the last of the `n` starts.
+ * before them (ascending; later ones are reserved), with at most `window.limit` starts within any `window.ms`.
+ * Returns the start times with the new ones appended (the last `2 × limit` kept) and when the last of the `n`
+ * starts.
  */
-export function windowTurn(sent: readonly number[], atMs: number, limit: number, n = 1): { sent: number[]; atMs: number } {
+export function windowTurn(sent: readonly number[], atMs: number, window: Window, n = 1): { sent: number[]; atMs: number } {
   const times = [...sent];
   let at = Math.max(atMs, times.at(-1) ?? atMs);
   for (let i = 0; i < n; i++) {
-    if (times.length >= limit) at = Math.max(at, times.at(-limit)! + windowMs);
+    if (times.length >= window.limit) at = Math.max(at, times.at(-window.limit)! + window.ms);
     times.push(at);
   }
-  return { sent: times.slice(-2 * limit), atMs: at };
+  return { sent: times.slice(-2 * window.limit), atMs: at };
 }
 
 export class RateBudget {
   private bucket: Bucket;
   /** Start times of the latest calls, reservations included: the sliding window's record. */
   private sent: number[] = [];
-  private readonly perWindow: number;
+  private readonly window: Window;
 
   /**
-   * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default: a second's worth), never
-   * more than `ratePerSecond` (at least one) within any second. A call that would wait more than `maxWaitMs` for
-   * its turn is refused at once instead (RESOURCE_EXHAUSTED): the queue stays short, so no activity spends its
-   * timeout in it.
+   * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default, and at most in effect: a
+   * second's worth), their starts planned so that no second holds more than `ratePerSecond` (`windowOf`). A call
+   * that would wait more than `maxWaitMs` for its turn is refused at once instead (RESOURCE_EXHAUSTED): the queue
+   * stays short, so no activity spends its timeout in it. The clock is monotonic: a wall clock set back would
+   * hold every call back as long.
    */
   constructor(
     readonly ratePerSecond: number,
     readonly burst = Math.max(1, Math.ceil(ratePerSecond)),
     readonly maxWaitMs = 5_000,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: () => number = () => performance.now(),
   ) {
     if (!(ratePerSecond > 0)) throw new Error(`a rate budget needs a rate above 0, not ${ratePerSecond}`);
     if (!(burst >= 1)) throw new Error(`a rate budget needs a burst of at least 1, not ${burst}`);
     this.bucket = { tokens: this.burst, atMs: clock() };
-    this.perWindow = Math.max(1, Math.floor(ratePerSecond));
+    this.window = windowOf(ratePerSecond);
   }
 
   /** When `n` calls asked for now may start, by both limits, and the state that reserves them (not yet kept). */
   private turn(n: number) {
     const now = this.clock();
     const { bucket, waitMs } = takeToken(this.bucket, now, this.ratePerSecond, this.burst, n);
-    const { sent, atMs } = windowTurn(this.sent, now + waitMs, this.perWindow, n);
+    const { sent, atMs } = windowTurn(this.sent, now + waitMs, this.window, n);
     return { bucket, sent, waitMs: atMs - now, keep: () => ((this.bucket = bucket), (this.sent = sent)) };
   }
 
@@ -127,11 +141,16 @@ export class RateBudget {
   }
 
   /**
-   * Counts `n` calls that went out without asking (an activity's heartbeat: the SDK sends it on its own
-   * connection, and a late one would time the activity out): the calls after them wait for the turns they took.
+   * Counts a call that went out without asking (an activity's heartbeat: the SDK sends it on its own connection,
+   * and a late one would time the activity out) if its turn is at most `maxDelayMs` away: the calls after it wait
+   * for the turn it took. One beyond that is not counted, so calls the process cannot hold back never starve the
+   * ones it can (a thousand waits heartbeat about 60 times a second).
    */
-  charge(n = 1): void {
-    this.turn(n).keep();
+  charge(maxDelayMs = 1_000): boolean {
+    const { waitMs, keep } = this.turn(1);
+    if (waitMs > maxDelayMs) return false;
+    keep();
+    return true;
   }
 
   /**

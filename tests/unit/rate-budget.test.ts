@@ -1,6 +1,6 @@
 import { jest } from '@jest/globals';
 import fc from 'fast-check';
-import { RateBudget, budgeted, takeToken, windowMs, windowTurn, type Bucket } from '../../worker/rate-budget.js';
+import { RateBudget, budgeted, takeToken, windowOf, windowTurn, type Bucket } from '../../worker/rate-budget.js';
 
 describe('takeToken', () => {
   const full: Bucket = { tokens: 4, atMs: 0 };
@@ -40,7 +40,20 @@ describe('takeToken', () => {
   });
 });
 
+describe('windowOf', () => {
+  test.each([
+    ['a second of calls within any second', 50, { limit: 50, ms: 1000 }],
+    ['a fractional rate: rounded up, over a longer window', 2.5, { limit: 3, ms: 1200 }],
+    ['below 2: a task (its poll and completion) still fits', 1, { limit: 2, ms: 2000 }],
+    ['a call every other second', 0.5, { limit: 2, ms: 4000 }],
+  ] as const)('%s', (_case, rate, window) => {
+    expect(windowOf(rate)).toEqual(window);
+  });
+});
+
 describe('windowTurn', () => {
+  const second = (limit: number) => ({ limit, ms: 1000 });
+
   test.each([
     // [case, sent, at, limit, n, start of the last, sent after]
     ['an empty window: at once', [], 0, 2, 1, 0, [0]],
@@ -50,21 +63,22 @@ describe('windowTurn', () => {
     ['several calls: each takes its own turn', [], 0, 2, 3, 1000, [0, 0, 1000]],
     ['only the last 2 × limit starts are kept', [0, 1, 2, 3], 5000, 2, 1, 5000, [1, 2, 3, 5000]],
   ] as const)('%s', (_case, sent, at, limit, n, atMs, after) => {
-    expect(windowTurn(sent, at, limit, n)).toEqual({ atMs, sent: after });
+    expect(windowTurn(sent, at, second(limit), n)).toEqual({ atMs, sent: after });
   });
 
-  test('no window of a second ever holds more than the limit, whenever the calls ask', () => {
+  test('no window ever holds more than its limit, whenever the calls ask', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 20 }), fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 200 }), (limit, asks) => {
+      fc.property(fc.double({ min: 0.5, max: 20, noNaN: true }), fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 200 }), (rate, asks) => {
+        const window = windowOf(rate);
         let sent: number[] = [];
         const starts: number[] = [];
         for (const at of [...asks].sort((a, b) => a - b)) {
-          const turn = windowTurn(sent, at, limit);
+          const turn = windowTurn(sent, at, window);
           expect(turn.atMs).toBeGreaterThanOrEqual(at);
           sent = turn.sent;
           starts.push(turn.atMs);
         }
-        for (const from of starts) expect(starts.filter((t) => t >= from && t < from + windowMs).length).toBeLessThanOrEqual(limit);
+        for (const from of starts) expect(starts.filter((t) => t >= from && t < from + window.ms).length).toBeLessThanOrEqual(window.limit);
       }),
     );
   });
@@ -86,14 +100,22 @@ describe('RateBudget', () => {
     expect(waits.map((t) => t - waits[0]!)).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
   });
 
-  test('charge() counts calls that went out without asking, past the window too: the next call waits for their turns', async () => {
+  test('charge() counts a call that went out without asking when its turn is near: the next call waits for it', async () => {
     const now = 0;
-    const budget = new RateBudget(2, 2, 500, () => now);
-    budget.charge();
-    budget.charge();
-    expect(budget.tryTake(1)).toBe(false);
-    budget.charge(); // the window is full: counted all the same, never refused
+    const budget = new RateBudget(2, 10, 500, () => now); // a burst of 10: only the window can refuse
+    expect(budget.charge()).toBe(true);
+    expect(budget.charge()).toBe(true);
+    expect(budget.tryTake(1)).toBe(false); // the window is full
+    expect(budget.charge(2_000)).toBe(true); // its turn is 1 s away: within 2 s, counted
     await expect(budget.take()).rejects.toThrow('spent for the next 1 s'); // its turn is the one after the third's
+  });
+
+  test('charge() does not count a call whose turn is further away than it allows: no backlog of its own', async () => {
+    const now = 0;
+    const budget = new RateBudget(2, 10, 1_500, () => now);
+    expect([budget.charge(), budget.charge(), budget.charge(), budget.charge()]).toEqual([true, true, true, true]); // turns 0, 0, 1 s, 1 s
+    expect(budget.charge()).toBe(false); // 2 s away: not counted, and nothing reserved
+    await expect(budget.take()).rejects.toThrow('spent for the next 2 s'); // not 3 s
   });
 
   test('take() resolves in the order asked, each when its token is due', async () => {

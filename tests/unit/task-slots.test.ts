@@ -75,7 +75,7 @@ describe('budgetedSlots', () => {
   });
 
   test('an eager task takes a slot only when its tokens are there now', () => {
-    const budget = new RateBudget(2, 2, 5_000, () => now);
+    const budget = new RateBudget(1, 2, 5_000, () => now);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10);
     expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the burst: two calls
     expect(slots.tryReserveSlot(ctx)).toBeNull(); // none left, and none taken
