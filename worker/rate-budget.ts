@@ -2,8 +2,8 @@
  * The controller's budget of Temporal calls per second, shared by everything the process asks Temporal (the
  * watcher's signals and updates, the activities' describes, routing calls and heartbeats, and through
  * ./task-slots.ts the workers' task polls and completions), so a thousand rollouts at once queue here instead of
- * flooding the server. Two limits: a token bucket (the rate, up to a burst at once) and a sliding window (never
- * more than the rate within any one second), so the rate holds second by second, not only on average.
+ * flooding the server. Two limits: a token bucket (the rate, up to a burst at once) and a sliding window (starts
+ * planned so that no second holds more than the rate), so the rate holds second by second, not only on average.
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -134,10 +134,7 @@ export class RateBudget {
 
   /** Takes `n` tokens if they are there now (an eager task: no waiting). */
   tryTake(n: number): boolean {
-    const { waitMs, keep } = this.turn(n);
-    if (waitMs > 0) return false;
-    keep();
-    return true;
+    return this.takeWithin(n, 0);
   }
 
   /**
@@ -147,8 +144,13 @@ export class RateBudget {
    * ones it can (a thousand waits heartbeat about 60 times a second).
    */
   charge(maxDelayMs = 1_000): boolean {
-    const { waitMs, keep } = this.turn(1);
-    if (waitMs > maxDelayMs) return false;
+    return this.takeWithin(1, maxDelayMs);
+  }
+
+  /** Reserves `n` turns if the last is at most `maxWaitMs` away; otherwise reserves nothing. */
+  private takeWithin(n: number, maxWaitMs: number): boolean {
+    const { waitMs, keep } = this.turn(n);
+    if (waitMs > maxWaitMs) return false;
     keep();
     return true;
   }
