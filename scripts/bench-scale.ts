@@ -177,6 +177,38 @@ const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a -
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 
+/** Where controller `i`'s memory probe (scripts/memory-probe.mjs) writes its samples. */
+const memoryProbeFile = (i: number) => join(dir, `controller-${i}.memory.jsonl`);
+
+interface MemorySample {
+  at: number;
+  rssKb: number;
+  main: { heapUsedKb: number; heapTotalKb: number; externalKb: number };
+  workers: { title: string; heapUsedKb: number; heapTotalKb: number; externalKb: number }[];
+}
+
+/** Controller 0's memory at its peak RSS, by where it is (see scripts/memory-probe.mjs). */
+function memoryAtPeak(from: number, to: number): string {
+  let samples: MemorySample[];
+  try {
+    samples = readFileSync(memoryProbeFile(0), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as MemorySample);
+  } catch {
+    return 'no samples of the memory probe';
+  }
+  const inRun = samples.filter((s) => s.at >= from && s.at <= to);
+  const top = inRun.reduce<MemorySample | undefined>((a, s) => (!a || s.rssKb > a.rssKb ? s : a), undefined);
+  if (!top) return 'no samples of the memory probe in the run';
+  // The SDK's workflow thread holds the most of the worker threads (the others are small helpers).
+  const [workflows, ...others] = [...top.workers].sort((a, b) => b.heapTotalKb - a.heapTotalKb);
+  const heaps = top.main.heapTotalKb + top.workers.reduce((s, w) => s + w.heapTotalKb, 0);
+  const external = top.main.externalKb + top.workers.reduce((s, w) => s + w.externalKb, 0);
+  return (
+    `RSS ${mb(top.rssKb)} = main thread's V8 heap ${mb(top.main.heapTotalKb)} (${mb(top.main.heapUsedKb)} used), ` +
+    `workflow thread's ${mb(workflows?.heapTotalKb ?? 0)} (${mb(workflows?.heapUsedKb ?? 0)} used), ${others.length} other thread(s)' ${mb(others.reduce((s, w) => s + w.heapTotalKb, 0))}, ` +
+    `buffers outside the heaps ${mb(external)}, the rest ${mb(top.rssKb - heaps - external)} (the Temporal core, gRPC, code, the allocator's free space)`
+  );
+}
+
 /** VmRSS (kB) and CPU time (ms) of a process, from /proc. */
 function procStats(pid: number): { rssKb: number; cpuMs: number } | undefined {
   try {
@@ -314,7 +346,8 @@ async function main(): Promise<void> {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
       ...controllerEnvironment,
-    }, values['node-option']?.filter(Boolean) ?? [...controllerNodeOptions]),
+      GLIDEPATH_MEMORY_PROBE: memoryProbeFile(i),
+    }, [...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions), '--import', join(root, 'scripts/memory-probe.mjs')]),
   );
   controllerPids.push(...controllers.map((c) => c.pid!));
   podsPid = pods.pid!;
@@ -491,6 +524,7 @@ async function main(): Promise<void> {
   phaseLine('phase 2, patch → v2 current          ', phase2, phase2Patched, phase2End, phase2Times);
   console.log(`  phase 2, patch → old version gone:      wall ${secs(goneEnd - phase2)}; per resource p50 ${secs(pct(goneTimes, 50))}, p95 ${secs(pct(goneTimes, 95))}; ${goneTimes.length}/${resources} within ${secs(goneTimeoutMs)} more`);
   console.log(`  controller RSS peak: ${mb(peakRss)} (sum over ${controllerCount} process(es); target ≤ 300 MB; ${mb(startRss)} started, before any resource); CPU ${secs(cpuMs)} over ${secs(goneEnd - phase1)} (${f1(cpuMs / (goneEnd - phase1))} cores); pods process peak RSS ${mb(peak(runTicks.map((t) => t.podsRssKb)))}`);
+  console.log(`  controller 0 at its peak: ${memoryAtPeak(phase1, goneEnd + 1000)}`);
   for (const [label, from, to] of [['phase 1', phase1, phase1End], ['phase 2', phase2, goneEnd]] as const) {
     const r = rates(from, to);
     const tot = totals(from, to);

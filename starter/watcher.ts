@@ -29,6 +29,7 @@ import type { Desired, Owner, RolloutStatus, Timings } from '../workflows/state.
 import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
+import { makeTrimmedInformer, trimDeployment, trimResource } from './trimmed-cache.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -205,20 +206,22 @@ export class Watcher {
       return list;
     };
     const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => k8s.makeInformer(kc, `/apis/${group}/${version}${at}/${p}`, listCustom(p, kind));
+    const resourceInformerOf = (kind: ResourceKind) => makeTrimmedInformer(kc, `/apis/${group}/${version}${at}/${resourceKinds[kind].plural}`, listCustom(resourceKinds[kind].plural, kind), trimResource);
     const selector = `${Labels.managedBy}=${managerName}`;
     const scope: Scope = {
       resources: {
-        TemporalWorkerDeployment: informerOf('TemporalWorkerDeployment', resourceKinds.TemporalWorkerDeployment.plural),
-        WorkerDeployment: informerOf('WorkerDeployment', resourceKinds.WorkerDeployment.plural),
+        TemporalWorkerDeployment: resourceInformerOf('TemporalWorkerDeployment'),
+        WorkerDeployment: resourceInformerOf('WorkerDeployment'),
       },
       connections: {
         TemporalConnection: informerOf('TemporalConnection', connectionKinds.TemporalConnection.plural),
         Connection: informerOf('Connection', connectionKinds.Connection.plural),
       },
-      deployments: k8s.makeInformer(
+      deployments: makeTrimmedInformer(
         kc,
         `/apis/apps/v1${at}/deployments`,
         () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: selector }) : apps.listDeploymentForAllNamespaces({ labelSelector: selector })),
+        trimDeployment,
         selector,
       ),
     };

@@ -1,0 +1,109 @@
+import type * as k8s from '@kubernetes/client-node';
+import { observeDeployment } from '../../activities/kubernetes/activities.js';
+import { Labels, renderVersionedDeployment } from '../../activities/kubernetes/versioned-deployment.js';
+import { annotationSetter } from '../../starter/annotations.js';
+import { holdsProblemStatus } from '../../starter/condition-ownership.js';
+import { trimDeployment, trimManagedFields, trimResource } from '../../starter/trimmed-cache.js';
+
+/** A versioned Deployment as kube-apiserver returns it: rendered, applied, with managedFields and a status. */
+function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1ObjectMeta> = {}): k8s.V1Deployment {
+  const d = renderVersionedDeployment({
+    owner: { namespace: 'shop', name: 'orders', uid: 'uid-1' },
+    spec: {
+      replicas: 3,
+      minReadySeconds: 0,
+      progressDeadlineSeconds: 600,
+      workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'orders-ns' },
+      template: { spec: { containers: [{ name: 'worker', image: 'orders:2', env: [{ name: 'A', value: 'x'.repeat(500) }] }] } },
+    },
+    buildId: 'v2',
+    connection: { hostPort: 'temporal:7233' },
+  });
+  return {
+    ...d,
+    metadata: {
+      ...d.metadata,
+      uid: 'd-uid',
+      resourceVersion: '42',
+      generation: 3,
+      managedFields: [{ manager: 'glidepath', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': {} } } } } }],
+      ...extra,
+    },
+    status,
+  };
+}
+
+describe('trimDeployment', () => {
+  const statuses: k8s.V1DeploymentStatus[] = [
+    {},
+    { observedGeneration: 3, availableReplicas: 3, replicas: 3, conditions: [{ type: 'Available', status: 'True' }, { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] },
+    { observedGeneration: 2, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] },
+  ];
+
+  test.each(statuses.map((s, i) => [i, s] as const))('the watcher observes a trimmed Deployment as the whole one (status %i)', (_, status) => {
+    const whole = storedDeployment(status);
+    expect(observeDeployment(trimDeployment(whole))).toEqual(observeDeployment(whole));
+  });
+
+  test('a Deployment being deleted stays one being deleted', () => {
+    const whole = storedDeployment({}, { deletionTimestamp: new Date('2026-11-26T00:00:00Z') });
+    expect(observeDeployment(trimDeployment(whole)).exists).toBe(false);
+  });
+
+  test('keeps the labels that name its owner and build, and no pod template or managedFields', () => {
+    const trimmed = trimDeployment(storedDeployment({ availableReplicas: 3 }));
+    expect(trimmed.metadata?.labels?.[Labels.workerDeployment]).toBeDefined();
+    expect(trimmed.metadata?.labels?.[Labels.buildId]).toBe('v2');
+    expect(trimmed.spec?.template).toBeUndefined();
+    expect(trimmed.metadata?.managedFields).toBeUndefined();
+    expect(JSON.stringify(trimmed).length).toBeLessThan(JSON.stringify(storedDeployment({ availableReplicas: 3 })).length / 2);
+  });
+});
+
+describe('trimManagedFields', () => {
+  const entries: k8s.V1ManagedFieldsEntry[] = [
+    {
+      manager: 'kubectl-client-side-apply',
+      operation: 'Update',
+      time: new Date('2026-11-26T10:00:00Z'),
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} }, 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': {} } } },
+    },
+    { manager: 'kubectl-annotate', operation: 'Update', time: new Date('2026-11-26T11:00:00Z'), fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:glidepath.dev/promote': {} } } } },
+    {
+      manager: 'glidepath',
+      operation: 'Apply',
+      subresource: 'status',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:status': { 'f:targetVersion': { 'f:buildID': {}, 'f:rampPercentage': {} }, 'f:deprecatedVersions': { 'k:{"buildID":"v1"}': { 'f:drainedSince': {} } }, 'f:observedGeneration': {} } },
+    },
+    { manager: 'glidepath-watcher', operation: 'Apply', subresource: 'status', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:conditions': {}, 'f:phase': {}, 'f:observedGeneration': {} } } },
+    { manager: 'glidepath-watcher', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:finalizers': { 'v:"glidepath.dev/cleanup"': {} } } } },
+  ];
+
+  test('who set an annotation and who holds a status field read the same off the trimmed entries', () => {
+    const trimmed = trimManagedFields(entries);
+    for (const key of ['glidepath.dev/promote', 'glidepath.dev/pause']) expect(annotationSetter(trimmed, key)).toEqual(annotationSetter(entries, key));
+    expect(annotationSetter(trimmed, 'glidepath.dev/promote')?.manager).toBe('kubectl-annotate');
+    for (const manager of ['glidepath-watcher', 'glidepath', 'kubectl-annotate']) expect(holdsProblemStatus(trimmed, manager)).toBe(holdsProblemStatus(entries, manager));
+    expect(holdsProblemStatus(trimmed, 'glidepath-watcher')).toBe(true);
+  });
+
+  test('the rest of each field set goes; the entry itself stays', () => {
+    const trimmed = trimManagedFields(entries)!;
+    expect(trimmed.map((e) => e.manager)).toEqual(entries.map((e) => e.manager));
+    expect(trimmed[0]!.fieldsV1).toEqual({ 'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} } } });
+    expect(trimmed[2]!.fieldsV1).toEqual({ 'f:status': { 'f:targetVersion': {}, 'f:deprecatedVersions': {}, 'f:observedGeneration': {} } });
+    expect(trimmed[4]!.fieldsV1).toEqual({});
+  });
+
+  test('a resource without managedFields is cached as it is; its spec and status are never trimmed', () => {
+    const plain = { apiVersion: 'glidepath.dev/v1alpha1', kind: 'TemporalWorkerDeployment', metadata: { name: 'a' }, spec: { replicas: 1 } };
+    expect(trimResource(plain)).toBe(plain);
+    const withFields = { ...plain, metadata: { name: 'a', managedFields: entries }, status: { phase: 'Ready' } };
+    const trimmed = trimResource(withFields);
+    expect(trimmed.spec).toBe(withFields.spec);
+    expect(trimmed.status).toBe(withFields.status);
+    expect(trimmed.metadata.managedFields).toEqual(trimManagedFields(entries));
+  });
+});
