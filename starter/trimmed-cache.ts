@@ -9,7 +9,7 @@ type Informer<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCach
 
 /**
  * An informer (as `k8s.makeInformer`) whose listed and watched objects pass through `trim` before they are cached
- * and handed to its event handlers.
+ * and handed to its event handlers. A `trim` that throws caches the object whole: never an event lost.
  */
 export function makeTrimmedInformer<T extends k8s.KubernetesObject>(
   kubeConfig: k8s.KubeConfig,
@@ -18,17 +18,32 @@ export function makeTrimmedInformer<T extends k8s.KubernetesObject>(
   trim: (obj: T) => T,
   labelSelector?: string,
 ): Informer<T> {
-  const watch = new k8s.Watch(kubeConfig);
-  const trimming = {
-    watch: (p: string, params: Record<string, string | number | boolean | undefined>, callback: (phase: string, obj: T, raw: unknown) => void, done: (err: unknown) => void) =>
-      // ERROR carries a Status, BOOKMARK only a resourceVersion: neither is an object of the cache.
-      watch.watch(p, params, (phase, obj, raw) => callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : trim(obj as T), raw), done),
-  } as unknown as k8s.Watch;
+  const safeTrim = (obj: T): T => {
+    try {
+      return trim(obj);
+    } catch {
+      return obj;
+    }
+  };
   const trimmedList = async () => {
     const listed = await list();
-    return { ...listed, items: listed.items.map(trim) };
+    return { ...listed, items: (listed.items ?? []).map(safeTrim) };
   };
-  return new k8s.ListWatch<T>(path, trimming, trimmedList, false, labelSelector);
+  return new k8s.ListWatch<T>(path, new TrimmingWatch(kubeConfig, safeTrim), trimmedList, false, labelSelector);
+}
+
+/** A watch whose objects pass through `trim`; ERROR (a Status) and BOOKMARK (a resourceVersion) pass as they are. */
+export class TrimmingWatch<T> extends k8s.Watch {
+  constructor(
+    config: k8s.KubeConfig,
+    private readonly trim: (obj: T) => T,
+  ) {
+    super(config);
+  }
+
+  override watch(...[path, params, callback, done]: Parameters<k8s.Watch['watch']>): Promise<AbortController> {
+    return super.watch(path, params, (phase, obj, raw) => callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.trim(obj as T), raw), done);
+  }
 }
 
 /**
@@ -37,13 +52,13 @@ export function makeTrimmedInformer<T extends k8s.KubernetesObject>(
  */
 export function trimDeployment(d: k8s.V1Deployment): k8s.V1Deployment {
   const m = d.metadata ?? {};
-  const progressing = d.status?.conditions?.filter((c) => c.type === 'Progressing');
+  const progressing = d.status?.conditions?.filter((c) => c.type === 'Progressing').map(({ type, status, reason }) => defined({ type, status, reason }));
   return {
     apiVersion: d.apiVersion,
     kind: d.kind,
     metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, generation: m.generation, labels: m.labels, deletionTimestamp: m.deletionTimestamp }),
     spec: defined({ replicas: d.spec?.replicas }) as k8s.V1DeploymentSpec,
-    status: defined({ observedGeneration: d.status?.observedGeneration, availableReplicas: d.status?.availableReplicas, conditions: progressing?.length ? progressing : undefined }),
+    status: defined({ observedGeneration: d.status?.observedGeneration, availableReplicas: d.status?.availableReplicas, conditions: progressing }),
   };
 }
 

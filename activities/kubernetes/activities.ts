@@ -17,7 +17,7 @@ import { Labels, isOwnedBy, managerName, renderVersionedDeployment } from './ver
 /** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
 export const finalizer = 'glidepath.dev/cleanup';
 
-/** What the watcher and the workflow read off a Deployment. */
+/** What the watcher and the workflow read off a Deployment (the watcher's cache keeps only this: starter/trimmed-cache.ts). */
 export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
   return {
     buildId: d.metadata?.labels?.[Labels.buildId] ?? '',

@@ -1,9 +1,10 @@
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
+import { jest } from '@jest/globals';
 import { observeDeployment } from '../../activities/kubernetes/activities.js';
 import { Labels, renderVersionedDeployment } from '../../activities/kubernetes/versioned-deployment.js';
 import { annotationSetter } from '../../starter/annotations.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
-import { trimDeployment, trimManagedFields, trimResource } from '../../starter/trimmed-cache.js';
+import { makeTrimmedInformer, trimDeployment, trimManagedFields, trimResource } from '../../starter/trimmed-cache.js';
 
 /** A versioned Deployment as kube-apiserver returns it: rendered, applied, with managedFields and a status. */
 function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1ObjectMeta> = {}): k8s.V1Deployment {
@@ -26,6 +27,8 @@ function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1O
       uid: 'd-uid',
       resourceVersion: '42',
       generation: 3,
+      annotations: { 'deployment.kubernetes.io/revision': '3' },
+      creationTimestamp: new Date('2026-11-25T00:00:00Z'),
       managedFields: [{ manager: 'glidepath', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': {} } } } } }],
       ...extra,
     },
@@ -36,7 +39,19 @@ function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1O
 describe('trimDeployment', () => {
   const statuses: k8s.V1DeploymentStatus[] = [
     {},
-    { observedGeneration: 3, availableReplicas: 3, replicas: 3, conditions: [{ type: 'Available', status: 'True' }, { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable' }] },
+    {
+      observedGeneration: 3,
+      availableReplicas: 3,
+      readyReplicas: 3,
+      updatedReplicas: 3,
+      unavailableReplicas: 0,
+      replicas: 3,
+      conditions: [
+        { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' },
+        { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: 'ReplicaSet "orders-v2" has successfully progressed.' },
+      ],
+    },
+    { observedGeneration: 3, availableReplicas: 1, readyReplicas: 2, updatedReplicas: 3, unavailableReplicas: 2, replicas: 3, conditions: [{ type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable' }] },
     { observedGeneration: 2, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] },
   ];
 
@@ -105,5 +120,86 @@ describe('trimManagedFields', () => {
     expect(trimmed.spec).toBe(withFields.spec);
     expect(trimmed.status).toBe(withFields.status);
     expect(trimmed.metadata.managedFields).toEqual(trimManagedFields(entries));
+  });
+});
+
+describe('makeTrimmedInformer', () => {
+  const kubeConfig = new k8s.KubeConfig();
+  kubeConfig.loadFromOptions({ clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  type Callback = (phase: string, obj: unknown, raw?: unknown) => void;
+  /** The watch requests the informer made: each with its query and the callbacks kube-apiserver's answer goes to. */
+  let watches: { params: Record<string, unknown>; callback: Callback; done: (err: unknown) => void }[];
+
+  beforeEach(() => {
+    watches = [];
+    jest.spyOn(k8s.Watch.prototype, 'watch').mockImplementation(async (_path, params, callback, done) => {
+      watches.push({ params, callback, done });
+      return new AbortController();
+    });
+  });
+  afterEach(() => jest.restoreAllMocks());
+
+  const deployment = (name: string, resourceVersion: string) => storedDeployment({ availableReplicas: 3 }, { name, resourceVersion });
+
+  test('listed and watched objects are cached and handed on trimmed; BOOKMARK and ERROR pass as they are; a 410 relists', async () => {
+    const lists: number[] = [];
+    const informer = makeTrimmedInformer<k8s.V1Deployment>(
+      kubeConfig,
+      '/apis/apps/v1/deployments',
+      async () => {
+        lists.push(Date.now());
+        return { apiVersion: 'v1', kind: 'DeploymentList', metadata: { resourceVersion: '10' }, items: [deployment('a', '5')] };
+      },
+      trimDeployment,
+    );
+    const handed: k8s.V1Deployment[] = [];
+    informer.on('add', (d) => handed.push(d));
+    informer.on('update', (d) => handed.push(d));
+    informer.on('delete', (d) => handed.push(d));
+    await informer.start();
+
+    expect(lists).toHaveLength(1);
+    expect(watches).toHaveLength(1);
+    expect(watches[0]!.params.resourceVersion).toBe('10'); // the list's resourceVersion survives the trim
+    expect(informer.get('a', 'shop')).toEqual(trimDeployment(deployment('a', '5')));
+
+    watches[0]!.callback('ADDED', deployment('b', '11'));
+    watches[0]!.callback('MODIFIED', deployment('a', '12'));
+    watches[0]!.callback('BOOKMARK', { kind: 'Deployment', metadata: { resourceVersion: '13' } });
+    watches[0]!.callback('DELETED', deployment('b', '14'));
+    for (const d of [informer.get('a', 'shop'), ...handed]) {
+      expect(d?.spec?.template).toBeUndefined();
+      expect(d?.metadata?.managedFields).toBeUndefined();
+    }
+    expect(handed.map((d) => `${d.metadata?.name}@${d.metadata?.resourceVersion}`)).toEqual(['a@5', 'b@11', 'a@12', 'b@14']);
+    expect(informer.get('b', 'shop')).toBeUndefined();
+    expect((informer as k8s.ListWatch<k8s.V1Deployment>).latestResourceVersion()).toBe('14');
+
+    // An expired resourceVersion: the ERROR keeps its code (a trim would drop it), and the next watch lists first.
+    watches[0]!.callback('ERROR', { kind: 'Status', code: 410, reason: 'Expired' });
+    watches[0]!.done(null);
+    await new Promise((r) => setImmediate(r));
+    expect(lists).toHaveLength(2);
+    expect(watches).toHaveLength(2);
+    await informer.stop();
+  });
+
+  test('an object the trim cannot read is cached whole: no event is lost', async () => {
+    const informer = makeTrimmedInformer<k8s.KubernetesObject>(
+      kubeConfig,
+      '/apis/glidepath.dev/v1alpha1/temporalworkerdeployments',
+      async () => ({ metadata: { resourceVersion: '1' }, items: [] }),
+      () => {
+        throw new Error('unreadable');
+      },
+    );
+    const handed: k8s.KubernetesObject[] = [];
+    informer.on('add', (o) => handed.push(o));
+    await informer.start();
+    const odd = { kind: 'TemporalWorkerDeployment', metadata: { name: 'odd', namespace: 'shop', resourceVersion: '2' } };
+    watches[0]!.callback('ADDED', odd);
+    expect(handed).toEqual([odd]);
+    expect(informer.get('odd', 'shop')).toEqual(odd);
+    await informer.stop();
   });
 });
