@@ -37,6 +37,8 @@ WORKDIR /app
 ENV NODE_ENV=production
 # The process settings of worker/process-settings.ts (malloc arenas here, Node's options in the ENTRYPOINT).
 ENV MALLOC_ARENA_MAX=2
+ENV MALLOC_MMAP_THRESHOLD_=131072
+ENV MALLOC_TRIM_THRESHOLD_=131072
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist

@@ -17,4 +17,10 @@ export const controllerNodeOptions = [
 export const controllerEnvironment = {
   // glibc's malloc arenas: two instead of eight per core, for the Temporal core's and libuv's threads.
   MALLOC_ARENA_MAX: '2',
+  // glibc's initial thresholds, held (setting them stops glibc from raising them after large frees): blocks of
+  // 128 kB and more are mapped and unmapped on their own, and a heap's free top above 128 kB goes back to the
+  // system. Measured with `npm run bench:scale -- 100 --compiled`: peak RSS 237 MB instead of 266 MB (the memory
+  // outside V8's heaps 91 MB instead of 121 MB), the same CPU and wall time.
+  MALLOC_MMAP_THRESHOLD_: '131072',
+  MALLOC_TRIM_THRESHOLD_: '131072',
 } as const;
