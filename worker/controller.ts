@@ -134,7 +134,7 @@ export function rolloutBundle(): Promise<WorkflowBundle> {
  * escape is the same character; in comments it is only text.
  */
 export function latin1Source(code: string): string {
-  return code.replace(/[^\u0000-\u00ff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return code.replace(/[\u0100-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }
 
 export async function startController(options: ControllerOptions): Promise<Controller> {
