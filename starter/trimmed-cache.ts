@@ -33,7 +33,7 @@ export function makeTrimmedInformer<T extends k8s.KubernetesObject>(
 }
 
 /** A watch whose objects pass through `trim`; ERROR (a Status) and BOOKMARK (a resourceVersion) pass as they are. */
-export class TrimmingWatch<T> extends k8s.Watch {
+class TrimmingWatch<T> extends k8s.Watch {
   constructor(
     config: k8s.KubeConfig,
     private readonly trim: (obj: T) => T,
@@ -47,8 +47,8 @@ export class TrimmingWatch<T> extends k8s.Watch {
 }
 
 /**
- * A Deployment as the watcher reads it: what `observeDeployment` (activities/kubernetes) reports (with the labels naming its owner), and no
- * pod template or managedFields.
+ * A Deployment as the watcher reads it: what `observeDeployment` (activities/kubernetes) reports, with the labels
+ * naming its owner, and no pod template or managedFields.
  */
 export function trimDeployment(d: k8s.V1Deployment): k8s.V1Deployment {
   const m = d.metadata ?? {};
