@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type LogLevel, type TunerHolder, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type InjectedSinks, type LogLevel, type TunerHolder, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
@@ -19,10 +19,11 @@ import { budgetedSlots } from './task-slots.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
+import type { ReplayCostSinks } from '../workflows/replay-cost.js';
 import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
-export const defaultMaxCachedWorkflows = 250;
+export const defaultMaxCachedWorkflows = 100;
 /** The Temporal calls a second a controller process makes, by default (rollouts past it wait their turn). */
 export const defaultTemporalQps = 50;
 /**
@@ -32,6 +33,8 @@ export const defaultTemporalQps = 50;
  */
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2, maximum: 4 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/** Bundled with the workflows: ../workflows/replay-cost.ts reports the histories fetched for replays. */
+export const workflowInterceptorModules = [fileURLToPath(new URL('../workflows/replay-cost.ts', import.meta.url))];
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -51,7 +54,7 @@ export interface ControllerOptions {
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   signalDeployments?: WatcherOptions['signalDeployments'];
   /**
-   * Workflows kept in memory between their tasks (default 250): more costs memory, fewer costs CPU (an evicted
+   * Workflows kept in memory between their tasks (default 100): more costs memory, fewer costs CPU (an evicted
    * rollout replays its history at its next task). See the README's "Scale" section.
    */
   maxCachedWorkflows?: number;
@@ -123,7 +126,7 @@ export async function rolloutBundleApart(): Promise<WorkflowBundle> {
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The RolloutWorkflow bundle, built once per process. */
 export function rolloutBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }).then((b) => ({ ...b, code: latin1Source(b.code) }));
+  bundle ??= bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }).then((b) => ({ ...b, code: latin1Source(b.code) }));
   return bundle;
 }
 
@@ -163,6 +166,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }),
     ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
     interceptors: { activity: [activityErrorCounter()] },
+    sinks: replayCostSinks(budget),
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
@@ -222,6 +226,16 @@ export async function startController(options: ControllerOptions): Promise<Contr
       return stopping;
     },
   };
+}
+
+/**
+ * The history a replay from the start needed (../workflows/replay-cost.ts), paid from the budget after the fact:
+ * the calls after it wait for the turn it takes. Up to the wait a call of the process's own accepts (5 s); beyond
+ * that it is not counted. A fetch comes before a workflow task the budget paid for, so fetches never outnumber
+ * the tasks and cannot starve the calls it holds back.
+ */
+export function replayCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs'>): InjectedSinks<ReplayCostSinks> {
+  return { replayCost: { historyFetched: { fn: () => void budget.charge(budget.maxWaitMs), callDuringReplay: true } } };
 }
 
 /**

@@ -10,7 +10,7 @@
  *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
  *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default "glidepath",
  *                               or "glidepath/<task queue>" with another --task-queue)
- *   --max-cached-workflows N    rollouts kept in memory between their workflow tasks (250): memory against CPU
+ *   --max-cached-workflows N    rollouts kept in memory between their workflow tasks (100): memory against CPU
  *   --metrics-bind-address A    where /metrics (Prometheus) is served (:8080; 0: off)
  *   --health-probe-bind-address A  where /healthz and /readyz are served (:8081; 0: off)
  *   --log-format json|text      JSON lines (the default when stdout is not a terminal) or text

@@ -6,7 +6,7 @@
  */
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, openSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { createServer, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
@@ -135,6 +135,21 @@ export interface TemporalServer {
 /** `defaults`: the server's own settings instead of the fast drainage ones (to check behaviour that depends on them). */
 /** `dynamicConfig`: more `KEY=VALUE` dynamic config values (the scale benchmark raises the server's limits). */
 export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean; dynamicConfig?: string[] }): Promise<TemporalServer> {
+  // A port found free can be taken before the server binds it (by one of the server's own connections: the
+  // ports come from the ephemeral range). Such a start fails at once, and goes again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const logFile = join(opts.dir, 'temporal.log');
+    const logged = existsSync(logFile) ? statSync(logFile).size : 0;
+    try {
+      return await startTemporalOnce(opts);
+    } catch (err) {
+      const tail = existsSync(logFile) ? readFileSync(logFile).subarray(logged).toString() : '';
+      if (attempt >= 3 || !/address already in use/.test(tail)) throw err;
+    }
+  }
+}
+
+async function startTemporalOnce(opts: Parameters<typeof startTemporal>[0]): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
   const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--log-level', 'warn'];
   const httpPort = await freePort();

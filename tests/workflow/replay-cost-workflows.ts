@@ -1,0 +1,11 @@
+/** A workflow for ./replay-cost.test.ts: it waits for `finish`. */
+import { condition, defineSignal, setHandler } from '@temporalio/workflow';
+
+export const finish = defineSignal('finish');
+
+export async function waitForFinish(): Promise<string> {
+  let finished = false;
+  setHandler(finish, () => void (finished = true));
+  await condition(() => finished);
+  return 'finished';
+}
