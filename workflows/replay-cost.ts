@@ -1,7 +1,8 @@
 /**
  * Tells the worker when a workflow's history is replayed from its start: the workflow was evicted from the
  * worker's cache (or another replica had it), so the Temporal core fetched the history from the server before
- * this activation (`GetWorkflowExecutionHistory`, a call no slot or interceptor of the process sees). The
+ * this activation (`GetWorkflowExecutionHistory`, a call no slot or interceptor of the process sees; a task from
+ * the shared queue may carry a short history itself, and is charged all the same: at most one call too many). The
  * controller pays that call from its Temporal budget after the fact (../worker/rate-budget.ts). At 1,000
  * rollouts and a cache of a few hundred it is several calls per rollout.
  *

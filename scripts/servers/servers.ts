@@ -112,10 +112,12 @@ export interface ServerProcess {
   logFile: string;
 }
 
+const logFileOf = (dir: string, name: string) => join(dir, `${name}.log`);
+
 /** Starts a server process with its output appended to `<dir>/<name>.log`. */
 export function launch(name: string, bin: string, args: string[], dir: string, detached: boolean): { child: ChildProcess; proc: ServerProcess } {
   mkdirSync(dir, { recursive: true });
-  const logFile = join(dir, `${name}.log`);
+  const logFile = logFileOf(dir, name);
   const out = openSync(logFile, 'a');
   const child = spawn(bin, args, { stdio: ['ignore', out, out], detached });
   if (detached) child.unref();
@@ -138,7 +140,7 @@ export async function startTemporal(opts: { dir: string; port?: number; uiPort?:
   // A port found free can be taken before the server binds it (by one of the server's own connections: the
   // ports come from the ephemeral range). Such a start fails at once, and goes again on other ports.
   for (let attempt = 1; ; attempt++) {
-    const logFile = join(opts.dir, 'temporal.log');
+    const logFile = logFileOf(opts.dir, 'temporal');
     const logged = existsSync(logFile) ? statSync(logFile).size : 0;
     try {
       return await startTemporalOnce(opts);
