@@ -27,7 +27,7 @@ import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseArgs, stripVTControlCharacters } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -562,7 +562,8 @@ async function main(): Promise<void> {
       return [];
     }
   };
-  const controllerErrors = Array.from({ length: controllerCount }, (_, i) => logLines(`controller-${i}.log`)).flat().filter((l) => /error/i.test(l));
+  const controllerLines = Array.from({ length: controllerCount }, (_, i) => logLines(`controller-${i}.log`)).flat();
+  const controllerErrors = controllerLines.filter((l) => /error/i.test(l));
   // A light pod's failed poll or answer, and the simulator's failed reconciles and hooks (not its scale lines).
   const podErrors = logLines('pods.log').filter((l) => /light pod \S+: |pod simulator: \S+: /.test(l) && !/ pods \d+ → \d+$/.test(l));
   console.log(
@@ -573,6 +574,8 @@ async function main(): Promise<void> {
   );
   const distinct = (lines: string[]) => [...new Set(lines.map((l) => l.replace(/^\S+Z /, '').replace(/\d+/g, 'N').slice(0, 160)))].slice(0, 5);
   for (const l of distinct(controllerErrors)) console.log(`    controller: ${l}`);
+  // A failed workflow task's cause, whole: the logs go with the run (without --keep), and the count alone says nothing.
+  for (const l of controllerLines.map(stripVTControlCharacters).filter((l) => /Failing workflow task/.test(l)).slice(0, 5)) console.log(`    failed workflow task: ${l.slice(0, 1000)}`);
   for (const l of distinct(podErrors)) console.log(`    pods: ${l}`);
 
   if (idle) {
