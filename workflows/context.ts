@@ -78,6 +78,12 @@ function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
   if (phase === undefined) return reasons;
   return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }
+/**
+ * The long waits' heartbeat timeout: a dead controller's wait is taken over within it. Each waiting rollout sends
+ * one heartbeat per 0.8 × it (the SDK's pace), a write on the server: a thousand waits sent 62 a second at 20 s,
+ * most of a busy server's writes while those waits were long because it was busy. A minute: 21 a second.
+ */
+const waitHeartbeatTimeout = '60s';
 const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };
 
 export class RolloutContext {
@@ -216,7 +222,7 @@ export class RolloutContext {
     return this.activities({
       taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
       startToCloseTimeout: '24h',
-      heartbeatTimeout: '20s',
+      heartbeatTimeout: waitHeartbeatTimeout,
       retry: attempts('10s'),
     });
   }
@@ -227,7 +233,7 @@ export class RolloutContext {
       taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
       scheduleToCloseTimeout: budgetMs,
       startToCloseTimeout: budgetMs,
-      heartbeatTimeout: '20s',
+      heartbeatTimeout: waitHeartbeatTimeout,
       retry: { initialInterval: '1s', maximumInterval: '10s' },
     });
   }

@@ -238,8 +238,8 @@ export function createTemporalActivities(connections: TemporalConnections, ident
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
       const isWorkflowQueue = (q: { type?: number | null }) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
-      // Heartbeats go out while the server answers (a busy one only after 30 s, past the 20 s heartbeat timeout:
-      // a new attempt would only add its own describes), not for a call that hangs: that attempt times out.
+      // Heartbeats go out while the server answers, a busy one after up to 30 s (an attempt timed out meanwhile
+      // would only add a new one's describes), not for a call that hangs: that attempt times out.
       let answeredAt = Date.now();
       const answered = () => void (answeredAt = Date.now());
       // The server's answer time, not the waits of a read through its continue-as-new window: a version that just

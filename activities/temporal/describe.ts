@@ -72,7 +72,7 @@ export async function settledRead<T>(svc: DescribeService, namespace: string, wo
 /**
  * The wait before the registration wait's next describe of a version: doubling from 50 ms to 1 s while the server
  * answers fast, and never less than ten times what the last describe took beyond 200 ms (a distant server's round
- * trips are no sign of load), up to 5 s (well within the wait's 20 s heartbeat timeout). Such a describe is a query
+ * trips are no sign of load), up to 5 s (well within the wait's 60 s heartbeat timeout). Such a describe is a query
  * of the server's own workflow for the version: a slow answer means a busy server, and asking it every second keeps
  * it busy (at 1,000 resources on the dev server, describes were most of the controller's calls while the server's
  * registrations of new versions fell behind).
