@@ -24,7 +24,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs, stripVTControlCharacters } from 'node:util';
@@ -35,7 +35,7 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
+import { delta, kubeRequestsMetric, kubeWriteVerbs, parsePrometheus, scrapeKube, scrapeTemporal, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
 import { startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
@@ -260,6 +260,9 @@ interface Tick {
   rssKb: number;
   cpuMs: number;
   podsRssKb: number;
+  /** CPU the dev server and the pods' process used so far: who holds the machine's two cores. */
+  serverCpuMs: number;
+  podsCpuMs: number;
   /** How long both scrapes took (the sampling's own cost on the servers). */
   scrapeMs: number;
 }
@@ -337,6 +340,7 @@ async function main(): Promise<void> {
 
   // Sampling starts before the controllers do: their start-up requests count.
   sampling = true;
+  serverPid = temporal.process.pid;
   samplerLoop = sampler(temporal.metricsUrl, kc);
   await until('the first sample', () => (ticks.some((t) => t.temporal && t.kube) ? true : undefined), 30_000, 200);
 
@@ -424,6 +428,7 @@ async function main(): Promise<void> {
 
   // Phase 2: patch all to v2 Progressive.
   const phase2 = Date.now();
+  const persistenceBefore = await scrapePersistence(temporal.metricsUrl);
   await inBatches(names.filter((n) => ready.has(n)), writeConcurrency, async (name) => {
     await custom.patchNamespacedCustomObject(
       { group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments', name, body: { spec: twd(name, 'v2').spec } },
@@ -437,6 +442,7 @@ async function main(): Promise<void> {
   const phase2End = Date.now();
   await settle('old versions gone everywhere', gone, goneTimeoutMs);
   const goneEnd = Date.now();
+  const persistenceAfter = await scrapePersistence(temporal.metricsUrl);
 
   // Idle: once nothing moves, count over the window.
   let idle: { window: [Tick, Tick]; quietAfterMs: number } | undefined;
@@ -533,6 +539,11 @@ async function main(): Promise<void> {
         `${f0(tot?.temporal ?? NaN)} in all (${f1((tot?.temporal ?? NaN) / resources)} per resource); ` +
         `Kubernetes requests/s peak ${f0(peak(r.map((x) => x.kube)))}, writes/s peak ${f0(peak(r.map((x) => x.kubeWrites)))}, controller writes/s peak ${f0(peak(r.map((x) => x.controllerWrites)))}`,
     );
+    const [first, last] = [window(from - 1000, to + 1000)[0], window(from - 1000, to + 1000).at(-1)];
+    if (first && last && last.at > first.at) {
+      const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((last[key] - first[key]) / (last.at - first.at));
+      console.log(`    CPU in cores: the dev server ${cores('serverCpuMs')}, the pods' process ${cores('podsCpuMs')}, the controller ${cores('cpuMs')} (of ${availableParallelism()})`);
+    }
     if (process.env.BENCH_VERBOSE) {
       console.log(`    Temporal RPS from the controller, each second: ${r.map((x) => f0(x.temporal)).join(' ')}`);
       const ts = window(from - 1000, to + 1000);
@@ -550,6 +561,15 @@ async function main(): Promise<void> {
     const ops = controllerCallsBetween(p2.a, p2.b);
     console.log('  phase 2 controller RPCs per resource, by namespace and operation:');
     for (const [k, v] of ops.sort((x, y) => y[1] - x[1])) console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
+  }
+
+  // What the server did for phase 2, all namespaces: its own database operations and the requests it got.
+  if (persistenceBefore && persistenceAfter) {
+    const ops = [...delta(persistenceAfter.byOperation, persistenceBefore.byOperation)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+    console.log(`  phase 2 dev server database operations per resource (persistence_requests), ${ops.reduce((n, [, v]) => n + v, 0)} in all:`);
+    console.log(`    ${ops.slice(0, 12).map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`).join(', ')}`);
+    const byNamespace = [...delta(persistenceAfter.requestsByNamespace, persistenceBefore.requestsByNamespace)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+    console.log(`  phase 2 requests the dev server's frontend got per resource, by namespace: ${byNamespace.map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`).join(', ')}`);
   }
 
   // Errors.
@@ -633,6 +653,7 @@ function kubeDelta(after: Map<string, number>, before: Map<string, number>): Kub
 
 const controllerPids: number[] = [];
 let podsPid: number | undefined;
+let serverPid: number | undefined;
 
 /** One sample a second until `sampling` ends; a failed scrape leaves a gap (and is counted). */
 async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
@@ -651,9 +672,26 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
       rssKb: procs.reduce((s, p) => s + (p?.rssKb ?? 0), 0),
       cpuMs: procs.reduce((s, p) => s + (p?.cpuMs ?? 0), 0),
       podsRssKb: (podsPid && procStats(podsPid)?.rssKb) || 0,
+      serverCpuMs: (serverPid && procStats(serverPid)?.cpuMs) || 0,
+      podsCpuMs: (podsPid && procStats(podsPid)?.cpuMs) || 0,
       scrapeMs: Date.now() - started,
     });
     await sleep(Math.max(0, 1000 - (Date.now() - started)));
+  }
+}
+
+/** The dev server's database operations by operation, and its frontend's requests by namespace (one scrape: the page is large). */
+async function scrapePersistence(metricsUrl: string): Promise<{ byOperation: Map<string, number>; requestsByNamespace: Map<string, number> } | undefined> {
+  try {
+    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(30_000) });
+    const samples = parsePrometheus(await res.text(), ['persistence_requests', temporalRequestsMetric]);
+    return {
+      byOperation: sumBy(samples, 'persistence_requests', () => true, (l) => l.operation ?? '?'),
+      requestsByNamespace: sumBy(samples, temporalRequestsMetric, (l) => l.service_name === 'frontend', (l) => l.namespace ?? '?'),
+    };
+  } catch (err) {
+    console.log(`  the dev server's metrics could not be read: ${err instanceof Error ? err.message : String(err)}`);
+    return undefined;
   }
 }
 
