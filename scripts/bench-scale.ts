@@ -35,7 +35,7 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { delta, kubeRequestsMetric, kubeWriteVerbs, parsePrometheus, scrapeKube, scrapeTemporal, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
+import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
 import { startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
@@ -539,9 +539,8 @@ async function main(): Promise<void> {
         `${f0(tot?.temporal ?? NaN)} in all (${f1((tot?.temporal ?? NaN) / resources)} per resource); ` +
         `Kubernetes requests/s peak ${f0(peak(r.map((x) => x.kube)))}, writes/s peak ${f0(peak(r.map((x) => x.kubeWrites)))}, controller writes/s peak ${f0(peak(r.map((x) => x.controllerWrites)))}`,
     );
-    const [first, last] = [window(from - 1000, to + 1000)[0], window(from - 1000, to + 1000).at(-1)];
-    if (first && last && last.at > first.at) {
-      const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((last[key] - first[key]) / (last.at - first.at));
+    if (tot) {
+      const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((tot.b[key] - tot.a[key]) / (tot.b.at - tot.a.at));
       console.log(`    CPU in cores: the dev server ${cores('serverCpuMs')}, the pods' process ${cores('podsCpuMs')}, the controller ${cores('cpuMs')} (of ${availableParallelism()})`);
     }
     if (process.env.BENCH_VERBOSE) {
@@ -683,8 +682,7 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
 /** The dev server's database operations by operation, and its frontend's requests by namespace (one scrape: the page is large). */
 async function scrapePersistence(metricsUrl: string): Promise<{ byOperation: Map<string, number>; requestsByNamespace: Map<string, number> } | undefined> {
   try {
-    const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(30_000) });
-    const samples = parsePrometheus(await res.text(), ['persistence_requests', temporalRequestsMetric]);
+    const samples = await scrapeTemporalMetrics(metricsUrl, ['persistence_requests', temporalRequestsMetric], 30_000);
     return {
       byOperation: sumBy(samples, 'persistence_requests', () => true, (l) => l.operation ?? '?'),
       requestsByNamespace: sumBy(samples, temporalRequestsMetric, (l) => l.service_name === 'frontend', (l) => l.namespace ?? '?'),

@@ -81,7 +81,7 @@ function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
 /**
  * The long waits' heartbeat timeout: a dead controller's wait is taken over within it. Each waiting rollout sends
  * one heartbeat per 0.8 × it (the SDK's pace), a write on the server: a thousand waits sent 62 a second at 20 s,
- * most of a busy server's writes while those waits were long because it was busy. A minute: 21 a second.
+ * and the busier the server, the longer they waited. A minute: 21 a second.
  */
 const waitHeartbeatTimeout = '60s';
 const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };

@@ -70,11 +70,16 @@ export function delta(after: Map<string, number>, before: Map<string, number>): 
   return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
 }
 
+/** The Temporal dev server's samples of the named metrics. */
+export async function scrapeTemporalMetrics(metricsUrl: string, names: string[], timeoutMs = 10_000): Promise<Sample[]> {
+  const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(timeoutMs) });
+  if (!res.ok) throw new Error(`GET ${metricsUrl}: HTTP ${res.status}`);
+  return parsePrometheus(await res.text(), names);
+}
+
 /** The Temporal dev server's request counters (frontend only). */
 export async function scrapeTemporal(metricsUrl: string): Promise<Sample[]> {
-  const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(10_000) });
-  if (!res.ok) throw new Error(`GET ${metricsUrl}: HTTP ${res.status}`);
-  return parsePrometheus(await res.text(), [temporalRequestsMetric]).filter((s) => s.labels.service_name === 'frontend');
+  return (await scrapeTemporalMetrics(metricsUrl, [temporalRequestsMetric])).filter((s) => s.labels.service_name === 'frontend');
 }
 
 type RequestOptions = NonNullable<Parameters<typeof request>[1]>;
