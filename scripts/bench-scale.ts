@@ -35,8 +35,8 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
-import { startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
+import { delta, kubeRequestsMetric, kubeWriteVerbs, parsePrometheus, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
+import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
 
@@ -265,7 +265,31 @@ interface Tick {
   podsCpuMs: number;
   /** How long both scrapes took (the sampling's own cost on the servers). */
   scrapeMs: number;
+  /**
+   * The controllers' Temporal requests so far (cumulative) by their own count, where they are sent
+   * (`ownRequestMetrics`), per operation, and when they answered (the tick's `at` waits for the slower dev server).
+   */
+  own?: { at: number; byOperation: Map<string, number> };
 }
+
+/**
+ * What a controller counts itself (its /metrics): the Temporal core's requests (the workers' polls, completions and
+ * heartbeats; long polls apart) and Glidepath's clients' (worker/metrics.ts `temporalRequestCounter`).
+ */
+const ownRequestMetrics = ['temporal_request', 'temporal_long_request', 'glidepath_temporal_requests_total'];
+
+/** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
+async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
+  const pages = await Promise.all(ports.map(async (port) => {
+    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
+    if (!res.ok) throw new Error(`controller metrics on ${port}: HTTP ${res.status}`);
+    return parsePrometheus(await res.text(), ownRequestMetrics);
+  }));
+  const byOperation = new Map<string, number>();
+  for (const x of pages.flat()) byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
+  return { at: Date.now(), byOperation };
+}
+const ownTotal = (own: NonNullable<Tick['own']>) => [...own.byOperation.values()].reduce((a, b) => a + b, 0);
 
 /** Every frontend request by namespace/operation (cumulative). */
 const byNamespaceOperation = (samples: Sample[]) => sumBy(samples, temporalRequestsMetric, () => true, (l) => `${l.namespace}\t${l.operation}`);
@@ -277,6 +301,9 @@ const controllersTotal = (m: Map<string, number>) => {
   }
   return n;
 };
+/** The controllers' Temporal requests so far at a tick, and when they were counted: by the dev server's count and by their own. */
+const byServer = (t: Tick) => (t.temporal ? { at: t.at, n: controllersTotal(t.temporal) } : undefined);
+const byOwn = (t: Tick) => (t.own ? { at: t.own.at, n: ownTotal(t.own) } : undefined);
 const kubeByKey = (samples: Sample[]) => sumBy(samples, kubeRequestsMetric, isResourceRequest, (l) => `${kubeKey(l)}\t${isWrite(l) ? 'w' : 'r'}\t${isControllersWrite(l) ? '' : 'other'}`);
 
 let benchWrites = 0;
@@ -301,6 +328,10 @@ async function main(): Promise<void> {
       'metrics.breakdownByTaskQueue=false',
       'metrics.breakdownByBuildID=false',
       'metrics.breakdownByPartition=false',
+      // One partition per task queue instead of four: each resource's task queue serves a pod or two, and a thousand
+      // queues' partitions kept the dev server busy persisting them (UpdateTaskQueue 626 per resource at 1,000, 131 with one).
+      'matching.numTaskqueueReadPartitions=1',
+      'matching.numTaskqueueWritePartitions=1',
       // --server-flag: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true.
       ...(values['server-flag'] ?? []),
     ],
@@ -345,8 +376,9 @@ async function main(): Promise<void> {
   await until('the first sample', () => (ticks.some((t) => t.temporal && t.kube) ? true : undefined), 30_000, 200);
 
   const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
+  for (let i = 0; i < controllerCount; i++) controllerMetricsPorts.push(await freePort());
   const controllers = Array.from({ length: controllerCount }, (_, i) =>
-    spawnNode(`controller-${i}`, values.compiled ? 'dist/worker/main.js' : 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, '--metrics-bind-address=0', '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
+    spawnNode(`controller-${i}`, values.compiled ? 'dist/worker/main.js' : 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, `--metrics-bind-address=127.0.0.1:${controllerMetricsPorts[i]}`, '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
       ...controllerEnvironment,
@@ -497,15 +529,25 @@ async function main(): Promise<void> {
    * The highest rate over any `seconds` in a row (each from the closest two samples at least that far apart): two
    * samples closer than a second (a slow scrape, then the next at once) make a rate of a fraction of a second.
    */
-  const peakOver = (from: number, to: number, seconds: number) => {
-    const ts = window(from - 1000, to + 1000);
-    let best = NaN;
+  const peakOver = (from: number, to: number, seconds: number, count: (t: Tick) => { at: number; n: number } | undefined = byServer) =>
+    busiestOver(from, to, seconds, count)?.rate ?? NaN;
+  /** The busiest `seconds` in a row by `count`: its rate and the ticks at both ends. */
+  const busiestOver = (from: number, to: number, seconds: number, count: (t: Tick) => { at: number; n: number } | undefined) => {
+    const ts = ticks.filter((t) => t.at >= from - 1000 && t.at <= to + 1000).flatMap((t) => (count(t) ? [{ t, ...count(t)! }] : []));
+    let best: { rate: number; a: Tick; b: Tick } | undefined;
     for (let i = 0, j = 1; j < ts.length; j++) {
       while (i + 1 < j && ts[j]!.at - ts[i + 1]!.at >= seconds * 1000) i++;
       const dt = ts[j]!.at - ts[i]!.at;
-      if (dt >= seconds * 1000) best = Math.max(Number.isNaN(best) ? 0 : best, (controllersTotal(ts[j]!.temporal!) - controllersTotal(ts[i]!.temporal!)) / (dt / 1000));
+      const rate = (ts[j]!.n - ts[i]!.n) / (dt / 1000);
+      if (dt >= seconds * 1000 && (!best || rate > best.rate)) best = { rate, a: ts[i]!.t, b: ts[j]!.t };
     }
     return best;
+  };
+  /** The controllers' own count over a phase: calls in all and their mean rate. */
+  const ownTotals = (from: number, to: number) => {
+    const ts = ticks.filter((t) => t.at >= from - 1000 && t.at <= to + 1000 && t.own !== undefined);
+    const [a, b] = [ts[0]?.own, ts.at(-1)?.own];
+    return a && b && a !== b ? { calls: ownTotal(b) - ownTotal(a), seconds: (b.at - a.at) / 1000 } : undefined;
   };
   /** The controller's Temporal calls between two samples, by "namespace\toperation". */
   const controllerCallsBetween = (a: Tick, b: Tick) =>
@@ -539,6 +581,16 @@ async function main(): Promise<void> {
         `${f0(tot?.temporal ?? NaN)} in all (${f1((tot?.temporal ?? NaN) / resources)} per resource); ` +
         `Kubernetes requests/s peak ${f0(peak(r.map((x) => x.kube)))}, writes/s peak ${f0(peak(r.map((x) => x.kubeWrites)))}, controller writes/s peak ${f0(peak(r.map((x) => x.controllerWrites)))}`,
     );
+    const own = ownTotals(from, to);
+    console.log(
+      `    by the controller's own count where it sends them (${ownRequestMetrics.join(' + ')}): over any 1 s at most ${f0(peakOver(from, to, 1, byOwn))}, over 5 s ${f0(peakOver(from, to, 5, byOwn))}, ` +
+        `mean ${f1(own ? own.calls / own.seconds : NaN)}, ${f0(own?.calls ?? NaN)} in all (${f1((own?.calls ?? NaN) / resources)} per resource)`,
+    );
+    const busiest = process.env.BENCH_VERBOSE ? busiestOver(from, to, 5, byOwn) : undefined;
+    if (busiest?.a.own && busiest.b.own) {
+      const ops = [...delta(busiest.b.own.byOperation, busiest.a.own.byOperation)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+      console.log(`      in its busiest 5 s (${f0(busiest.rate)}/s): ${ops.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+    }
     if (tot) {
       const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((tot.b[key] - tot.a[key]) / (tot.b.at - tot.a.at));
       console.log(`    CPU in cores: the dev server ${cores('serverCpuMs')}, the pods' process ${cores('podsCpuMs')}, the controller ${cores('cpuMs')} (of ${availableParallelism()})`);
@@ -651,6 +703,8 @@ function kubeDelta(after: Map<string, number>, before: Map<string, number>): Kub
 }
 
 const controllerPids: number[] = [];
+/** Where each controller serves /metrics. */
+const controllerMetricsPorts: number[] = [];
 let podsPid: number | undefined;
 let serverPid: number | undefined;
 
@@ -658,9 +712,11 @@ let serverPid: number | undefined;
 async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
   while (sampling) {
     const started = Date.now();
-    const [temporal, kube] = await Promise.all([
+    const [temporal, kube, own] = await Promise.all([
       scrapeTemporal(metricsUrl).then(byNamespaceOperation).catch(() => (samplerErrors++, undefined)),
       scrapeKube(kc).then(kubeByKey).catch(() => (samplerErrors++, undefined)),
+      // Before the controllers are up (and if one does not answer) there is no own count.
+      controllerPids.length ? scrapeOwnRequests(controllerMetricsPorts).catch(() => undefined) : Promise.resolve(undefined),
     ]);
     const procs = controllerPids.map(procStats);
     ticks.push({
@@ -674,6 +730,7 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
       serverCpuMs: (serverPid && procStats(serverPid)?.cpuMs) || 0,
       podsCpuMs: (podsPid && procStats(podsPid)?.cpuMs) || 0,
       scrapeMs: Date.now() - started,
+      own,
     });
     await sleep(Math.max(0, 1000 - (Date.now() - started)));
   }

@@ -16,7 +16,7 @@ import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
 import { budgetedSlots } from './task-slots.js';
-import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges } from './metrics.js';
+import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { ReplayCostSinks } from '../workflows/replay-cost.js';
@@ -146,7 +146,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
   const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(qps));
-  const interceptors = budget.interceptors();
+  const interceptors = [...budget.interceptors(), temporalRequestCounter()];
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });

@@ -4,6 +4,7 @@
  * (workflows/metrics.ts); here are the ones only the process sees: activity errors, and gauges of every
  * resource's status as the watcher reads it (every replica reports the same truth, so a dashboard takes `max`).
  */
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { ApplicationFailure, type MetricCounter, type MetricGauge } from '@temporalio/common';
 import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
 import { Phase } from '../api/temporal-worker-deployment.js';
@@ -12,6 +13,7 @@ import { durationBuckets, resourceLabels, RolloutMetric, rolloutMetricDescriptio
 
 export const ProcessMetric = {
   activityErrors: 'glidepath_activity_errors_total',
+  temporalRequests: 'glidepath_temporal_requests_total',
   rampPercentage: 'glidepath_rollout_ramp_percentage',
   phase: 'glidepath_rollout_phase',
 } as const;
@@ -67,6 +69,25 @@ export function activityErrorCounter(): (ctx: { info: { activityType: string } }
       },
     },
   });
+}
+
+/**
+ * Counts every call the process's Temporal clients send (the watcher's, the CLI's and the activities'), by
+ * operation: with the Temporal core's own `temporal_request` and `temporal_long_request` (the workers' polls,
+ * completions and heartbeats) it is every request the controller makes, counted where it is sent. Innermost of a
+ * connection's interceptors, so each retry counts and a call the budget refused (never sent) does not.
+ */
+export function temporalRequestCounter(): Interceptor {
+  let counter: MetricCounter | undefined;
+  return (options, nextCall) =>
+    new InterceptingCall(nextCall(options), {
+      start: (metadata, listener, next) => {
+        counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.temporalRequests, '1', 'Temporal requests sent by the controller\'s clients, by operation');
+        const path = options.method_definition.path;
+        counter.add(1, { operation: path.slice(path.lastIndexOf('/') + 1) });
+        next(metadata, listener);
+      },
+    });
 }
 
 /** The status of a resource as the watcher sees it (absent: the resource is gone). */

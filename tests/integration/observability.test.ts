@@ -91,6 +91,12 @@ test('after a rollout /metrics has the rollout counters, durations and gauges fo
   expect(value(samples, 'glidepath_rollout_ramp_percentage', ours)).toBe(0);
   expect(value(samples, 'glidepath_rollouts_aborted_total', {})).toBe(0); // counted from 0, not absent
   expect([...samples.keys()].filter((n) => n.startsWith('temporal_')).length).toBeGreaterThan(5);
+  // Every request the controller sends is counted where it is sent: its clients' (the watcher's signal-with-start,
+  // the activities' routing calls) by Glidepath, the workers' by the Temporal core.
+  expect(value(samples, 'glidepath_temporal_requests_total', { operation: 'SignalWithStartWorkflowExecution' })).toBeGreaterThanOrEqual(1);
+  expect(value(samples, 'glidepath_temporal_requests_total', { operation: 'SetWorkerDeploymentCurrentVersion' })).toBeGreaterThanOrEqual(1);
+  expect(value(samples, 'temporal_request', { operation: 'RespondWorkflowTaskCompleted' })).toBeGreaterThanOrEqual(2);
+  expect(value(samples, 'temporal_long_request', { operation: 'PollWorkflowTaskQueue' })).toBeGreaterThanOrEqual(2);
 });
 
 test('every line the controller prints is a JSON object with time, level and message; lines about the rollout name it', () => {
