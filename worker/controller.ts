@@ -15,7 +15,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
-import { budgetedSlots } from './task-slots.js';
+import { budgetedSlots, completionsPaid } from './task-slots.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
@@ -165,7 +165,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
     tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }),
     ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
-    interceptors: { activity: [activityErrorCounter()] },
+    interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
     sinks: replayCostSinks(budget),
     ...polling,
   });
@@ -178,7 +178,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     identity,
     activities,
     tuner: budgetedTuner(budget, { workflowTasks: 1, activities: 1000 }), // no workflows here: it never polls for them
-    interceptors: { activity: [activityErrorCounter()] },
+    interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
     ...polling,
   });
   const workers = [worker, waits];
@@ -240,12 +240,13 @@ export function replayCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs'>
 
 /**
  * A worker's slots: its workflow tasks and activities at most so many at once (the SDK's defaults are 40 and 100),
- * each task's poll and completion paid from the process's Temporal budget; local activities call no Temporal.
+ * each task's poll paid from the process's Temporal budget, with a workflow task's completion (an activity's pays
+ * when it is sent: `completionsPaid`); local activities call no Temporal.
  */
 function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }): TunerHolder {
   return {
     workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks),
-    activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
+    activityTaskSlotSupplier: budgetedSlots(budget, max.activities, 1),
     localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
     nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
   };

@@ -147,6 +147,18 @@ export class RateBudget {
     return this.takeWithin(1, maxDelayMs);
   }
 
+  /**
+   * Resolves at a call's turn if that is at most `maxWaitMs` away, and at once, uncounted, if it is further: for a
+   * call that must go out (a task's completion) but may wait a little for its turn, so the calls it would have
+   * bunched with spread out instead.
+   */
+  async turnWithin(maxWaitMs: number): Promise<void> {
+    const { waitMs, keep } = this.turn(1);
+    if (waitMs > maxWaitMs) return;
+    keep();
+    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+  }
+
   /** Reserves `n` turns if the last is at most `maxWaitMs` away; otherwise reserves nothing. */
   private takeWithin(n: number, maxWaitMs: number): boolean {
     const { waitMs, keep } = this.turn(n);

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import type { SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { RateBudget } from '../../worker/rate-budget.js';
-import { budgetedSlots, callsPerTask } from '../../worker/task-slots.js';
+import { budgetedSlots, callsPerTask, completionsPaid } from '../../worker/task-slots.js';
 
 const ctx = { slotType: 'workflow', taskQueue: 'glidepath', workerIdentity: 'test', workerBuildId: '', isSticky: false } as SlotReserveContext;
 const settled = async () => {
@@ -101,5 +101,73 @@ describe('budgetedSlots', () => {
     await expect(paying).rejects.toThrow('shutting down');
     now = 1000;
     expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the slot is free and the tokens of 1 s are whole
+  });
+});
+
+describe('completionsPaid', () => {
+  let now = 0;
+  beforeEach(() => {
+    jest.useFakeTimers();
+    now = 0;
+  });
+  afterEach(() => jest.useRealTimers());
+
+  const run = (budget: RateBudget, isLocal: boolean, outcome: () => Promise<unknown>) => {
+    const { inbound } = completionsPaid(budget, 2_000)({ info: { isLocal } });
+    return inbound.execute!({ args: [], headers: {} }, outcome);
+  };
+
+  test("an activity's result is handed back at its completion's turn: a bunch of them spreads over the seconds", async () => {
+    const budget = new RateBudget(2, 2, 5_000, () => now); // two calls a second
+    const done: number[] = [];
+    const attempts = [0, 1, 2, 3].map((i) => run(budget, false, async () => i).then((r) => done.push(r as number)));
+    await settled();
+    expect(done).toEqual([0, 1]); // the second's two turns
+    now = 1000;
+    await jest.advanceTimersByTimeAsync(1000);
+    await Promise.all(attempts);
+    expect(done).toEqual([0, 1, 2, 3]);
+  });
+
+  test('a failure waits its turn too and is rethrown as it was', async () => {
+    const budget = new RateBudget(1, 1, 5_000, () => now);
+    await run(budget, false, async () => 'first'); // takes the second's one turn
+    let failed: unknown;
+    const attempt = run(budget, false, () => Promise.reject(new Error('boom'))).catch((err: unknown) => (failed = err));
+    await settled();
+    expect(failed).toBeUndefined();
+    now = 1000;
+    await jest.advanceTimersByTimeAsync(1000);
+    await attempt;
+    expect((failed as Error).message).toBe('boom');
+  });
+
+  test('a completion whose turn is further than it may wait goes out at once, uncounted; a local activity never waits', async () => {
+    const budget = new RateBudget(1, 1, 5_000, () => now);
+    await run(budget, false, async () => 'a'); // turn 0
+    const second = run(budget, false, async () => 'b'); // turn 1 s: waits
+    await settled();
+    // The third's turn is 2 s away: within the 2 s it may wait. The fourth's would be 3 s away.
+    const third = run(budget, false, async () => 'c');
+    let fourth: unknown;
+    void run(budget, false, async () => 'd').then((r) => (fourth = r));
+    let local: unknown;
+    void run(budget, true, async () => 'local').then((r) => (local = r));
+    await settled();
+    expect(fourth).toBe('d');
+    expect(local).toBe('local');
+    now = 2000;
+    await jest.advanceTimersByTimeAsync(2000);
+    expect([await second, await third]).toEqual(['b', 'c']);
+  });
+});
+
+describe('budgetedSlots for activities: the slot pays the poll only', () => {
+  test('with one call at reserve a budget of two a second lets two activity polls out in a second', async () => {
+    const budget = new RateBudget(2, 2, 5_000, () => 0);
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10, 1);
+    expect(slots.tryReserveSlot(ctx)).not.toBeNull();
+    expect(slots.tryReserveSlot(ctx)).not.toBeNull();
+    expect(slots.tryReserveSlot(ctx)).toBeNull();
   });
 });
