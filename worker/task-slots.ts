@@ -63,22 +63,44 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
   };
 }
 
+/** What `completionsPaid` reads of an activity's context. */
+export interface CompletionContext {
+  info: { isLocal: boolean; startToCloseTimeoutMs: number; scheduledTimestampMs: number; scheduleToCloseTimeoutMs: number; heartbeatTimeoutMs?: number };
+  cancellationSignal: AbortSignal;
+}
+
+/**
+ * How long an attempt that ends now may wait to report, at most `maxWaitMs`: a second short of its start-to-close
+ * and schedule-to-close deadlines and of a fifth of its heartbeat timeout (the SDK heartbeats at 0.8 of it), so
+ * waiting never times it out. Pure.
+ */
+export function completionWaitCap(info: CompletionContext['info'], startedAtMs: number, nowMs: number, maxWaitMs: number): number {
+  const caps = [maxWaitMs];
+  if (info.startToCloseTimeoutMs > 0) caps.push(startedAtMs + info.startToCloseTimeoutMs - nowMs - 1000);
+  if (info.scheduleToCloseTimeoutMs > 0) caps.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - nowMs - 1000);
+  if (info.heartbeatTimeoutMs) caps.push(info.heartbeatTimeoutMs / 5 - 1000);
+  return Math.max(0, Math.min(...caps));
+}
+
 /**
  * An activity interceptor: the attempt's result (or failure) is handed back to the worker, which reports it to the
- * server at once, at its turn in `budget`, waiting at most `maxWaitMs` (an attempt must not time out waiting to
- * report; one that would goes out uncounted). A local activity reports to no server.
+ * server at once, at its turn in `budget`, waiting at most `maxWaitMs` and never into its timeouts
+ * (`completionWaitCap`); one whose turn is further goes out uncounted, as a heartbeat does. A cancelled attempt
+ * reports at once (its caller waits for the cancellation), and a local activity reports to no server.
  */
-export function completionsPaid(budget: RateBudget, maxWaitMs = completionMaxWaitMs): (ctx: { info: { isLocal: boolean } }) => { inbound: ActivityInboundCallsInterceptor } {
+export function completionsPaid(budget: RateBudget, maxWaitMs = completionMaxWaitMs, clock: () => number = Date.now): (ctx: CompletionContext) => { inbound: ActivityInboundCallsInterceptor } {
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
         if (ctx.info.isLocal) return next(input);
+        const startedAt = clock();
+        const turn = () => (ctx.cancellationSignal.aborted ? undefined : budget.turnWithin(completionWaitCap(ctx.info, startedAt, clock(), maxWaitMs)));
         try {
           const result: unknown = await next(input);
-          await budget.turnWithin(maxWaitMs);
+          await turn();
           return result;
         } catch (err) {
-          await budget.turnWithin(maxWaitMs);
+          await turn();
           throw err;
         }
       },

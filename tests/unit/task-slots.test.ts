@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import type { SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { RateBudget } from '../../worker/rate-budget.js';
-import { budgetedSlots, callsPerTask, completionsPaid } from '../../worker/task-slots.js';
+import { budgetedSlots, callsPerTask, completionsPaid, completionWaitCap } from '../../worker/task-slots.js';
 
 const ctx = { slotType: 'workflow', taskQueue: 'glidepath', workerIdentity: 'test', workerBuildId: '', isSticky: false } as SlotReserveContext;
 const settled = async () => {
@@ -112,8 +112,9 @@ describe('completionsPaid', () => {
   });
   afterEach(() => jest.useRealTimers());
 
-  const run = (budget: RateBudget, isLocal: boolean, outcome: () => Promise<unknown>) => {
-    const { inbound } = completionsPaid(budget, 2_000)({ info: { isLocal } });
+  const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
+  const run = (budget: RateBudget, isLocal: boolean, outcome: () => Promise<unknown>, signal = new AbortController().signal) => {
+    const { inbound } = completionsPaid(budget, 2_000, () => now)({ info: { ...info, isLocal }, cancellationSignal: signal });
     return inbound.execute!({ args: [], headers: {} }, outcome);
   };
 
@@ -169,5 +170,40 @@ describe('budgetedSlots for activities: the slot pays the poll only', () => {
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
     expect(slots.tryReserveSlot(ctx)).toBeNull();
+  });
+});
+
+describe('completionWaitCap: waiting to report never times an attempt out', () => {
+  const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
+  test('the most it may wait, a second short of each deadline', () => {
+    expect(completionWaitCap(info, 0, 1_000, 2_000)).toBe(2_000); // far from its 30 s
+    expect(completionWaitCap(info, 0, 28_500, 2_000)).toBe(500); // its start-to-close is 1.5 s away
+    expect(completionWaitCap(info, 0, 29_500, 2_000)).toBe(0);
+    expect(completionWaitCap({ ...info, startToCloseTimeoutMs: 600_000, scheduledTimestampMs: 10_000, scheduleToCloseTimeoutMs: 60_000 }, 10_000, 69_000, 2_000)).toBe(0); // schedule-to-close 1 s away
+    expect(completionWaitCap({ ...info, heartbeatTimeoutMs: 10_000 }, 0, 1_000, 2_000)).toBe(1_000); // a fifth of 10 s, less a second
+  });
+});
+
+describe('completionsPaid: a cancelled attempt', () => {
+  test('reports at once, where an attempt that was not cancelled waits its turn', async () => {
+    jest.useFakeTimers();
+    const budget = new RateBudget(1, 1, 5_000, () => 0);
+    const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
+    const attempt = (signal: AbortSignal) => completionsPaid(budget, 2_000, () => 0)({ info, cancellationSignal: signal }).inbound;
+    await attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'first'); // the second's one turn
+    const cancelled = new AbortController();
+    cancelled.abort(new Error('cancelled'));
+    let done = false;
+    const second = attempt(cancelled.signal).execute!({ args: [], headers: {} }, () => Promise.reject(new Error('cancelled'))).catch(() => (done = true));
+    let waiting = true;
+    const third = attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'third').then(() => (waiting = false));
+    await settled();
+    expect(done).toBe(true); // its turn would have been 1 s away
+    expect(waiting).toBe(true); // the third's is
+    await second;
+    await jest.advanceTimersByTimeAsync(1000);
+    await third;
+    expect(waiting).toBe(false);
+    jest.useRealTimers();
   });
 });
