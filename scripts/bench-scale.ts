@@ -35,7 +35,7 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { delta, kubeRequestsMetric, kubeWriteVerbs, parsePrometheus, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
+import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
 import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
@@ -280,11 +280,7 @@ const ownRequestMetrics = ['temporal_request', 'temporal_long_request', 'glidepa
 
 /** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
 async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
-  const pages = await Promise.all(ports.map(async (port) => {
-    const res = await fetch(`http://127.0.0.1:${port}/metrics`, { signal: AbortSignal.timeout(5_000) });
-    if (!res.ok) throw new Error(`controller metrics on ${port}: HTTP ${res.status}`);
-    return parsePrometheus(await res.text(), ownRequestMetrics);
-  }));
+  const pages = await Promise.all(ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, ownRequestMetrics, 5_000)));
   const byOperation = new Map<string, number>();
   for (const x of pages.flat()) byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
   return { at: Date.now(), byOperation };

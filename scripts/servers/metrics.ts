@@ -70,7 +70,7 @@ export function delta(after: Map<string, number>, before: Map<string, number>): 
   return new Map([...after].map(([k, v]) => [k, v - (before.get(k) ?? 0)]));
 }
 
-/** The Temporal dev server's samples of the named metrics. */
+/** The samples of the named metrics from a Temporal Prometheus page: the dev server's, or a controller's (the SDK's exporter). */
 export async function scrapeTemporalMetrics(metricsUrl: string, names: string[], timeoutMs = 10_000): Promise<Sample[]> {
   const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok) throw new Error(`GET ${metricsUrl}: HTTP ${res.status}`);
