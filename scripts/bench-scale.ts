@@ -267,7 +267,8 @@ interface Tick {
   scrapeMs: number;
   /**
    * The controllers' Temporal requests so far (cumulative) by their own count, where they are sent
-   * (`ownRequestMetrics`), per operation, and when they answered (the tick's `at` waits for the slower dev server).
+   * (`ownRequestMetrics`), per operation, and when they were read: the middle of their scrape (the tick's `at` waits
+   * for the slower dev server, and a scrape's own 0.1–0.3 s would read a second's rate up to 30 % off).
    */
   own?: { at: number; byOperation: Map<string, number> };
 }
@@ -280,10 +281,11 @@ const ownRequestMetrics = ['temporal_request', 'temporal_long_request', 'glidepa
 
 /** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
 async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
+  const sent = Date.now();
   const pages = await Promise.all(ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, ownRequestMetrics, 5_000)));
   const byOperation = new Map<string, number>();
   for (const x of pages.flat()) byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
-  return { at: Date.now(), byOperation };
+  return { at: (sent + Date.now()) / 2, byOperation };
 }
 const ownTotal = (own: NonNullable<Tick['own']>) => [...own.byOperation.values()].reduce((a, b) => a + b, 0);
 
@@ -582,10 +584,12 @@ async function main(): Promise<void> {
       `    by the controller's own count where it sends them (${ownRequestMetrics.join(' + ')}): over any 1 s at most ${f0(peakOver(from, to, 1, byOwn))}, over 5 s ${f0(peakOver(from, to, 5, byOwn))}, ` +
         `mean ${f1(own ? own.calls / own.seconds : NaN)}, ${f0(own?.calls ?? NaN)} in all (${f1((own?.calls ?? NaN) / resources)} per resource)`,
     );
-    const busiest = process.env.BENCH_VERBOSE ? busiestOver(from, to, 5, byOwn) : undefined;
-    if (busiest?.a.own && busiest.b.own) {
+    for (const seconds of process.env.BENCH_VERBOSE ? [5, 1] : []) {
+      const busiest = busiestOver(from, to, seconds, byOwn);
+      if (!busiest?.a.own || !busiest.b.own) continue;
       const ops = [...delta(busiest.b.own.byOperation, busiest.a.own.byOperation)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
-      console.log(`      in its busiest 5 s (${f0(busiest.rate)}/s): ${ops.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      const span = ((busiest.b.own.at - busiest.a.own.at) / 1000).toFixed(2);
+      console.log(`      in its busiest ${seconds} s (${f0(busiest.rate)}/s over ${span} s): ${ops.map(([k, v]) => `${k} ${v}`).join(', ')}`);
     }
     if (tot) {
       const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((tot.b[key] - tot.a[key]) / (tot.b.at - tot.a.at));

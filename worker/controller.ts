@@ -15,11 +15,11 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
-import { budgetedSlots, completionsPaid } from './task-slots.js';
+import { budgetedSlots, completionsPaid, workflowCompletionMaxWaitMs } from './task-slots.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
-import type { ReplayCostSinks } from '../workflows/replay-cost.js';
+import type { TaskCostSinks } from '../workflows/task-cost.js';
 import type { Timings } from '../workflows/state.js';
 
 export const defaultTaskQueue = 'glidepath';
@@ -33,8 +33,8 @@ export const defaultTemporalQps = 50;
  */
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2, maximum: 4 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-/** Bundled with the workflows: ../workflows/replay-cost.ts reports the histories fetched for replays. */
-export const workflowInterceptorModules = [fileURLToPath(new URL('../workflows/replay-cost.ts', import.meta.url))];
+/** Bundled with the workflows: ../workflows/task-cost.ts reports the history fetches and completions of their tasks. */
+export const workflowInterceptorModules = [fileURLToPath(new URL('../workflows/task-cost.ts', import.meta.url))];
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -166,7 +166,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }),
     ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
     interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
-    sinks: replayCostSinks(budget),
+    sinks: taskCostSinks(budget),
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
@@ -229,24 +229,32 @@ export async function startController(options: ControllerOptions): Promise<Contr
 }
 
 /**
- * The history a replay from the start needed (../workflows/replay-cost.ts), paid from the budget after the fact:
- * the calls after it wait for the turn it takes. Up to the wait a call of the process's own accepts (5 s); beyond
- * that it is not counted. A fetch comes before a workflow task the budget paid for, so fetches never outnumber
- * the tasks and cannot starve the calls it holds back.
+ * What a workflow's tasks cost beyond their polls (../workflows/task-cost.ts), paid from the budget:
+ * - the history a replay from the start needed, after the fact: the calls after it wait for the turn it takes. Up
+ *   to the wait a call of the process's own accepts (5 s); beyond that it is not counted. A fetch comes before a
+ *   workflow task the budget paid for, so fetches never outnumber the tasks and cannot starve the calls it holds
+ *   back.
+ * - a new activation's completion, before it is sent: it waits for its turn, at most `workflowCompletionMaxWaitMs`,
+ *   and goes out at once beyond that (`RateBudget.turnWithin`), as an activity's does.
  */
-export function replayCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs'>): InjectedSinks<ReplayCostSinks> {
-  return { replayCost: { historyFetched: { fn: () => void budget.charge(budget.maxWaitMs), callDuringReplay: true } } };
+export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs' | 'turnWithin'>): InjectedSinks<TaskCostSinks> {
+  return {
+    taskCost: {
+      historyFetched: { fn: () => void budget.charge(budget.maxWaitMs), callDuringReplay: true },
+      completing: { fn: () => budget.turnWithin(workflowCompletionMaxWaitMs) },
+    },
+  };
 }
 
 /**
  * A worker's slots: its workflow tasks and activities at most so many at once (the SDK's defaults are 40 and 100),
- * each task's poll paid from the process's Temporal budget, with a workflow task's completion (an activity's pays
- * when it is sent: `completionsPaid`); local activities call no Temporal.
+ * each task's poll paid from the process's Temporal budget (its completion pays when it is sent: `taskCostSinks`
+ * and `completionsPaid`); local activities call no Temporal.
  */
 function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }): TunerHolder {
   return {
     workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks),
-    activityTaskSlotSupplier: budgetedSlots(budget, max.activities, 1),
+    activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
     localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
     nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
   };

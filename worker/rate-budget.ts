@@ -148,15 +148,16 @@ export class RateBudget {
   }
 
   /**
-   * Resolves at a call's turn if that is at most `maxWaitMs` away, and at once, uncounted, if it is further: for a
-   * call that must go out (a task's completion) but may wait a little for its turn, so the calls it would have
-   * bunched with spread out instead.
+   * Resolves at a call's turn if that is at most `maxWaitMs` away: for a call that must go out (a task's
+   * completion) but may wait a little, so the calls it would have bunched with spread out instead. One whose turn
+   * is further goes out at once, counted as `charge` counts (the calls after it wait for the turn it took) when
+   * that turn is within the wait a call of the process's own accepts, and uncounted beyond.
    */
   async turnWithin(maxWaitMs: number): Promise<void> {
     const { waitMs, keep } = this.turn(1);
-    if (waitMs > maxWaitMs) return;
+    if (waitMs > this.maxWaitMs) return;
     keep();
-    if (waitMs > 0) await new Promise((resolve) => setTimeout(resolve, waitMs));
+    if (waitMs > 0 && waitMs <= maxWaitMs) await new Promise((resolve) => setTimeout(resolve, waitMs));
   }
 
   /** Reserves `n` turns if the last is at most `maxWaitMs` away; otherwise reserves nothing. */

@@ -1,27 +1,28 @@
 /**
  * Worker task slots that cost the process's Temporal budget (./rate-budget.ts). A slot is reserved before each
- * poll for a task, and a task is a poll and a completion: two calls. Without this the budget bounds only the
- * calls the process makes itself, while a hundred rollouts moving in step (a hundred step timers firing in the
- * same second, each a workflow task and an activity) send hundreds of task calls a second.
+ * poll for a task and pays the poll. Without this the budget bounds only the calls the process makes itself,
+ * while a hundred rollouts moving in step (a hundred step timers firing in the same second, each a workflow task
+ * and an activity) send hundreds of task calls a second.
  *
- * A workflow task's completion follows its poll within milliseconds, so the slot pays both. An activity may run
- * for minutes (a registration wait), and a hundred of them end in the same second when a version registers: its
- * slot pays the poll, and its completion pays its own turn when it is sent (`completionsPaid`).
+ * A task's completion pays its own turn when it is sent, not when its poll goes out: a hundred workflow tasks
+ * polled in a second are run over the next seconds by the workflow thread, and a hundred activities (registration
+ * waits) end in the same second when a version registers. An activity's through `completionsPaid`, a workflow
+ * task's through a sink (../workflows/task-cost.ts).
  */
 import type { ActivityInboundCallsInterceptor, CustomSlotSupplier, SlotInfo, SlotPermit } from '@temporalio/worker';
 import type { RateBudget } from './rate-budget.js';
 
-/** A poll for a task and the completion that answers it. */
-export const callsPerTask = 2;
-
-/** How long an activity's completion waits for its turn at most; beyond that it goes out uncounted. */
-export const completionMaxWaitMs = 2_000;
+/**
+ * How long a workflow task's completion waits for its turn at most (beyond that it goes out at once): a workflow
+ * task has 10 s, and its activation may have taken seconds of it on a busy worker.
+ */
+export const workflowCompletionMaxWaitMs = 2_000;
 
 /**
  * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking `callsAtReserve` tokens of
- * `budget` before its poll (default: the poll and the completion).
+ * `budget` before its poll (default: the poll).
  */
-export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number, callsAtReserve = callsPerTask): CustomSlotSupplier<SI> {
+export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number, callsAtReserve = 1): CustomSlotSupplier<SI> {
   let used = 0;
   const waiting: Array<() => void> = [];
   const free = () => {
@@ -84,11 +85,12 @@ export function completionWaitCap(info: CompletionContext['info'], startedAtMs: 
 
 /**
  * An activity interceptor: the attempt's result (or failure) is handed back to the worker, which reports it to the
- * server at once, at its turn in `budget`, waiting at most `maxWaitMs` and never into its timeouts
- * (`completionWaitCap`); one whose turn is further goes out uncounted, as a heartbeat does. A cancelled attempt
+ * server at once, at its turn in `budget`, waiting at most `maxWaitMs` (default: as long as a call of the process's
+ * own, 5 s) and never into its timeouts (`completionWaitCap`); one whose turn is further goes out at once
+ * (`RateBudget.turnWithin`). A cancelled attempt
  * reports at once (its caller waits for the cancellation), and a local activity reports to no server.
  */
-export function completionsPaid(budget: RateBudget, maxWaitMs = completionMaxWaitMs, clock: () => number = Date.now): (ctx: CompletionContext) => { inbound: ActivityInboundCallsInterceptor } {
+export function completionsPaid(budget: RateBudget, maxWaitMs = budget.maxWaitMs, clock: () => number = Date.now): (ctx: CompletionContext) => { inbound: ActivityInboundCallsInterceptor } {
   return (ctx) => ({
     inbound: {
       async execute(input, next) {

@@ -118,6 +118,27 @@ describe('RateBudget', () => {
     await expect(budget.take()).rejects.toThrow('spent for the next 2 s'); // not 3 s
   });
 
+  test('turnWithin() waits for a turn within its limit; beyond it the call goes at once, counted up to maxWaitMs ahead', async () => {
+    jest.useFakeTimers();
+    try {
+      let now = 0;
+      const budget = new RateBudget(1, 1, 3_000, () => now);
+      const done: string[] = [];
+      const calls = ['a', 'b', 'c', 'd', 'e'].map((name) => budget.turnWithin(1_000).then(() => done.push(name)));
+      await Promise.resolve();
+      await Promise.resolve();
+      // a: the burst; b: 1 s away, waits; c, d: 2 s and 3 s away, go at once and keep those turns; e: 4 s away, beyond 3 s: uncounted.
+      expect(done).toEqual(['a', 'c', 'd', 'e']);
+      await expect(budget.take()).rejects.toThrow('spent for the next 4 s'); // after d's turn, not e's
+      now = 1000;
+      await jest.advanceTimersByTimeAsync(1000);
+      await Promise.all(calls);
+      expect(done).toEqual(['a', 'c', 'd', 'e', 'b']);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   test('take() resolves in the order asked, each when its token is due', async () => {
     jest.useFakeTimers();
     try {

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import type { SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { RateBudget } from '../../worker/rate-budget.js';
-import { budgetedSlots, callsPerTask, completionsPaid, completionWaitCap } from '../../worker/task-slots.js';
+import { budgetedSlots, completionsPaid, completionWaitCap } from '../../worker/task-slots.js';
 
 const ctx = { slotType: 'workflow', taskQueue: 'glidepath', workerIdentity: 'test', workerBuildId: '', isSticky: false } as SlotReserveContext;
 const settled = async () => {
@@ -16,8 +16,8 @@ describe('budgetedSlots', () => {
   });
   afterEach(() => jest.useRealTimers());
 
-  test("each task's poll waits for the tokens of its poll and completion, in the order asked", async () => {
-    const budget = new RateBudget(4, 2, 5_000, () => now); // a task is 2 calls: one task now, then one every 0.5 s
+  test("each task's poll waits for its token, in the order asked", async () => {
+    const budget = new RateBudget(2, 1, 5_000, () => now); // one poll now, then one every 0.5 s
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10);
     const granted: number[] = [];
     const reservations = [0, 1, 2].map((i) => slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(i)));
@@ -51,9 +51,9 @@ describe('budgetedSlots', () => {
   });
 
   test('an eager task refused for want of tokens takes no slot', async () => {
-    const budget = new RateBudget(2, callsPerTask, 5_000, () => now);
+    const budget = new RateBudget(1, 1, 5_000, () => now);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 1);
-    const eager = slots.tryReserveSlot(ctx)!; // the burst: one task's calls
+    const eager = slots.tryReserveSlot(ctx)!; // the burst: one poll
     expect(eager).not.toBeNull();
     slots.releaseSlot({ permit: eager });
     expect(slots.tryReserveSlot(ctx)).toBeNull(); // no tokens left
@@ -75,16 +75,16 @@ describe('budgetedSlots', () => {
   });
 
   test('an eager task takes a slot only when its tokens are there now', () => {
-    const budget = new RateBudget(1, 2, 5_000, () => now);
+    const budget = new RateBudget(1, 1, 5_000, () => now);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10);
-    expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the burst: two calls
+    expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the burst: one call
     expect(slots.tryReserveSlot(ctx)).toBeNull(); // none left, and none taken
-    now = 2000;
+    now = 1000;
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
   });
 
   test('an aborted reservation leaves the queue, frees its slot and gives its tokens back', async () => {
-    const budget = new RateBudget(2, 2, 5_000, () => now);
+    const budget = new RateBudget(1, 1, 5_000, () => now);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 1);
     const first = await slots.reserveSlot(ctx, new AbortController().signal); // the burst
     // Waiting for the slot: aborted there.
@@ -143,7 +143,7 @@ describe('completionsPaid', () => {
     expect((failed as Error).message).toBe('boom');
   });
 
-  test('a completion whose turn is further than it may wait goes out at once, uncounted; a local activity never waits', async () => {
+  test('a completion whose turn is further than it may wait goes out at once; a local activity never waits', async () => {
     const budget = new RateBudget(1, 1, 5_000, () => now);
     await run(budget, false, async () => 'a'); // turn 0
     const second = run(budget, false, async () => 'b'); // turn 1 s: waits
@@ -163,10 +163,10 @@ describe('completionsPaid', () => {
   });
 });
 
-describe('budgetedSlots for activities: the slot pays the poll only', () => {
-  test('with one call at reserve a budget of two a second lets two activity polls out in a second', async () => {
+describe('budgetedSlots: the slot pays the poll only', () => {
+  test('a budget of two a second lets two polls out in a second', async () => {
     const budget = new RateBudget(2, 2, 5_000, () => 0);
-    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10, 1);
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10);
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
     expect(slots.tryReserveSlot(ctx)).toBeNull();

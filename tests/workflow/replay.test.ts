@@ -9,7 +9,8 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
-import { workflowInterceptorModules } from '../../worker/controller.js';
+import { taskCostSinks, workflowInterceptorModules } from '../../worker/controller.js';
+import { RateBudget } from '../../worker/rate-budget.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
@@ -38,8 +39,9 @@ test('every committed history replays without a determinism error', async () => 
   for (const { history } of histories) expect(history.events?.length).toBeGreaterThan(0);
   const failures: string[] = [];
   let replayed = 0;
-  // With the interceptor modules the controller bundles with the workflows.
-  for await (const result of Worker.runReplayHistories({ workflowsPath, interceptors: { workflowModules: workflowInterceptorModules } }, histories)) {
+  // With the interceptor modules the controller bundles with the workflows, and their sinks.
+  const replaying = { workflowsPath, interceptors: { workflowModules: workflowInterceptorModules }, sinks: taskCostSinks(new RateBudget(1000)) };
+  for await (const result of Worker.runReplayHistories(replaying, histories)) {
     replayed++;
     if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
   }

@@ -1,4 +1,4 @@
-/** A workflow for ./replay-cost.test.ts: it waits for `finish`. */
+/** A workflow for ./task-cost.test.ts: it waits for `finish`. */
 import { condition, defineSignal, setHandler } from '@temporalio/workflow';
 
 export const finish = defineSignal('finish');
