@@ -153,7 +153,10 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge() });
+  // Heartbeats are counted up to as far ahead as a call of the process's own waits: a thousand waits send 21 a
+  // second (one a minute each), which leaves the calls the budget holds back more than half of it.
+  const chargeHeartbeat = () => void budget.charge(budget.maxWaitMs);
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const worker = await Worker.create({
     connection: nativeConnection,
