@@ -20,7 +20,9 @@
  * the controllers start with worker/process-settings.ts, as the image and `npm start` do; --node-option=OPTION
  * (repeatable) replaces its Node options, e.g. --node-option=--max-old-space-size=128 (--node-option= for none).
  * --write-rate R: the benchmark's creates (phase 1) and patches (phase 2) at most R a second, as a large
- * installation's own pipeline would apply them (default: all at once, 20 writes in flight).
+ * installation's own pipeline would apply them (default: all at once, 20 writes in flight). --without-own-count:
+ * the controllers' /metrics are not read each second (no "by the controller's own count" figures), to see what
+ * those reads cost the controller.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
@@ -53,6 +55,7 @@ const { values, positionals } = parseArgs({
     compiled: { type: 'boolean' },
     'node-option': { type: 'string', multiple: true },
     'write-rate': { type: 'string' },
+    'without-own-count': { type: 'boolean' },
   },
 });
 const resources = Number(positionals[0] ?? 100);
@@ -716,7 +719,8 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
       scrapeTemporal(metricsUrl).then(byNamespaceOperation).catch(() => (samplerErrors++, undefined)),
       scrapeKube(kc).then(kubeByKey).catch(() => (samplerErrors++, undefined)),
       // Before the controllers are up (and if one does not answer) there is no own count.
-      controllerPids.length ? scrapeOwnRequests(controllerMetricsPorts).catch(() => undefined) : Promise.resolve(undefined),
+      // --without-own-count: not at all, to see what a scrape a second of the Temporal core's metrics costs the controller.
+      controllerPids.length && !values['without-own-count'] ? scrapeOwnRequests(controllerMetricsPorts).catch(() => undefined) : Promise.resolve(undefined),
     ]);
     const procs = controllerPids.map(procStats);
     ticks.push({

@@ -154,7 +154,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
   // Heartbeats are counted up to as far ahead as a call of the process's own waits: a thousand waits send 21 a
-  // second (one a minute each), which leaves the calls the budget holds back more than half of it.
+  // second (each one per 48 s, 0.8 of its 60 s timeout), which leaves the calls the budget holds back over half.
   const chargeHeartbeat = () => void budget.charge(budget.maxWaitMs);
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
