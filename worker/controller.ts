@@ -15,7 +15,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
-import { budgetedSlots, completionsPaid, workflowCompletionMaxWaitMs } from './task-slots.js';
+import { budgetedSlots, completionMaxWaitMs, completionsPaid } from './task-slots.js';
 import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
@@ -153,10 +153,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  // Heartbeats are counted up to as far ahead as a call of the process's own waits: a thousand waits send 21 a
-  // second (each one per 48 s, 0.8 of its 60 s timeout), which leaves the calls the budget holds back over half.
-  const chargeHeartbeat = () => void budget.charge(budget.maxWaitMs);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat });
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge() });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const worker = await Worker.create({
     connection: nativeConnection,
@@ -237,14 +234,14 @@ export async function startController(options: ControllerOptions): Promise<Contr
  *   to the wait a call of the process's own accepts (5 s); beyond that it is not counted. A fetch comes before a
  *   workflow task the budget paid for, so fetches never outnumber the tasks and cannot starve the calls it holds
  *   back.
- * - a new activation's completion, before it is sent: it waits for its turn, at most `workflowCompletionMaxWaitMs`,
- *   and goes out at once beyond that (`RateBudget.turnWithin`), as an activity's does.
+ * - a new activation's completion, before it is sent: it waits for its turn, at most `completionMaxWaitMs`, and
+ *   goes out at once beyond that (`RateBudget.turnWithin`), as an activity's does.
  */
 export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs' | 'turnWithin'>): InjectedSinks<TaskCostSinks> {
   return {
     taskCost: {
       historyFetched: { fn: () => void budget.charge(budget.maxWaitMs), callDuringReplay: true },
-      completing: { fn: () => budget.turnWithin(workflowCompletionMaxWaitMs) },
+      completing: { fn: () => budget.turnWithin(completionMaxWaitMs) },
     },
   };
 }
