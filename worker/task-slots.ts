@@ -21,10 +21,10 @@ import type { RateBudget } from './rate-budget.js';
 export const completionMaxWaitMs = 2_000;
 
 /**
- * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking `callsAtReserve` tokens of
- * `budget` before its poll (default: the poll).
+ * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking a token of `budget` (its poll)
+ * before it polls.
  */
-export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number, callsAtReserve = 1): CustomSlotSupplier<SI> {
+export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number): CustomSlotSupplier<SI> {
   let used = 0;
   const waiting: Array<() => void> = [];
   const free = () => {
@@ -49,7 +49,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
     async reserveSlot(_ctx, signal): Promise<SlotPermit> {
       await slot(signal);
       try {
-        await budget.takeWaiting(callsAtReserve, signal);
+        await budget.takeWaiting(1, signal);
       } catch (err) {
         free();
         throw err;
@@ -57,7 +57,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
       return {};
     },
     tryReserveSlot(): SlotPermit | null {
-      if (used >= maxSlots || !budget.tryTake(callsAtReserve)) return null;
+      if (used >= maxSlots || !budget.tryTake(1)) return null;
       used++;
       return {};
     },

@@ -47,11 +47,15 @@ test("a workflow another worker had is charged its history fetch when it replays
     const { events } = await client.workflow.getHandle(workflowId).fetchHistory();
     return (events ?? []).filter((e) => e.workflowTaskCompletedEventAttributes).length;
   };
-  const start = async (name: string) => {
+  /** Starts a workflow; `start` also waits for its first task to be completed. */
+  const launch = async (name: string) => {
     const workflowId = `${name}-${randomUUID().slice(0, 8)}`;
     ids.push(workflowId);
-    const handle = await client.workflow.start<typeof waitForFinish>('waitForFinish', { taskQueue, workflowId });
-    await eventually(`${name}'s first workflow task`, async () => ((await completedTasks(workflowId)) > 0 ? true : undefined));
+    return client.workflow.start<typeof waitForFinish>('waitForFinish', { taskQueue, workflowId });
+  };
+  const start = async (name: string) => {
+    const handle = await launch(name);
+    await eventually(`${name}'s first workflow task`, async () => ((await completedTasks(handle.workflowId)) > 0 ? true : undefined));
     return handle;
   };
   // Sink calls run once their activation is done, beside its completion: wait for the charge, then count.
@@ -74,9 +78,8 @@ test("a workflow another worker had is charged its history fetch when it replays
       // b's first task waits for its turn: the server has no completion until the budget lets it go.
       let release!: () => void;
       hold = new Promise((resolve) => (release = resolve));
-      const workflowId = `b-${randomUUID().slice(0, 8)}`;
-      ids.push(workflowId);
-      const b = await client.workflow.start<typeof waitForFinish>('waitForFinish', { taskQueue, workflowId });
+      const b = await launch('b');
+      const { workflowId } = b;
       await eventually("b's first task asking for its turn", () => completions === 3 || undefined);
       expect(await completedTasks(workflowId)).toBe(0);
       hold = undefined;
