@@ -9,7 +9,11 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import { group, version } from '../../api/common.js';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { asMergePatch } from '../../activities/kubernetes/client.js';
-import { finalizer } from '../../activities/kubernetes/activities.js';
+import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
+import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
+import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { computeBuildId } from '../../api/build-id.js';
+import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
 import { schemaAt, withLooserCrd } from '../harness/looser-crd.js';
 import { Watcher, watcherManager, type WatcherOptions } from '../../starter/watcher.js';
@@ -305,6 +309,55 @@ describe('signals lost while Temporal was unreachable', () => {
       expect((await getTwd('lost', w.namespace)).metadata?.resourceVersion).toBe(rv);
     } finally {
       await w.cleanUp('lost');
+    }
+  });
+
+  test("a new resource's first Deployment is applied at first sight, with Temporal unreachable: the very one the workflow's apply leaves unchanged", async () => {
+    const w = await bareWatcher('first', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
+    const ours = async (name: string) => (await env.apps.listNamespacedDeployment({ namespace: w.namespace, labelSelector: `${Labels.workerDeployment}=${name}` })).items;
+    /** The watcher has handled the resource's first sight (its signal failed after the apply settled). */
+    const handled = (name: string) => eventually(`${name} handled`, () => w.lines.some((l) => l.includes(`/${name} (`) && l.includes('retrying')));
+    try {
+      const uid = await w.create('fresh');
+      const [d] = await eventually('the Deployment', async () => {
+        const items = await ours('fresh');
+        return items.length > 0 && items;
+      });
+      expect(d!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'TemporalWorkerDeployment', name: 'fresh', uid, controller: true })]);
+      expect(w.lines).toContain('applied the first Deployment');
+
+      // What the workflow's first activity applies, from the spec and connection the watcher hands it: a no-op.
+      const stored = await getTwd('fresh', w.namespace);
+      const parsed = parseWorkerResource(stored, 'TemporalWorkerDeployment');
+      if (!parsed.ok) throw new Error(parsed.problem);
+      const connectionObj = await env.custom.getNamespacedCustomObject({ group, version, namespace: w.namespace, plural: 'temporalconnections', name: 'local' });
+      const connection = parseConnection(connectionObj, 'TemporalConnection');
+      if (!connection.ok) throw new Error(connection.problem);
+      const { spec } = parsed.resource;
+      const buildId = computeBuildId(spec.template);
+      expect(d!.metadata!.labels?.[Labels.buildId]).toBe(buildId);
+      const owner = { namespace: w.namespace, name: 'fresh', uid, kind: 'TemporalWorkerDeployment' as const };
+      const desired = { generation: 1, spec, kind: 'TemporalWorkerDeployment' as const, buildId, connection: connection.spec, connectionVersion: '', uid };
+      const again = await createKubernetesActivities(env.kc).ensureVersionedDeployment({ owner, desired, buildId, template: spec.template });
+      expect(again.exists).toBe(true);
+      const [after] = await ours('fresh');
+      expect(after!.metadata!.resourceVersion).toBe(d!.metadata!.resourceVersion);
+
+      // A name with a Deployment of temporal-worker-controller's: adopting it is the workflow's call, so no apply.
+      const legacy = {
+        metadata: { name: 'legacy-abc', labels: { [ForeignLabels.deploymentName]: 'legacy', [ForeignLabels.buildId]: 'abc' } },
+        spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: { metadata: { labels: { app: 'legacy' } }, spec: { containers: [{ name: 'w', image: 'w:1' }] } } },
+      };
+      await env.apps.createNamespacedDeployment({ namespace: w.namespace, body: legacy });
+      await w.create('legacy');
+      // Handed over before (our finalizer on it already): the workflow has it, whatever is there.
+      await w.create('known', [finalizer]);
+      await handled('legacy');
+      await handled('known');
+      expect(await ours('legacy')).toEqual([]);
+      expect(await ours('known')).toEqual([]);
+    } finally {
+      await w.cleanUp('fresh');
     }
   });
 });
