@@ -273,7 +273,19 @@ interface Tick {
    * (`ownRequestMetrics`), per operation, and when they were read: the middle of their scrape (the tick's `at` waits
    * for the slower dev server, and a scrape's own 0.1–0.3 s would read a second's rate up to 30 % off).
    */
-  own?: { at: number; byOperation: Map<string, number> };
+  own?: { at: number; byOperation: Map<string, number>; budget: BudgetCount };
+}
+
+/**
+ * The controllers' Temporal budgets' own count (worker/metrics.ts `budgetMetrics`), summed over them: the calls
+ * counted by whether they waited for room, and the most counted within 1 s and 5 s in the 10 s before the read
+ * (exact, each call counted as it goes out; summed over several controllers, an upper bound of their sum's peak).
+ */
+interface BudgetCount {
+  paid: number;
+  unheld: number;
+  peak1s: number;
+  peak5s: number;
 }
 
 /**
@@ -281,14 +293,20 @@ interface Tick {
  * heartbeats; long polls apart) and Glidepath's clients' (worker/metrics.ts `temporalRequestCounter`).
  */
 const ownRequestMetrics = ['temporal_request', 'temporal_long_request', 'glidepath_temporal_requests_total'];
+const budgetMetricNames = ['glidepath_temporal_budget_calls_total', 'glidepath_temporal_budget_peak_calls'];
 
 /** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
 async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
   const sent = Date.now();
-  const pages = await Promise.all(ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, ownRequestMetrics, 5_000)));
+  const pages = await Promise.all(ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, [...ownRequestMetrics, ...budgetMetricNames], 5_000)));
   const byOperation = new Map<string, number>();
-  for (const x of pages.flat()) byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
-  return { at: (sent + Date.now()) / 2, byOperation };
+  const budget: BudgetCount = { paid: 0, unheld: 0, peak1s: 0, peak5s: 0 };
+  for (const x of pages.flat()) {
+    if (x.name === 'glidepath_temporal_budget_calls_total') budget[x.labels.how === 'unheld' ? 'unheld' : 'paid'] += x.value;
+    else if (x.name === 'glidepath_temporal_budget_peak_calls') budget[x.labels.window === '5s' ? 'peak5s' : 'peak1s'] += x.value;
+    else byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
+  }
+  return { at: (sent + Date.now()) / 2, byOperation, budget };
 }
 const ownTotal = (own: NonNullable<Tick['own']>) => [...own.byOperation.values()].reduce((a, b) => a + b, 0);
 
@@ -587,6 +605,15 @@ async function main(): Promise<void> {
       `    by the controller's own count where it sends them (${ownRequestMetrics.join(' + ')}): over any 1 s at most ${f0(peakOver(from, to, 1, byOwn))}, over 5 s ${f0(peakOver(from, to, 5, byOwn))}, ` +
         `mean ${f1(own ? own.calls / own.seconds : NaN)}, ${f0(own?.calls ?? NaN)} in all (${f1((own?.calls ?? NaN) / resources)} per resource)`,
     );
+    const budgets = ticks.filter((t) => t.at >= from && t.at <= to + 1000 && t.own).map((t) => t.own!.budget);
+    if (budgets.length) {
+      const [a, b] = [budgets[0]!, budgets.at(-1)!];
+      const [paid, unheld] = [b.paid - a.paid, b.unheld - a.unheld];
+      console.log(
+        `    by the controller's budget as each call goes out (exact; a read covers the 10 s before it): within any 1 s at most ${f0(peak(budgets.map((x) => x.peak1s)))}, within 5 s ${f1(peak(budgets.map((x) => x.peak5s)) / 5)}/s; ` +
+          `${f0(paid + unheld)} counted, ${f0(unheld)} of them unheld (heartbeats, history fetches, completions past their wait)`,
+      );
+    }
     for (const seconds of process.env.BENCH_VERBOSE ? [5, 1] : []) {
       const busiest = busiestOver(from, to, seconds, byOwn);
       if (!busiest?.a.own || !busiest.b.own) continue;

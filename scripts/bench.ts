@@ -54,7 +54,9 @@ const pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'simulator/m
   env: { ...process.env, KUBECONFIG: kube.kubeconfig, NODE_OPTIONS: '' },
   stdio: 'ignore',
 });
-const controller = await startController({ kubeConfig: kc, temporal: { address: server.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 }, ...(process.env.BENCH_TEMPORAL_QPS ? { temporalQps: Number(process.env.BENCH_TEMPORAL_QPS) } : {}), ...(process.env.BENCH_TEMPORAL_BURST ? { temporalBurst: Number(process.env.BENCH_TEMPORAL_BURST) } : {}) });
+// What the watcher did and when (BENCH_VERBOSE prints a new resource's, beside its apply).
+const watcherLines: { at: number; message: string; fields?: Record<string, unknown> }[] = [];
+const controller = await startController({ kubeConfig: kc, temporal: { address: server.address, namespace: 'default' }, namespaces: [namespace], timings: { drainPollMaxMs: 1000 }, log: (message, fields) => void watcherLines.push({ at: performance.now(), message, fields }), ...(process.env.BENCH_TEMPORAL_QPS ? { temporalQps: Number(process.env.BENCH_TEMPORAL_QPS) } : {}), ...(process.env.BENCH_TEMPORAL_BURST ? { temporalBurst: Number(process.env.BENCH_TEMPORAL_BURST) } : {}) });
 const connection = await Connection.connect({ address: server.address });
 const client = new Client({ connection });
 
@@ -110,6 +112,11 @@ for (let i = 0; i < resources; i++) {
   deploymentSeen.delete(name);
   applyToDeployment.push(at - t0);
   appliedAt.set(name, Date.now() - (performance.now() - t0));
+  if (process.env.BENCH_VERBOSE && i < 3) {
+    const mine = watcherLines.filter((l) => l.at >= t0 && JSON.stringify(l).includes(`${namespace}/${name}`));
+    for (const l of mine) console.log(`  ${name} watcher +${(l.at - t0).toFixed(0)} ms: ${l.message}`);
+    console.log(`  ${name} Deployment seen +${(at - t0).toFixed(0)} ms`);
+  }
 }
 deploymentWatch.abort();
 for (let i = 0; i < resources; i++) await until(async () => ((await status(`r${i}`))?.phase === 'Ready' ? true : undefined), 50);

@@ -16,7 +16,7 @@ import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
 import { budgetedSlots, completionMaxWaitMs, completionsPaid } from './task-slots.js';
-import { activityErrorCounter, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
+import { activityErrorCounter, budgetMetrics, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { TaskCostSinks } from '../workflows/task-cost.js';
@@ -145,7 +145,9 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const taskQueue = options.taskQueue ?? defaultTaskQueue;
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
-  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(qps));
+  const budgetCount = budgetMetrics();
+  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(qps), undefined, undefined, budgetCount.counted);
+  const peaksShown = setInterval(() => budgetCount.peaks(budget.recentPeaks()), 1_000).unref();
   const interceptors = [...budget.interceptors(), temporalRequestCounter()];
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
@@ -216,6 +218,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     },
     stop() {
       stopping ??= (async () => {
+        clearInterval(peaksShown);
         await watcher.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => {});
@@ -230,17 +233,16 @@ export async function startController(options: ControllerOptions): Promise<Contr
 
 /**
  * What a workflow's tasks cost beyond their polls (../workflows/task-cost.ts), paid from the budget:
- * - the history a replay from the start needed, after the fact: the calls after it wait for the turn it takes. Up
- *   to the wait a call of the process's own accepts (5 s); beyond that it is not counted. A fetch comes before a
- *   workflow task the budget paid for, so fetches never outnumber the tasks and cannot starve the calls it holds
- *   back.
- * - a new activation's completion, before it is sent: it waits for its turn, at most `completionMaxWaitMs`, and
- *   goes out at once beyond that (`RateBudget.turnWithin`), as an activity's does.
+ * - the history a replay from the start needed, counted after the fact, when it went out (`RateBudget.charge`): the
+ *   calls waiting get room only once the window has it again. A fetch comes before a workflow task the budget paid
+ *   for, so fetches never outnumber the tasks.
+ * - a new activation's completion, before it is sent: it waits for room ahead of the calls that start work, at
+ *   most `completionMaxWaitMs`, and goes out beyond that (`RateBudget.turnWithin`), as an activity's does.
  */
-export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'maxWaitMs' | 'turnWithin'>): InjectedSinks<TaskCostSinks> {
+export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>): InjectedSinks<TaskCostSinks> {
   return {
     taskCost: {
-      historyFetched: { fn: () => void budget.charge(budget.maxWaitMs), callDuringReplay: true },
+      historyFetched: { fn: () => budget.charge(), callDuringReplay: true },
       completing: { fn: () => budget.turnWithin(completionMaxWaitMs) },
     },
   };

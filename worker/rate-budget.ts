@@ -2,8 +2,9 @@
  * The controller's budget of Temporal calls per second, shared by everything the process asks Temporal (the
  * watcher's signals and updates, the activities' describes, routing calls and heartbeats, and through
  * ./task-slots.ts the workers' task polls and completions), so a thousand rollouts at once queue here instead of
- * flooding the server. Two limits: a token bucket (the rate, up to a burst at once) and a sliding window (starts
- * planned so that no second holds more than the rate), so the rate holds second by second, not only on average.
+ * flooding the server. Every call is counted when it goes out; two limits decide when a waiting one may: a token
+ * bucket (the rate, up to a burst at once) and a sliding window (no second holds more than the rate, counting the
+ * calls that went out without waiting too), so the rate holds second by second, not only on average.
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -40,141 +41,224 @@ export interface Window {
   ms: number;
 }
 
-/**
- * The window for a rate: a second's worth of calls within any second, and for a rate below 2 two calls (a task's
- * poll and completion, taken together) within as long as the rate takes for them.
- */
+/** The window for a rate: a second's worth of calls within any second; below one a second, one call within as long as it takes. */
 export function windowOf(ratePerSecond: number): Window {
-  const limit = Math.max(2, Math.ceil(ratePerSecond));
+  const limit = Math.ceil(ratePerSecond);
   return { limit, ms: (1000 * limit) / ratePerSecond };
 }
 
 /**
- * The earliest time at or after `atMs` when `n` more calls may start, given `sent`, the start times of the calls
- * before them (ascending; later ones are reserved), with at most `window.limit` starts within any `window.ms`.
- * Returns the start times with the new ones appended (the last `2 × limit` kept) and when the last of the `n`
- * starts.
+ * The earliest time at or after `atMs` when the last of `n` more calls may start, given `sent`, the start times of
+ * the calls before them (ascending), with at most `window.limit` starts within any `window.ms`.
  */
-export function windowTurn(sent: readonly number[], atMs: number, window: Window, n = 1): { sent: number[]; atMs: number } {
+export function windowTurn(sent: readonly number[], atMs: number, window: Window, n = 1): number {
   const times = [...sent];
   let at = Math.max(atMs, times.at(-1) ?? atMs);
   for (let i = 0; i < n; i++) {
     if (times.length >= window.limit) at = Math.max(at, times.at(-window.limit)! + window.ms);
     times.push(at);
   }
-  return { sent: times.slice(-2 * window.limit), atMs: at };
+  return at;
 }
+
+/** A call waiting for room in the budget. */
+interface Waiter {
+  go(): void;
+}
+
+/** The longest window the budget's peaks are read over. */
+const peakWindowMs = 5_000;
 
 export class RateBudget {
   private bucket: Bucket;
-  /** Start times of the latest calls, reservations included: the sliding window's record. */
-  private sent: number[] = [];
+  /** Start times of the calls counted (ascending), for the last `peakWindowMs` or the window, whichever is longer. */
+  private starts: number[] = [];
+  private readonly keepMs: number;
+  /** Calls waiting for room, first come, first served: those that finish work (completions, retries) before the rest. */
+  private readonly finishing: Waiter[] = [];
+  private readonly starting: Waiter[] = [];
+  private timer?: ReturnType<typeof setTimeout>;
   private readonly window: Window;
+  /** The most calls counted within one second and within five, by the second they ended in (the last ten). */
+  private readonly peaks = new Map<number, { second: number; fiveSeconds: number }>();
 
   /**
    * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default, and at most in effect: a
-   * second's worth), their starts planned so that no second holds more than `ratePerSecond` (`windowOf`). A call
-   * that would wait more than `maxWaitMs` for its turn is refused at once instead (RESOURCE_EXHAUSTED): the queue
-   * stays short, so no activity spends its timeout in it. The clock is monotonic: a wall clock set back would
-   * hold every call back as long.
+   * second's worth), no window of `windowOf(ratePerSecond)` holding more. A call of the process's own that would
+   * wait more than `maxWaitMs` is refused at once instead (RESOURCE_EXHAUSTED): the queue stays short, so no
+   * activity spends its timeout in it. The clock is monotonic: a wall clock set back would hold every call back as
+   * long. `onCount` hears of every call counted: whether it waited for room or went without (`charge`, and a
+   * completion past its wait).
    */
   constructor(
     readonly ratePerSecond: number,
     readonly burst = Math.max(1, Math.ceil(ratePerSecond)),
     readonly maxWaitMs = 5_000,
     private readonly clock: () => number = () => performance.now(),
+    private readonly onCount: (how: 'paid' | 'unheld') => void = () => {},
   ) {
     if (!(ratePerSecond > 0)) throw new Error(`a rate budget needs a rate above 0, not ${ratePerSecond}`);
     if (!(burst >= 1)) throw new Error(`a rate budget needs a burst of at least 1, not ${burst}`);
     this.bucket = { tokens: this.burst, atMs: clock() };
     this.window = windowOf(ratePerSecond);
+    this.keepMs = Math.max(peakWindowMs, this.window.ms);
   }
 
-  /** When `n` calls asked for now may start, by both limits, and the state that reserves them (not yet kept). */
-  private turn(n: number) {
-    const now = this.clock();
-    const { bucket, waitMs } = takeToken(this.bucket, now, this.ratePerSecond, this.burst, n);
-    const { sent, atMs } = windowTurn(this.sent, now + waitMs, this.window, n);
-    return { bucket, sent, waitMs: atMs - now, keep: () => ((this.bucket = bucket), (this.sent = sent)) };
-  }
-
-  /** Resolves when this call may go out; rejects at once (taking nothing) when that is more than `maxWaitMs` away. */
+  /** Resolves when this call may go out; rejects at once (counting nothing) when that is more than `maxWaitMs` away. */
   take(): Promise<void> {
-    const { waitMs, keep } = this.turn(1);
+    const now = this.clock();
+    if (this.idle() && this.fits(now)) return (this.count(now, 'paid'), Promise.resolve());
+    const waitMs = this.expectedWaitMs(now);
     if (waitMs > this.maxWaitMs) return Promise.reject(new BudgetSpent(waitMs));
-    keep();
-    return waitMs === 0 ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, waitMs));
+    return new Promise((resolve) => this.enqueue(this.starting, { go: resolve }));
   }
 
   /**
-   * Resolves once `n` calls may go out, however long that takes (a worker's poll and the completion it leads to:
-   * they must wait their turn, not fail). Aborted, it gives its tokens back and rejects with `signal.reason`.
+   * Resolves once a call may go out, however long that takes (a worker's poll: it must wait its turn, not fail).
+   * Aborted, it leaves the queue and rejects with `signal.reason`.
    */
-  takeWaiting(n: number, signal: AbortSignal): Promise<void> {
+  takeWaiting(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
-    const { sent, waitMs, keep } = this.turn(n);
-    keep();
-    if (waitMs === 0) return Promise.resolve();
-    const reserved = sent.slice(-n);
+    const now = this.clock();
+    if (this.idle() && this.fits(now)) return (this.count(now, 'paid'), Promise.resolve());
     return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => (signal.removeEventListener('abort', abort), resolve()), waitMs);
+      const waiter: Waiter = { go: () => (signal.removeEventListener('abort', abort), resolve()) };
       const abort = () => {
-        clearTimeout(timer);
-        this.bucket = { ...this.bucket, tokens: this.bucket.tokens + n };
-        // Its starts leave the window's record; the calls reserved after them keep their (later) turns.
-        for (const at of reserved) {
-          const i = this.sent.lastIndexOf(at);
-          if (i >= 0) this.sent.splice(i, 1);
-        }
+        this.starting.splice(this.starting.indexOf(waiter), 1);
+        this.pump();
         reject(signal.reason as Error);
       };
       signal.addEventListener('abort', abort, { once: true });
+      this.enqueue(this.starting, waiter);
     });
   }
 
-  /** Takes `n` tokens if they are there now (an eager task: no waiting). */
-  tryTake(n: number): boolean {
-    return this.takeWithin(n, 0);
-  }
-
-  /**
-   * Counts a call that went out without asking (an activity's heartbeat: the SDK sends it on its own connection,
-   * and a late one would time the activity out) if its turn is at most `maxDelayMs` away: the calls after it wait
-   * for the turn it took. One beyond that is not counted, so calls the process cannot hold back never starve the
-   * ones it can (a thousand waits heartbeat about 60 times a second).
-   */
-  charge(maxDelayMs = 1_000): boolean {
-    return this.takeWithin(1, maxDelayMs);
-  }
-
-  /**
-   * Resolves at a call's turn if that is at most `maxWaitMs` away: for a call that must go out (a task's
-   * completion) but may wait a little, so the calls it would have bunched with spread out instead. One whose turn
-   * is further goes out at once, counted as `charge` counts (the calls after it wait for the turn it took) when
-   * that turn is within the wait a call of the process's own accepts, and uncounted beyond.
-   */
-  async turnWithin(maxWaitMs: number): Promise<void> {
-    const { waitMs, keep } = this.turn(1);
-    if (waitMs > this.maxWaitMs) return;
-    keep();
-    if (waitMs > 0 && waitMs <= maxWaitMs) await new Promise((resolve) => setTimeout(resolve, waitMs));
-  }
-
-  /** Reserves `n` turns if the last is at most `maxWaitMs` away; otherwise reserves nothing. */
-  private takeWithin(n: number, maxWaitMs: number): boolean {
-    const { waitMs, keep } = this.turn(n);
-    if (waitMs > maxWaitMs) return false;
-    keep();
+  /** Counts a call if it may go out now, with nobody waiting (an eager task: no waiting). */
+  tryTake(): boolean {
+    const now = this.clock();
+    if (!this.idle() || !this.fits(now)) return false;
+    this.count(now, 'paid');
     return true;
   }
 
   /**
-   * A Temporal connection's interceptors: the budget, then the SDK's retries. A call the budget refuses fails to
-   * its caller at once (the activity's retry policy or the watcher's backoff tries again later), not in the SDK's
-   * retry loop, which expects every first attempt to reach the server.
+   * Counts a call that went out without asking (an activity's heartbeat: the SDK sends it on its own connection,
+   * and a late one would time the activity out; a history fetch), when it went: the calls waiting get room only
+   * once the window has it again.
+   */
+  charge(): void {
+    this.count(this.clock(), 'unheld');
+  }
+
+  /**
+   * Resolves when a call that finishes work (a task's completion, a retry) may go out, ahead of those that start
+   * work, waiting at most `maxWaitMs`: it must go out, but may wait a little so the calls it would have bunched
+   * with spread out instead. Past its wait it goes, counted when it goes.
+   */
+  turnWithin(maxWaitMs: number): Promise<void> {
+    const now = this.clock();
+    if (!this.finishing.length && this.fits(now)) return (this.count(now, 'paid'), Promise.resolve());
+    if (maxWaitMs <= 0) return (this.count(now, 'unheld'), Promise.resolve());
+    return new Promise((resolve) => {
+      const waiter: Waiter = { go: () => (clearTimeout(timer), resolve()) };
+      const timer = setTimeout(() => {
+        this.finishing.splice(this.finishing.indexOf(waiter), 1);
+        this.count(this.clock(), 'unheld');
+        resolve();
+      }, maxWaitMs);
+      this.enqueue(this.finishing, waiter);
+    });
+  }
+
+  /** The most calls counted within any second and any five seconds that ended in the last ten seconds. */
+  recentPeaks(): { second: number; fiveSeconds: number } {
+    const now = this.clock();
+    this.forgetPeaks(now);
+    let second = 0;
+    let fiveSeconds = 0;
+    for (const p of this.peaks.values()) {
+      second = Math.max(second, p.second);
+      fiveSeconds = Math.max(fiveSeconds, p.fiveSeconds);
+    }
+    return { second, fiveSeconds };
+  }
+
+  private idle(): boolean {
+    return !this.finishing.length && !this.starting.length;
+  }
+
+  /** The calls counted within `ms` before `now` (those that started after `now - ms`). */
+  private countSince(now: number, ms: number): number {
+    let i = this.starts.length;
+    while (i > 0 && this.starts[i - 1]! > now - ms) i--;
+    return this.starts.length - i;
+  }
+
+  /** Whether a call may start at `now`: the bucket has a token and the window room. */
+  private fits(now: number): boolean {
+    return takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs === 0 && this.countSince(now, this.window.ms) < this.window.limit;
+  }
+
+  private count(now: number, how: 'paid' | 'unheld'): void {
+    this.bucket = takeToken(this.bucket, now, this.ratePerSecond, this.burst).bucket;
+    this.starts.push(now);
+    let old = 0;
+    while (this.starts[old]! <= now - this.keepMs) old++;
+    if (old) this.starts.splice(0, old);
+    const second = Math.floor(now / 1000);
+    const p = this.peaks.get(second) ?? { second: 0, fiveSeconds: 0 };
+    this.peaks.set(second, { second: Math.max(p.second, this.countSince(now, 1000)), fiveSeconds: Math.max(p.fiveSeconds, this.countSince(now, peakWindowMs)) });
+    this.forgetPeaks(now);
+    this.onCount(how);
+  }
+
+  private forgetPeaks(now: number): void {
+    for (const second of this.peaks.keys()) if (second < Math.floor(now / 1000) - 10) this.peaks.delete(second);
+  }
+
+  /** How long one more call would wait now: every call queued goes first, as fast as the budget lets them. */
+  private expectedWaitMs(now: number): number {
+    const calls = this.finishing.length + this.starting.length + 1;
+    const bucketWait = takeToken(this.bucket, now, this.ratePerSecond, this.burst, calls).waitMs;
+    return Math.max(bucketWait, windowTurn(this.starts, now, this.window, calls) - now);
+  }
+
+  private enqueue(queue: Waiter[], waiter: Waiter): void {
+    queue.push(waiter);
+    if (!this.timer) this.pump();
+  }
+
+  /** Lets the waiting calls go while they fit, those finishing work first; then waits for the next to fit. */
+  private pump(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    const now = this.clock();
+    for (;;) {
+      const queue = this.finishing.length ? this.finishing : this.starting;
+      if (!queue.length) return;
+      if (!this.fits(now)) break;
+      this.count(now, 'paid');
+      queue.shift()!.go();
+    }
+    this.timer = setTimeout(() => this.pump(), Math.max(1, this.whenFits(now) - now));
+  }
+
+  /** When the next call fits if no other is counted meanwhile: the bucket has refilled and the window moved on. */
+  private whenFits(now: number): number {
+    const bucketAt = now + takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs;
+    const inWindow = this.countSince(now, this.window.ms);
+    const leaving = inWindow - this.window.limit; // how many starts must leave the window before one more fits
+    const windowAt = leaving >= 0 ? this.starts[this.starts.length - inWindow + leaving]! + this.window.ms : now;
+    return Math.max(bucketAt, windowAt);
+  }
+
+  /**
+   * A Temporal connection's interceptors: the budget, then the SDK's retries, then each retry paid. A call the
+   * budget refuses fails to its caller at once (the activity's retry policy or the watcher's backoff tries again
+   * later), not in the SDK's retry loop, which expects every first attempt to reach the server.
    */
   interceptors(): Interceptor[] {
-    return [this.interceptor(), makeGrpcRetryInterceptor(defaultGrpcRetryOptions())];
+    return [this.interceptor(), makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), this.retriesPaid()];
   }
 
   /**
@@ -195,6 +279,22 @@ export class RateBudget {
             },
           );
         },
+      });
+    };
+  }
+
+  /**
+   * Inside the SDK's retry interceptor, which starts every attempt of a call with the same options: the first
+   * attempt was paid outside it, each further one is a call that finishes work (`turnWithin`, at most `maxWaitMs`).
+   */
+  retriesPaid(): Interceptor {
+    const attempted = new WeakSet<object>();
+    return (options, nextCall) => {
+      const call = nextCall(options);
+      if (!budgeted(options.method_definition.path, options.deadline)) return new InterceptingCall(call);
+      if (!attempted.has(options)) return (attempted.add(options), new InterceptingCall(call));
+      return new InterceptingCall(call, {
+        start: (metadata, listener, next) => void this.turnWithin(this.maxWaitMs).then(() => next(metadata, listener)),
       });
     };
   }

@@ -49,7 +49,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
     async reserveSlot(_ctx, signal): Promise<SlotPermit> {
       await slot(signal);
       try {
-        await budget.takeWaiting(1, signal);
+        await budget.takeWaiting(signal);
       } catch (err) {
         free();
         throw err;
@@ -57,7 +57,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
       return {};
     },
     tryReserveSlot(): SlotPermit | null {
-      if (used >= maxSlots || !budget.tryTake(1)) return null;
+      if (used >= maxSlots || !budget.tryTake()) return null;
       used++;
       return {};
     },

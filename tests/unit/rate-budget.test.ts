@@ -1,4 +1,5 @@
 import { jest } from '@jest/globals';
+import { Metadata, type InterceptingCall, type InterceptorOptions } from '@grpc/grpc-js';
 import fc from 'fast-check';
 import { RateBudget, budgeted, takeToken, windowOf, windowTurn, type Bucket } from '../../worker/rate-budget.js';
 
@@ -21,7 +22,7 @@ describe('takeToken', () => {
     expect(taken.bucket).toEqual({ tokens, atMs: now });
   });
 
-  test('several tokens at once (a task: its poll and completion) wait for all of them', () => {
+  test('several tokens at once wait for all of them', () => {
     expect(takeToken({ tokens: 1, atMs: 0 }, 0, 2, 4, 2)).toEqual({ bucket: { tokens: -1, atMs: 0 }, waitMs: 500 });
     expect(takeToken({ tokens: 4, atMs: 0 }, 0, 2, 4, 2)).toEqual({ bucket: { tokens: 2, atMs: 0 }, waitMs: 0 });
   });
@@ -44,8 +45,8 @@ describe('windowOf', () => {
   test.each([
     ['a second of calls within any second', 50, { limit: 50, ms: 1000 }],
     ['a fractional rate: rounded up, over a longer window', 2.5, { limit: 3, ms: 1200 }],
-    ['below 2: a task (its poll and completion) still fits', 1, { limit: 2, ms: 2000 }],
-    ['a call every other second', 0.5, { limit: 2, ms: 4000 }],
+    ['one a second', 1, { limit: 1, ms: 1000 }],
+    ['a call every other second', 0.5, { limit: 1, ms: 2000 }],
   ] as const)('%s', (_case, rate, window) => {
     expect(windowOf(rate)).toEqual(window);
   });
@@ -55,125 +56,163 @@ describe('windowTurn', () => {
   const second = (limit: number) => ({ limit, ms: 1000 });
 
   test.each([
-    // [case, sent, at, limit, n, start of the last, sent after]
-    ['an empty window: at once', [], 0, 2, 1, 0, [0]],
-    ['room in the window: at once', [0], 10, 2, 1, 10, [0, 10]],
-    ['a full window: when its oldest start leaves it', [0, 10], 20, 2, 1, 1000, [0, 10, 1000]],
-    ['after a reserved turn, never before it (first asked, first sent)', [0, 900], 100, 5, 1, 900, [0, 900, 900]],
-    ['several calls: each takes its own turn', [], 0, 2, 3, 1000, [0, 0, 1000]],
-    ['only the last 2 × limit starts are kept', [0, 1, 2, 3], 5000, 2, 1, 5000, [1, 2, 3, 5000]],
-  ] as const)('%s', (_case, sent, at, limit, n, atMs, after) => {
-    expect(windowTurn(sent, at, second(limit), n)).toEqual({ atMs, sent: after });
-  });
-
-  test('no window ever holds more than its limit, whenever the calls ask', () => {
-    fc.assert(
-      fc.property(fc.double({ min: 0.5, max: 20, noNaN: true }), fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: 200 }), (rate, asks) => {
-        const window = windowOf(rate);
-        let sent: number[] = [];
-        const starts: number[] = [];
-        for (const at of [...asks].sort((a, b) => a - b)) {
-          const turn = windowTurn(sent, at, window);
-          expect(turn.atMs).toBeGreaterThanOrEqual(at);
-          sent = turn.sent;
-          starts.push(turn.atMs);
-        }
-        for (const from of starts) expect(starts.filter((t) => t >= from && t < from + window.ms).length).toBeLessThanOrEqual(window.limit);
-      }),
-    );
+    // [case, sent, at, limit, n, start of the last]
+    ['an empty window: at once', [], 0, 2, 1, 0],
+    ['room in the window: at once', [0], 10, 2, 1, 10],
+    ['a full window: when its oldest start leaves it', [0, 10], 20, 2, 1, 1000],
+    ['overfull (calls that went without waiting): when enough have left it', [0, 10, 20], 30, 2, 1, 1010],
+    ['several calls: each takes its own turn', [], 0, 2, 3, 1000],
+  ] as const)('%s', (_case, sent, at, limit, n, atMs) => {
+    expect(windowTurn(sent, at, second(limit), n)).toBe(atMs);
   });
 });
 
 describe('RateBudget', () => {
-  test('a burst above the rate still sends at most the rate within any second', async () => {
-    const now = 0;
-    const budget = new RateBudget(3, 10, 5_000, () => now);
-    const waits: number[] = [];
-    jest.useFakeTimers();
+  /** Runs `fn` on jest's fake clock, the budget's clock too. */
+  async function onFakeTime<T>(fn: (clock: () => number) => Promise<T>): Promise<T> {
+    jest.useFakeTimers({ now: 0 });
     try {
-      const calls = Array.from({ length: 7 }, () => budget.take().then(() => waits.push(jest.now())));
+      return await fn(() => jest.now());
+    } finally {
+      jest.useRealTimers();
+    }
+  }
+  const never = new AbortController().signal;
+
+  test('a burst above the rate still sends at most the rate within any second', () =>
+    onFakeTime(async (clock) => {
+      const budget = new RateBudget(3, 10, 5_000, clock);
+      const sent: number[] = [];
+      const calls = Array.from({ length: 7 }, () => budget.take().then(() => sent.push(clock())));
       await jest.advanceTimersByTimeAsync(2_000);
       await Promise.all(calls);
-    } finally {
-      jest.useRealTimers();
-    }
-    expect(waits.map((t) => t - waits[0]!)).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
-  });
+      expect(sent).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
+    }));
 
-  test('charge() counts a call that went out without asking when its turn is near: the next call waits for it', async () => {
-    const now = 0;
-    const budget = new RateBudget(2, 10, 500, () => now); // a burst of 10: only the window can refuse
-    expect(budget.charge()).toBe(true);
-    expect(budget.charge()).toBe(true);
-    expect(budget.tryTake(1)).toBe(false); // the window is full
-    expect(budget.charge(2_000)).toBe(true); // its turn is 1 s away: within 2 s, counted
-    await expect(budget.take()).rejects.toThrow('spent for the next 1 s'); // its turn is the one after the third's
-  });
+  test('charge() counts a call that went without asking when it went: the calls waiting get room once the window has it again', () =>
+    onFakeTime(async (clock) => {
+      const counted: string[] = [];
+      const budget = new RateBudget(2, 10, 5_000, clock, (how) => counted.push(how));
+      await jest.advanceTimersByTimeAsync(500);
+      budget.charge();
+      budget.charge();
+      budget.charge(); // three within the second: one more than the rate, and nothing could hold it back
+      expect(budget.tryTake()).toBe(false);
+      let sentAt: number | undefined;
+      const call = budget.take().then(() => (sentAt = clock()));
+      await jest.advanceTimersByTimeAsync(1_000);
+      await call;
+      expect(sentAt).toBe(1_500); // when two of the three have left the window
+      expect(counted).toEqual(['unheld', 'unheld', 'unheld', 'paid']);
+      expect(budget.recentPeaks()).toEqual({ second: 3, fiveSeconds: 4 });
+    }));
 
-  test('charge() does not count a call whose turn is further away than it allows: no backlog of its own', async () => {
-    const now = 0;
-    const budget = new RateBudget(2, 10, 1_500, () => now);
-    expect([budget.charge(), budget.charge(), budget.charge(), budget.charge()]).toEqual([true, true, true, true]); // turns 0, 0, 1 s, 1 s
-    expect(budget.charge()).toBe(false); // 2 s away: not counted, and nothing reserved
-    await expect(budget.take()).rejects.toThrow('spent for the next 2 s'); // not 3 s
-  });
+  test('calls that finish work (turnWithin) go before those that start it; past their wait they go, counted', () =>
+    onFakeTime(async (clock) => {
+      const counted: string[] = [];
+      const budget = new RateBudget(1, 1, 10_000, clock, (how) => counted.push(how));
+      const sent: string[] = [];
+      await budget.take(); // the second's call
+      const polls = [budget.takeWaiting(never).then(() => sent.push(`poll ${clock()}`))];
+      const completions = [budget.turnWithin(1_500).then(() => sent.push(`completion ${clock()}`)), budget.turnWithin(1_500).then(() => sent.push(`late completion ${clock()}`))];
+      await jest.advanceTimersByTimeAsync(3_000);
+      await Promise.all([...polls, ...completions]);
+      // The first completion at the next second, ahead of the poll that asked before it; the second had 1.5 s to
+      // wait, so it went at 1.5 s without room, and the poll waited for the second token after it (one a second).
+      expect(sent).toEqual(['completion 1000', 'late completion 1500', 'poll 3000']);
+      expect(counted).toEqual(['paid', 'paid', 'unheld', 'paid']);
+    }));
 
-  test('turnWithin() waits for a turn within its limit; beyond it the call goes at once, counted up to maxWaitMs ahead', async () => {
-    jest.useFakeTimers();
-    try {
-      let now = 0;
-      const budget = new RateBudget(1, 1, 3_000, () => now);
-      const done: string[] = [];
-      const calls = ['a', 'b', 'c', 'd', 'e'].map((name) => budget.turnWithin(1_000).then(() => done.push(name)));
-      await Promise.resolve();
-      await Promise.resolve();
-      // a: the burst; b: 1 s away, waits; c, d: 2 s and 3 s away, go at once and keep those turns; e: 4 s away, beyond 3 s: uncounted.
-      expect(done).toEqual(['a', 'c', 'd', 'e']);
-      await expect(budget.take()).rejects.toThrow('spent for the next 4 s'); // after d's turn, not e's
-      now = 1000;
-      await jest.advanceTimersByTimeAsync(1000);
-      await Promise.all(calls);
-      expect(done).toEqual(['a', 'c', 'd', 'e', 'b']);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
-
-  test('take() resolves in the order asked, each when its token is due', async () => {
-    jest.useFakeTimers();
-    try {
-      let now = 0;
-      const budget = new RateBudget(2, 1, 5_000, () => now);
+  test('take() resolves in the order asked; one that would wait more than maxWaitMs is refused at once and counts nothing', () =>
+    onFakeTime(async (clock) => {
+      const budget = new RateBudget(1, 1, 2_000, clock);
+      await budget.take(); // the burst
       const done: number[] = [];
-      const calls = [0, 1, 2].map((i) => budget.take().then(() => done.push(i)));
-      await Promise.resolve();
-      expect(done).toEqual([0]);
-      now = 500;
-      await jest.advanceTimersByTimeAsync(500);
-      expect(done).toEqual([0, 1]);
-      now = 1000;
-      await jest.advanceTimersByTimeAsync(500);
-      await Promise.all(calls);
-      expect(done).toEqual([0, 1, 2]);
-    } finally {
-      jest.useRealTimers();
-    }
-  });
+      const queued = [1, 2].map((i) => budget.take().then(() => done.push(i))); // at 1 s and 2 s: within the wait
+      await expect(budget.take()).rejects.toThrow("the controller's Temporal budget (--temporal-qps) is spent for the next 3 s: try again later");
+      await expect(budget.take()).rejects.toThrow('spent for the next 3 s'); // the refusal took nothing
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(done).toEqual([1]);
+      await jest.advanceTimersByTimeAsync(1_000);
+      await Promise.all(queued);
+      expect(done).toEqual([1, 2]);
+    }));
 
-  test('a call whose token is more than maxWaitMs away is refused at once, and takes nothing from the bucket', async () => {
-    const now = 0;
-    const budget = new RateBudget(1, 1, 2_000, () => now);
-    await budget.take(); // the burst
-    const queued = [budget.take(), budget.take()]; // due at 1 s and 2 s: within the wait
-    await expect(budget.take()).rejects.toThrow("the controller's Temporal budget (--temporal-qps) is spent for the next 3 s: try again later");
-    await expect(budget.take()).rejects.toThrow('spent for the next 3 s'); // the refusal reserved nothing
-    await Promise.all(queued);
-  });
+  test('an aborted wait leaves the queue: the one behind it takes its place', () =>
+    onFakeTime(async (clock) => {
+      const budget = new RateBudget(1, 1, 5_000, clock);
+      await budget.take();
+      const aborted = new AbortController();
+      const first = budget.takeWaiting(aborted.signal);
+      let secondAt: number | undefined;
+      const second = budget.takeWaiting(never).then(() => (secondAt = clock()));
+      aborted.abort(new Error('shutting down'));
+      await expect(first).rejects.toThrow('shutting down');
+      await jest.advanceTimersByTimeAsync(1_000);
+      await second;
+      expect(secondAt).toBe(1_000);
+    }));
+
+  test('whatever the calls and whenever they ask, none that waited went out into a second already holding the rate', () =>
+    fc.assert(
+      fc.asyncProperty(
+        fc.integer({ min: 1, max: 8 }),
+        fc.array(fc.record({ at: fc.integer({ min: 0, max: 4_000 }), kind: fc.constantFrom('take', 'wait', 'finish', 'charge') }), { maxLength: 60 }),
+        (rate, asks) =>
+          onFakeTime(async (clock) => {
+            const counted: number[] = [];
+            const crowded: string[] = [];
+            const budget = new RateBudget(rate, rate, 60_000, clock, (how) => {
+              const now = clock();
+              counted.push(now);
+              const inSecond = counted.filter((t) => t > now - 1000).length;
+              if (how === 'paid' && inSecond > rate) crowded.push(`${inSecond} calls in the second to ${now}`);
+            });
+            const calls: Promise<unknown>[] = [];
+            for (const { at, kind } of [...asks].sort((x, y) => x.at - y.at)) {
+              await jest.advanceTimersByTimeAsync(at - clock());
+              if (kind === 'charge') budget.charge();
+              else if (kind === 'take') calls.push(budget.take());
+              else if (kind === 'wait') calls.push(budget.takeWaiting(never));
+              else calls.push(budget.turnWithin(60_000));
+            }
+            await jest.advanceTimersByTimeAsync(120_000);
+            await Promise.all(calls);
+            expect(crowded).toEqual([]);
+            expect(counted).toHaveLength(asks.length); // every call went, and once
+          }),
+      ),
+      { numRuns: 50 },
+    ));
 
   test('a rate of 0 or below, or a burst below 1, is refused with the value named', () => {
     expect(() => new RateBudget(0)).toThrow('a rate budget needs a rate above 0, not 0');
     expect(() => new RateBudget(Number.NaN)).toThrow('not NaN');
     expect(() => new RateBudget(5, 0)).toThrow('a rate budget needs a burst of at least 1, not 0');
+  });
+});
+
+describe('RateBudget.retriesPaid', () => {
+  test("the SDK's retries of a call (the same options again) each wait for room; a first attempt was paid outside them", async () => {
+    jest.useFakeTimers({ now: 0 });
+    try {
+      const clock = () => jest.now();
+      const budget = new RateBudget(1, 1, 5_000, clock);
+      const started: number[] = [];
+      const nextCall = () => ({ start: () => void started.push(clock()), cancelWithStatus() {}, getPeer: () => '', sendMessageWithContext() {}, sendMessage() {}, startRead() {}, halfClose() {} }) as unknown as ConstructorParameters<typeof InterceptingCall>[0];
+      const options = { method_definition: { path: '/temporal.api.workflowservice.v1.WorkflowService/DescribeWorkerDeployment' } } as InterceptorOptions;
+      const interceptor = budget.retriesPaid();
+      expect(budget.tryTake()).toBe(true); // the first attempt's call, paid by the budget's own interceptor
+      interceptor(options, nextCall).start(new Metadata(), {});
+      interceptor(options, nextCall).start(new Metadata(), {}); // its retry
+      interceptor({ ...options }, nextCall).start(new Metadata(), {}); // another call (its own options): a first attempt
+      await jest.advanceTimersByTimeAsync(0);
+      expect(started).toEqual([0, 0]);
+      await jest.advanceTimersByTimeAsync(1_000);
+      expect(started).toEqual([0, 0, 1_000]);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
 

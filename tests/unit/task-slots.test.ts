@@ -143,23 +143,27 @@ describe('completionsPaid', () => {
     expect((failed as Error).message).toBe('boom');
   });
 
-  test('a completion whose turn is further than it may wait goes out at once; a local activity never waits', async () => {
+  test('a completion waits for room at most as long as it may, then goes; a local activity never waits', async () => {
     const budget = new RateBudget(1, 1, 5_000, () => now);
-    await run(budget, false, async () => 'a'); // turn 0
-    const second = run(budget, false, async () => 'b'); // turn 1 s: waits
+    await run(budget, false, async () => 'a'); // the second's one call
+    const sent: string[] = [];
+    const second = run(budget, false, async () => 'b').then((r) => sent.push(`${r as string} ${now}`)); // may wait 2 s
+    // A heartbeat timeout of 7.5 s: it may wait a fifth of it less a second, 0.5 s.
+    const { inbound } = completionsPaid(budget, 2_000, () => now)({ info: { ...info, heartbeatTimeoutMs: 7_500 }, cancellationSignal: new AbortController().signal });
+    const third = inbound.execute!({ args: [], headers: {} }, async () => 'c').then((r) => sent.push(`${r as string} ${now}`));
+    const local = run(budget, true, async () => 'local').then((r) => sent.push(`${r as string} ${now}`));
     await settled();
-    // The third's turn is 2 s away: within the 2 s it may wait. The fourth's would be 3 s away.
-    const third = run(budget, false, async () => 'c');
-    let fourth: unknown;
-    void run(budget, false, async () => 'd').then((r) => (fourth = r));
-    let local: unknown;
-    void run(budget, true, async () => 'local').then((r) => (local = r));
-    await settled();
-    expect(fourth).toBe('d');
-    expect(local).toBe('local');
+    expect(sent).toEqual(['local 0']);
+    now = 500;
+    await jest.advanceTimersByTimeAsync(500);
+    expect(sent).toEqual(['local 0', 'c 500']); // past its wait: out without room
+    now = 1000;
+    await jest.advanceTimersByTimeAsync(500);
+    expect(sent).toEqual(['local 0', 'c 500']); // the budget is one a second: c's call is paid for first
     now = 2000;
-    await jest.advanceTimersByTimeAsync(2000);
-    expect([await second, await third]).toEqual(['b', 'c']);
+    await jest.advanceTimersByTimeAsync(1000);
+    await Promise.all([second, third, local]);
+    expect(sent).toEqual(['local 0', 'c 500', 'b 2000']);
   });
 });
 
@@ -187,23 +191,27 @@ describe('completionWaitCap: waiting to report never times an attempt out', () =
 describe('completionsPaid: a cancelled attempt', () => {
   test('reports at once, where an attempt that was not cancelled waits its turn', async () => {
     jest.useFakeTimers();
-    const budget = new RateBudget(1, 1, 5_000, () => 0);
-    const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
-    const attempt = (signal: AbortSignal) => completionsPaid(budget, 2_000, () => 0)({ info, cancellationSignal: signal }).inbound;
-    await attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'first'); // the second's one turn
-    const cancelled = new AbortController();
-    cancelled.abort(new Error('cancelled'));
-    let done = false;
-    const second = attempt(cancelled.signal).execute!({ args: [], headers: {} }, () => Promise.reject(new Error('cancelled'))).catch(() => (done = true));
-    let waiting = true;
-    const third = attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'third').then(() => (waiting = false));
-    await settled();
-    expect(done).toBe(true); // its turn would have been 1 s away
-    expect(waiting).toBe(true); // the third's is
-    await second;
-    await jest.advanceTimersByTimeAsync(1000);
-    await third;
-    expect(waiting).toBe(false);
-    jest.useRealTimers();
+    try {
+      const clock = () => jest.now();
+      const budget = new RateBudget(1, 1, 5_000, clock);
+      const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
+      const attempt = (signal: AbortSignal) => completionsPaid(budget, 2_000, clock)({ info: { ...info, scheduledTimestampMs: clock() }, cancellationSignal: signal }).inbound;
+      await attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'first'); // the second's one call
+      const cancelled = new AbortController();
+      cancelled.abort(new Error('cancelled'));
+      let done = false;
+      const second = attempt(cancelled.signal).execute!({ args: [], headers: {} }, () => Promise.reject(new Error('cancelled'))).catch(() => (done = true));
+      let waiting = true;
+      const third = attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'third').then(() => (waiting = false));
+      await settled();
+      expect(done).toBe(true); // room would have been 1 s away
+      expect(waiting).toBe(true); // the third's is
+      await second;
+      await jest.advanceTimersByTimeAsync(1000);
+      await third;
+      expect(waiting).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
   });
 });
