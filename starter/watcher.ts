@@ -21,6 +21,7 @@ import { rolloutWorkflowId } from '../api/names.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
+import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
@@ -101,6 +102,8 @@ interface Scope {
   /** TemporalConnections and Connections. */
   connections: Record<NamespacedConnectionKind, Cache<Resource>>;
   deployments: Cache<k8s.V1Deployment>;
+  /** temporal-worker-controller's versioned Deployments (by their label): a name with any is the workflow's to adopt. */
+  foreignDeployments: Cache<k8s.V1Deployment>;
 }
 
 export const watcherManager = `${managerName}-watcher`;
@@ -154,7 +157,7 @@ export class Watcher {
       ...(this.clusterConnections ? [this.clusterConnections] : []),
       ...scopes.flatMap((s) => Object.values(s.connections)),
       ...scopes.flatMap((s) => Object.values(s.resources)),
-      ...scopes.map((s) => s.deployments),
+      ...scopes.flatMap((s) => [s.deployments, s.foreignDeployments]),
     ] as Cache<k8s.KubernetesObject>[];
   }
 
@@ -224,6 +227,13 @@ export class Watcher {
         trimDeployment,
         selector,
       ),
+      foreignDeployments: makeTrimmedInformer(
+        kc,
+        `/apis/apps/v1${at}/deployments`,
+        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: ForeignLabels.deploymentName }) : apps.listDeploymentForAllNamespaces({ labelSelector: ForeignLabels.deploymentName })),
+        trimDeployment,
+        ForeignLabels.deploymentName,
+      ),
     };
     // After the event is scheduled, and never throwing into the informer: a gauge must not cost an event.
     const seen = (o: Resource, gone = false) => {
@@ -258,7 +268,7 @@ export class Watcher {
       scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
       scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
     }
-    for (const informer of [...Object.values(scope.connections), ...Object.values(scope.resources), scope.deployments] as Cache<k8s.KubernetesObject>[]) {
+    for (const informer of [...Object.values(scope.connections), ...Object.values(scope.resources), scope.deployments, scope.foreignDeployments] as Cache<k8s.KubernetesObject>[]) {
       this.restartOnError(informer);
     }
     return scope;
@@ -400,10 +410,10 @@ export class Watcher {
     if (force || this.signalled.get(uid) !== key) {
       const workflowId = rolloutWorkflowId(ns, name);
       const owner: Owner = { namespace: ns, name, uid, kind };
-      const handledBefore = !!meta.finalizers?.includes(finalizer) || obj.status !== undefined;
+      const firstSight = !meta.finalizers?.includes(finalizer) && obj.status === undefined && !this.hasDeployments(ns, name);
       // allSettled: a retry must not start while the other call is still in flight.
       const results = await Promise.allSettled([
-        handledBefore ? undefined : this.applyFirstDeployment(owner, desired),
+        firstSight ? this.applyFirstDeployment(owner, desired) : undefined,
         meta.finalizers?.includes(finalizer) ? undefined : this.addFinalizer(obj),
         this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
           workflowId,
@@ -601,19 +611,26 @@ export class Watcher {
     else this.observed.delete(key);
   }
 
+  /** Whether the name has a Deployment, Glidepath's (of any incarnation) or temporal-worker-controller's (the caches'). */
+  private hasDeployments(namespace: string, name: string): boolean {
+    const scope = this.scopeOf(namespace);
+    if (!scope) return true;
+    const named = (cache: Cache<k8s.V1Deployment>, label: string) => cache.list(namespace).some((d) => d.metadata?.labels?.[label] === name);
+    return named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName);
+  }
+
   /**
-   * The first Deployment of a resource no workflow has handled yet (no finalizer of ours, no status), applied beside
-   * the workflow's start instead of after its first task and activity: `kubectl apply` to a Deployment in one
-   * apiserver round trip instead of about 250 ms. It is the Deployment the workflow's first activity applies when
-   * the name has no Deployment yet (`applyFirstDeployment` checks that), identical, so the workflow's apply is a
-   * no-op and every later decision stays the workflow's. Best effort: a failure is logged, and the workflow applies it.
+   * The first Deployment of a resource no workflow has handled yet (no finalizer of ours, no status) whose name has
+   * no Deployment at all, applied beside the workflow's start instead of after its first task and an activity:
+   * `kubectl apply` to a Deployment in one apiserver round trip instead of about 250 ms. It is the Deployment the
+   * workflow's first activity applies in that case (`adoptOrApplyDeployment`: nothing to adopt, apply the target),
+   * rendered and applied by the same code, so the workflow's apply changes nothing and every decision after stays
+   * the workflow's. Best effort: a failure is logged, and the workflow applies it.
    */
   private async applyFirstDeployment(owner: Owner, desired: Desired): Promise<void> {
     try {
-      const template = desired.spec.template;
-      if (await this.kube.applyFirstDeployment({ owner, desired, buildId: desired.buildId, template })) {
-        this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId });
-      }
+      await this.kube.ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
+      this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId });
     } catch (err) {
       this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not applied at first sight (the workflow applies it): ${(err as Error).message}`);
     }

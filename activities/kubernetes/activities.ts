@@ -264,23 +264,6 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /**
-     * A new resource's first Deployment, for the watcher at first sight (starter/watcher.ts): the build's Deployment
-     * exactly as `adoptOrApplyDeployment` applies it for a lifecycle with nothing to adopt, so the workflow's own
-     * apply finds it done. Only while the resource's name has no Deployment at all, Glidepath's (of any incarnation)
-     * or temporal-worker-controller's: adopting or replacing one is the workflow's decision. Says whether it applied.
-     */
-    async applyFirstDeployment(input: EnsureDeploymentInput): Promise<boolean> {
-      const { owner } = input;
-      const [ours, foreign] = await Promise.all([
-        apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: `${Labels.workerDeployment}=${owner.name}`, limit: 1 }),
-        custom.listNamespacedCustomObject({ ...deploymentsApi(owner.namespace), labelSelector: `${ForeignLabels.deploymentName}=${owner.name}`, limit: 1 }) as Promise<{ items: unknown[] }>,
-      ]);
-      if (ours.items.length || foreign.items.length) return false;
-      await apply(input);
-      return true;
-    },
-
-    /**
      * The spec's Deployment settings on an adopted Deployment (its template stays the other controller's rendering:
      * a new template is a new build). Returns what it looks like now.
      */

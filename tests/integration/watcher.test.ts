@@ -238,9 +238,10 @@ describe('signals lost while Temporal was unreachable', () => {
    * A watcher of a namespace of its own, with no worker on its task queue: the signals stay in the workflow's
    * history to be read, and nothing writes to the resource but the watcher.
    */
-  async function bareWatcher(label: string, options: Partial<WatcherOptions>) {
+  async function bareWatcher(label: string, options: Partial<WatcherOptions>, before?: (namespace: string) => Promise<unknown>) {
     const namespace = `${env.namespace}-${label}`;
     await env.kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
+    await before?.(namespace);
     await env.custom.createNamespacedCustomObject({
       group, version, namespace, plural: 'temporalconnections',
       body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
@@ -313,7 +314,12 @@ describe('signals lost while Temporal was unreachable', () => {
   });
 
   test("a new resource's first Deployment is applied at first sight, with Temporal unreachable: the very one the workflow's apply leaves unchanged", async () => {
-    const w = await bareWatcher('first', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
+    // A Deployment of temporal-worker-controller's for the name `legacy`, there before the watcher starts.
+    const legacy = {
+      metadata: { name: 'legacy-abc', labels: { [ForeignLabels.deploymentName]: 'legacy', [ForeignLabels.buildId]: 'abc' } },
+      spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: { metadata: { labels: { app: 'legacy' } }, spec: { containers: [{ name: 'w', image: 'w:1' }] } } },
+    };
+    const w = await bareWatcher('first', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } }, (namespace) => env.apps.createNamespacedDeployment({ namespace, body: legacy }));
     const ours = async (name: string) => (await env.apps.listNamespacedDeployment({ namespace: w.namespace, labelSelector: `${Labels.workerDeployment}=${name}` })).items;
     /** The watcher has handled the resource's first sight (its signal failed after the apply settled). */
     const handled = (name: string) => eventually(`${name} handled`, () => w.lines.some((l) => l.includes(`/${name} (`) && l.includes('retrying')));
@@ -344,11 +350,6 @@ describe('signals lost while Temporal was unreachable', () => {
       expect(after!.metadata!.resourceVersion).toBe(d!.metadata!.resourceVersion);
 
       // A name with a Deployment of temporal-worker-controller's: adopting it is the workflow's call, so no apply.
-      const legacy = {
-        metadata: { name: 'legacy-abc', labels: { [ForeignLabels.deploymentName]: 'legacy', [ForeignLabels.buildId]: 'abc' } },
-        spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: { metadata: { labels: { app: 'legacy' } }, spec: { containers: [{ name: 'w', image: 'w:1' }] } } },
-      };
-      await env.apps.createNamespacedDeployment({ namespace: w.namespace, body: legacy });
       await w.create('legacy');
       // Handed over before (our finalizer on it already): the workflow has it, whatever is there.
       await w.create('known', [finalizer]);

@@ -334,13 +334,6 @@ export class FakeWorlds {
         await w.applyHold?.();
         return { adopted, applied: await fake.ensureVersionedDeployment(input) };
       },
-      // The watcher's, never a workflow's: as the real one, an apply only while the name has no Deployment at all.
-      applyFirstDeployment: async (input) => {
-        const w = kube(input.owner, 'applyFirstDeployment', [input.buildId]);
-        if (w.deployments.size || w.foreign.size) return false;
-        await fake.ensureVersionedDeployment(input);
-        return true;
-      },
       updateAdoptedDeployment: async (input) => {
         const w = kube(input.owner, 'updateAdoptedDeployment', [input.buildId, input.replicas ?? input.desired.spec.replicas]);
         const d = w.deployments.get(input.buildId);
