@@ -629,8 +629,9 @@ export class Watcher {
    */
   private async applyFirstDeployment(owner: Owner, desired: Desired): Promise<void> {
     try {
+      const started = performance.now();
       await this.kube.ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
-      this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId });
+      this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, ms: Math.round(performance.now() - started) });
     } catch (err) {
       this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not applied at first sight (the workflow applies it): ${(err as Error).message}`);
     }
