@@ -9,6 +9,9 @@
  * resync from the informer caches sends every resource's spec again, so no state depends on one signal.
  *
  * Control annotations (`glidepath.dev/promote` …, see annotations.ts) are run as updates and then removed.
+ *
+ * One write of its own, for speed: a brand-new resource's first Deployment, the one its workflow would apply first
+ * (see `applyFirstDeployment`).
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
