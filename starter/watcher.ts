@@ -421,11 +421,12 @@ export class Watcher {
     if (force || this.signalled.get(uid) !== key) {
       const workflowId = rolloutWorkflowId(ns, name);
       const owner: Owner = { namespace: ns, name, uid, kind };
-      const firstSight = !meta.finalizers?.includes(finalizer) && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
+      const handedOver = !!meta.finalizers?.includes(finalizer);
+      const firstSight = !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
       // allSettled: a retry must not start while the other call is still in flight.
       const results = await Promise.allSettled([
         firstSight ? this.applyFirstDeployment(owner, desired) : undefined,
-        meta.finalizers?.includes(finalizer) ? undefined : this.addFinalizer(obj),
+        handedOver ? undefined : this.addFinalizer(obj),
         this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
           workflowId,
           taskQueue: this.options.taskQueue,

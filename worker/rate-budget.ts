@@ -106,9 +106,8 @@ export class RateBudget {
 
   /** Resolves when this call may go out; rejects at once (counting nothing) when that is more than `maxWaitMs` away. */
   take(): Promise<void> {
-    const now = this.clock();
-    if (this.idle() && this.fits(now)) return (this.count(now, 'paid'), Promise.resolve());
-    const waitMs = this.expectedWaitMs(now);
+    if (this.tryTake()) return Promise.resolve();
+    const waitMs = this.expectedWaitMs(this.clock());
     if (waitMs > this.maxWaitMs) return Promise.reject(new BudgetSpent(waitMs));
     return new Promise((resolve) => this.enqueue(this.starting, { go: resolve }));
   }
@@ -119,8 +118,7 @@ export class RateBudget {
    */
   takeWaiting(signal: AbortSignal): Promise<void> {
     if (signal.aborted) return Promise.reject(signal.reason as Error);
-    const now = this.clock();
-    if (this.idle() && this.fits(now)) return (this.count(now, 'paid'), Promise.resolve());
+    if (this.tryTake()) return Promise.resolve();
     return new Promise((resolve, reject) => {
       const waiter: Waiter = { go: () => (signal.removeEventListener('abort', abort), resolve()) };
       const abort = () => {
