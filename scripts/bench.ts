@@ -2,7 +2,9 @@
  * `npm run bench`: the latencies and idle cost of rollouts, measured end to end against real servers (started
  * on free ports like the tests), the in-process controller and simulated pods. Prints figures; asserts nothing.
  *
- *   apply → versioned Deployment exists      time from the create call until the Deployment is readable
+ *   apply → versioned Deployment exists      time from the create call until a watch sees the Deployment, each
+ *                                             resource applied once the one before is Ready (the first after
+ *                                             the controller's start printed on its own)
  *   available → routing changed               from the workflow's deploymentObserved(available) signal to setCurrent done
  *   step transition beyond its pause          from a step's timer firing to the next setRamping done
  *   idle cost                                 workflow history events and Kubernetes writes over an idle window
@@ -101,8 +103,12 @@ const deploymentWatch = await new k8s.Watch(kc).watch(
   },
   () => undefined,
 );
-for (let i = 0; i < resources; i++) {
-  const name = `r${i}`;
+/**
+ * Creates `name` and waits for its first Deployment (seen by the watch) and then for it to be Ready: the next apply
+ * is measured on a controller with nothing else in flight, as a user's `kubectl apply` usually is. Returns
+ * create → Deployment seen.
+ */
+async function applyAndSettle(name: string, verbose: boolean): Promise<number> {
   const seen = new Promise<number>((resolve) => deploymentSeen.set(name, resolve));
   const t0 = performance.now();
   await custom.createNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', body: twd(name, 'v1') });
@@ -111,16 +117,19 @@ for (let i = 0; i < resources; i++) {
   const at = await Promise.race([seen, new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no Deployment of ${name} within 120 s`)), 120_000)))]);
   clearTimeout(timer);
   deploymentSeen.delete(name);
-  applyToDeployment.push(at - t0);
   appliedAt.set(name, Date.now() - (performance.now() - t0));
-  if (process.env.BENCH_VERBOSE && i < 3) {
+  if (verbose) {
     const mine = watcherLines.filter((l) => l.at >= t0 && JSON.stringify(l).includes(`${namespace}/${name}`));
     for (const l of mine) console.log(`  ${name} watcher +${(l.at - t0).toFixed(0)} ms: ${l.message}${l.fields?.ms !== undefined ? ` (the apply took ${String(l.fields.ms)} ms)` : ''}`);
     console.log(`  ${name} created +${createdMs.toFixed(0)} ms (the create call's answer); Deployment seen +${(at - t0).toFixed(0)} ms`);
   }
+  await until(async () => ((await status(name))?.phase === 'Ready' ? true : undefined), 50);
+  return at - t0;
 }
+// The controller's first resource pays its start-up (connections, compiled code paths): printed on its own.
+const firstAfterStart = await applyAndSettle('first', !!process.env.BENCH_VERBOSE);
+for (let i = 0; i < resources; i++) applyToDeployment.push(await applyAndSettle(`r${i}`, !!process.env.BENCH_VERBOSE && i < 3));
 deploymentWatch.abort();
-for (let i = 0; i < resources; i++) await until(async () => ((await status(`r${i}`))?.phase === 'Ready' ? true : undefined), 50);
 
 // v2 for every resource: a Progressive rollout with two 1 s steps.
 const v1 = new Map<string, string>();
@@ -232,7 +241,7 @@ const writes = [...rvAfter].filter(([k, v]) => rvBefore.get(k) !== v).length;
 after.forEach((n, i) => idleEvents.push(n - before[i]!));
 
 console.log(`\nGlidepath benchmark: ${resources} resources, each v1 → v2 Progressive (2 steps of 1 s), idle window ${idleSeconds} s`);
-console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeployment, 50))}, p95 ${ms(pct(applyToDeployment, 95))}`);
+console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeployment, 50))}, p95 ${ms(pct(applyToDeployment, 95))}  (each on a settled controller; its first resource after start ${ms(firstAfterStart)})`);
 console.log(`Deployment available → first ramp set:  p50 ${ms(pct(availableToRouting, 50))}, p95 ${ms(pct(availableToRouting, 95))}  (includes the workers' own start-up until they poll)`);
 console.log(`available and polling → routing changed: p50 ${ms(pct(readyToRouting, 50))}, p95 ${ms(pct(readyToRouting, 95))}  (n=${readyToRouting.length})`);
 console.log(`step transition beyond its pause:      p50 ${ms(pct(stepOverrun, 50))}, p95 ${ms(pct(stepOverrun, 95))}  (n=${stepOverrun.length}); the last (set current): p50 ${ms(pct(lastStepOverrun, 50))}, p95 ${ms(pct(lastStepOverrun, 95))}`);
@@ -363,7 +372,7 @@ for (const line of besideFloor(floorAtOnce).slice(0, 3)) console.log(line);
 console.log(`    of which Glidepath's own (timer fired → routing call started, the rest is the call): p50 ${ms(pct(stepDispatch, 50))}, p95 ${ms(pct(stepDispatch, 95))}`);
 console.log('Glidepath beside its floor one at a time (target):');
 for (const line of besideFloor(floor)) console.log(line);
-console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms)`);
+console.log(`  apply → versioned Deployment exists: ${stats(applyToDeployment)}  (target p50 ≤ 50 ms, p95 ≤ 150 ms; each applied once the one before was Ready)`);
 console.log(`  history events per Progressive step: p50 ${pct(eventsPerStep, 50)}, max ${Math.max(...eventsPerStep)}  (target ≤ 40; n=${eventsPerStep.length}: a ramp's call to the next routing call)`);
 if (eventsPerBringUp.length) console.log(`  history events of a new version's bring-up (v1 current → v2's first ramp: apply, Deployment available, registration): p50 ${pct(eventsPerBringUp, 50)}, max ${Math.max(...eventsPerBringUp)}`);
 
