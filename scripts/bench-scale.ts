@@ -18,7 +18,8 @@
  * --server-flag=KEY=VALUE (repeatable: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true),
  * --compiled (run the controllers as the image does: `node dist/worker/main.js` after `npm run build`). Either way
  * the controllers start with worker/process-settings.ts, as the image and `npm start` do; --node-option=OPTION
- * (repeatable) replaces its Node options, e.g. --node-option=--max-old-space-size=128 (--node-option= for none).
+ * (repeatable) replaces its Node options, e.g. --node-option=--max-old-space-size=128 (--node-option= for none);
+ * --controller-env=KEY=VALUE (repeatable) adds to or replaces its environment.
  * --write-rate R: the benchmark's creates (phase 1) and patches (phase 2) at most R a second, as a large
  * installation's own pipeline would apply them (default: all at once, 20 writes in flight). --without-own-count:
  * the controllers' /metrics are not read each second (no "by the controller's own count" figures), to see what
@@ -54,6 +55,7 @@ const { values, positionals } = parseArgs({
     'server-flag': { type: 'string', multiple: true },
     compiled: { type: 'boolean' },
     'node-option': { type: 'string', multiple: true },
+    'controller-env': { type: 'string', multiple: true },
     'write-rate': { type: 'string' },
     'without-own-count': { type: 'boolean' },
   },
@@ -69,7 +71,7 @@ if (writeRate !== undefined && !(writeRate > 0)) {
   process.exit(2);
 }
 if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled] [--node-option=OPTION]... [--write-rate R]');
+  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled] [--node-option=OPTION]... [--controller-env=KEY=VALUE]... [--write-rate R]');
   process.exit(2);
 }
 
@@ -335,7 +337,7 @@ let samplerLoop: Promise<void> | undefined;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}${values['node-option'] ? `, Node options ${values['node-option'].join(' ') || '(none)'}` : ''}${writeRate ? `, writes at ${writeRate}/s` : ''}; logs in ${dir}`);
+  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}${values['node-option'] ? `, Node options ${values['node-option'].join(' ') || '(none)'}` : ''}${values['controller-env']?.length ? `, environment ${values['controller-env'].join(' ')}` : ''}${writeRate ? `, writes at ${writeRate}/s` : ''}; logs in ${dir}`);
   const temporal = await startTemporal({
     dir,
     dynamicConfig: [
@@ -401,6 +403,7 @@ async function main(): Promise<void> {
       KUBECONFIG: kube.kubeconfig,
       TEMPORAL_ADDRESS: temporal.address,
       ...controllerEnvironment,
+      ...Object.fromEntries((values['controller-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
       GLIDEPATH_MEMORY_PROBE: memoryProbeFile(i),
     }, [...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions), '--import', join(root, 'scripts/memory-probe.mjs')]),
   );
