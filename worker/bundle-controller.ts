@@ -6,7 +6,7 @@
  * Why: V8 keeps the source of every module it loads, and client-node is 21 MB of JavaScript, all of it loaded by
  * its one entry point; bundled and tree-shaken it is a few MB of the controller's heap (README, "Controller RSS").
  */
-import { readFileSync, renameSync, statSync } from 'node:fs';
+import { renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build, type Plugin } from 'esbuild';
@@ -45,6 +45,6 @@ await build({
   // CommonJS modules inside an ES module bundle call require: give them Node's.
   banner: { js: "import { createRequire as __glidepathRequire } from 'node:module'; const require = __glidepathRequire(import.meta.url);" },
 });
-const size = readFileSync(out).length;
+const size = statSync(out).size;
 renameSync(out, entry);
 console.log(`dist/worker/main.js bundled: ${(size / 1e6).toFixed(1)} MB (was ${(before / 1e3).toFixed(0)} kB of imports)`);
