@@ -4,7 +4,9 @@
  * ./task-slots.ts the workers' task polls and completions), so a thousand rollouts at once queue here instead of
  * flooding the server. Every call is counted when it goes out; two limits decide when a waiting one may: a token
  * bucket (the rate, up to a burst at once) and a sliding window (no second holds more than the rate, counting the
- * calls that went out without waiting too), so the rate holds second by second, not only on average.
+ * calls that went out without waiting too), so the rate holds second by second, not only on average. The calls it
+ * cannot hold back (heartbeats, history fetches, completions past their wait) get room kept for them: the calls
+ * that wait leave as many free in each second as the most that came within one second lately (`reserve`).
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -68,6 +70,8 @@ interface Waiter {
 
 /** The longest window the budget's peaks are read over. */
 const peakWindowMs = 5_000;
+/** How long the budget remembers the calls it could not hold back, to keep room for them (`RateBudget.reserve`). */
+const reserveMemoryMs = 10_000;
 
 export class RateBudget {
   private bucket: Bucket;
@@ -81,6 +85,10 @@ export class RateBudget {
   private readonly window: Window;
   /** The most calls counted within one second and within five, by the second they ended in (the last ten). */
   private readonly peaks = new Map<number, { second: number; fiveSeconds: number }>();
+  /** Start times of the calls that went without waiting (ascending), for the last second. */
+  private unheldStarts: number[] = [];
+  /** The most such calls within one second, by the second it ended in (for `reserveMemoryMs`). */
+  private readonly unheldPeaks = new Map<number, number>();
 
   /**
    * `ratePerSecond` calls a second, up to `burst` at once after a quiet while (default, and at most in effect: a
@@ -192,9 +200,26 @@ export class RateBudget {
     return this.starts.length - i;
   }
 
-  /** Whether a call may start at `now`: the bucket has a token and the window room. */
+  /**
+   * The calls a window keeps free for those the budget cannot hold back: as many as came within one second at
+   * most over the last ten seconds, and at most half the window. A waiting call fills a second only up to the
+   * rest, so the unheld ones, at the pace they came lately, still find the second under the rate.
+   */
+  reserve(now = this.clock()): number {
+    this.forgetPeaks(now);
+    let most = 0;
+    for (const n of this.unheldPeaks.values()) most = Math.max(most, n);
+    return Math.min(most, Math.floor(this.window.limit / 2));
+  }
+
+  /** The window for the calls that wait: the rate's, less the reserve. */
+  private heldWindow(now: number): Window {
+    return { limit: this.window.limit - this.reserve(now), ms: this.window.ms };
+  }
+
+  /** Whether a call may start at `now`: the bucket has a token and the window room (beyond the reserve). */
   private fits(now: number): boolean {
-    return takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs === 0 && this.countSince(now, this.window.ms) < this.window.limit;
+    return takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs === 0 && this.countSince(now, this.window.ms) < this.heldWindow(now).limit;
   }
 
   private count(now: number, how: 'paid' | 'unheld'): void {
@@ -206,19 +231,26 @@ export class RateBudget {
     const second = Math.floor(now / 1000);
     const p = this.peaks.get(second) ?? { second: 0, fiveSeconds: 0 };
     this.peaks.set(second, { second: Math.max(p.second, this.countSince(now, 1000)), fiveSeconds: Math.max(p.fiveSeconds, this.countSince(now, peakWindowMs)) });
+    if (how === 'unheld') {
+      this.unheldStarts = this.unheldStarts.filter((t) => t > now - 1000);
+      this.unheldStarts.push(now);
+      this.unheldPeaks.set(second, Math.max(this.unheldPeaks.get(second) ?? 0, this.unheldStarts.length));
+    }
     this.forgetPeaks(now);
     this.onCount(how);
   }
 
   private forgetPeaks(now: number): void {
-    for (const second of this.peaks.keys()) if (second < Math.floor(now / 1000) - 10) this.peaks.delete(second);
+    const thisSecond = Math.floor(now / 1000);
+    for (const second of this.peaks.keys()) if (second < thisSecond - 10) this.peaks.delete(second);
+    for (const second of this.unheldPeaks.keys()) if (second <= thisSecond - reserveMemoryMs / 1000) this.unheldPeaks.delete(second);
   }
 
   /** How long one more call would wait now: every call queued goes first, as fast as the budget lets them. */
   private expectedWaitMs(now: number): number {
     const calls = this.finishing.length + this.starting.length + 1;
     const bucketWait = takeToken(this.bucket, now, this.ratePerSecond, this.burst, calls).waitMs;
-    return Math.max(bucketWait, windowTurn(this.starts, now, this.window, calls) - now);
+    return Math.max(bucketWait, windowTurn(this.starts, now, this.heldWindow(now), calls) - now);
   }
 
   private enqueue(queue: Waiter[], waiter: Waiter): void {
@@ -245,7 +277,7 @@ export class RateBudget {
   private whenFits(now: number): number {
     const bucketAt = now + takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs;
     const inWindow = this.countSince(now, this.window.ms);
-    const leaving = inWindow - this.window.limit; // how many starts must leave the window before one more fits
+    const leaving = inWindow - this.heldWindow(now).limit; // how many starts must leave the window before one more fits
     const windowAt = leaving >= 0 ? this.starts[this.starts.length - inWindow + leaving]! + this.window.ms : now;
     return Math.max(bucketAt, windowAt);
   }

@@ -107,6 +107,45 @@ describe('RateBudget', () => {
       expect(budget.recentPeaks()).toEqual({ second: 3, fiveSeconds: 4 });
     }));
 
+  test('calls that wait leave room for those it cannot hold back, as many as came within a second lately: the seconds stay at the rate', () =>
+    onFakeTime(async (clock) => {
+      const counted: number[] = [];
+      const budget = new RateBudget(10, 10, 600_000, clock, () => counted.push(clock()));
+      // Three heartbeats late in every second, and far more polls waiting than the rate lets out.
+      const polls = Array.from({ length: 300 }, () => budget.takeWaiting(never));
+      for (let s = 0; s < 20; s++) {
+        await jest.advanceTimersByTimeAsync(s * 1000 + 900 - clock());
+        for (let i = 0; i < 3; i++) budget.charge();
+      }
+      const inSecondTo = (end: number) => counted.filter((t) => t > end - 1000 && t <= end).length;
+      // The first second had no reserve yet (10 polls, then 3 heartbeats); once the budget has seen them, none does.
+      expect(inSecondTo(999)).toBe(13);
+      const later = counted.filter((t) => t >= 1000 && t < 19_000).map((t) => inSecondTo(t));
+      expect(Math.max(...later)).toBe(10);
+      expect(budget.reserve()).toBe(3);
+      // Room for the polls still: seven a second.
+      expect(counted.filter((t) => t >= 10_000 && t < 19_000)).toHaveLength(9 * 10);
+      // Once nothing unheld came for ten seconds, the whole rate is the polls' again.
+      await jest.advanceTimersByTimeAsync(11_000);
+      expect(budget.reserve()).toBe(0);
+      expect(inSecondTo(clock())).toBe(10);
+      await jest.advanceTimersByTimeAsync(20_000);
+      await Promise.all(polls); // every poll went
+    }));
+
+  test('the reserve is at most half the rate: a storm of unheld calls never stops the calls that wait', () =>
+    onFakeTime(async (clock) => {
+      const budget = new RateBudget(10, 10, 600_000, clock);
+      for (let i = 0; i < 30; i++) budget.charge();
+      expect(budget.reserve()).toBe(5);
+      let sentAt: number | undefined;
+      await jest.advanceTimersByTimeAsync(3_000);
+      const call = budget.take().then(() => (sentAt = clock()));
+      await jest.advanceTimersByTimeAsync(10);
+      await call;
+      expect(sentAt).toBe(3_000);
+    }));
+
   test('calls that finish work (turnWithin) go before those that start it; past their wait they go, counted', () =>
     onFakeTime(async (clock) => {
       const counted: string[] = [];
