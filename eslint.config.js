@@ -12,6 +12,12 @@ export default tseslint.config(
     },
   },
   {
+    // Preloaded with `node --require` (worker/workflow-thread-watchdog.cjs): CommonJS on Node.
+    files: ['**/*.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', performance: 'readonly' } },
+    rules: { '@typescript-eslint/no-require-imports': 'off' },
+  },
+  {
     files: ['workflows/**/*.ts'],
     rules: {
       // Workflow code is bundled into a deterministic sandbox: no Node I/O, no wall clock.
