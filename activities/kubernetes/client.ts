@@ -1,10 +1,50 @@
 /** Kubernetes API access shared by the activities, the watcher and the pod simulator. */
+import { createHash } from 'node:crypto';
+import http from 'node:http';
+import https from 'node:https';
 import * as k8s from '@kubernetes/client-node';
 import { Context } from '@temporalio/activity';
 
+/**
+ * A kubeconfig whose requests share keep-alive connections. client-node makes a new `https.Agent` for every
+ * request (`applySecurityAuthentication`), so each call opened a TCP connection and did a TLS handshake of its own:
+ * 57 ms a call against a busy apiserver, and native memory churned in the controller at thousands of calls.
+ * Here each request's agent is swapped for one kept per TLS identity (CA, client certificate and key, server name,
+ * verification): a rotated client certificate gets a new agent. Proxies' agents are left as they are.
+ */
+export class SharedConnectionsKubeConfig extends k8s.KubeConfig {
+  private readonly agents = new Map<string, http.Agent>();
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    const agent = context.getAgent();
+    if (agent) context.setAgent(this.shared(agent));
+  }
+
+  override async applyToFetchOptions(opts: https.RequestOptions): ReturnType<k8s.KubeConfig['applyToFetchOptions']> {
+    const init = await super.applyToFetchOptions(opts);
+    return init.agent instanceof http.Agent ? { ...init, agent: this.shared(init.agent) } : init;
+  }
+
+  /** The kept agent with `agent`'s TLS identity (a plain `http.Agent` or `https.Agent`; any other as it is). */
+  private shared(agent: http.Agent): http.Agent {
+    const secure = agent.constructor === https.Agent;
+    if (!secure && agent.constructor !== http.Agent) return agent;
+    const options = (agent as http.Agent & { options: https.AgentOptions }).options;
+    const identity = [secure, options.ca, options.cert, options.key, options.pfx, options.passphrase, options.servername, options.rejectUnauthorized];
+    const key = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
+    let kept = this.agents.get(key);
+    if (!kept) {
+      kept = secure ? new https.Agent({ ...options, keepAlive: true }) : new http.Agent({ ...options, keepAlive: true });
+      this.agents.set(key, kept);
+    }
+    return kept;
+  }
+}
+
 /** Loads a kubeconfig: the given file, else $KUBECONFIG / ~/.kube/config, else in-cluster. */
 export function loadKubeConfig(path?: string): k8s.KubeConfig {
-  const kc = new k8s.KubeConfig();
+  const kc = new SharedConnectionsKubeConfig();
   if (path) kc.loadFromFile(path);
   else kc.loadFromDefault();
   return kc;

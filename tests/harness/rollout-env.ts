@@ -14,7 +14,7 @@ import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
-import { ignoreNotFound, asMergePatch } from '../../activities/kubernetes/client.js';
+import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
 import { describeDeploymentSettled, describeVersionSettled } from '../../activities/temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
@@ -41,7 +41,7 @@ export interface RolloutEnv {
 
 export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean; controller?: Partial<ControllerOptions> } = {}): Promise<RolloutEnv> {
   installRuntime('ERROR');
-  const kc = new k8s.KubeConfig();
+  const kc = new SharedConnectionsKubeConfig(); // as the controller loads it (loadKubeConfig)
   kc.loadFromFile(process.env.KUBECONFIG!);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const namespace = `${label}-${randomBytes(3).toString('hex')}`;
