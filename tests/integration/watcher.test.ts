@@ -330,7 +330,8 @@ describe('signals lost while Temporal was unreachable', () => {
         return items.length > 0 && items;
       });
       expect(d!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'TemporalWorkerDeployment', name: 'fresh', uid, controller: true })]);
-      expect(w.lines).toContain('applied the first Deployment');
+      // The Deployment can be listed before the watcher has read the apply's answer and logged it.
+      await eventually('the watcher logged its apply', () => w.lines.includes('applied the first Deployment'));
 
       // What the workflow's first activity applies, from the spec and connection the watcher hands it: a no-op.
       const stored = await getTwd('fresh', w.namespace);
