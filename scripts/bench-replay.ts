@@ -7,24 +7,15 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker as Thread, isMainThread, workerData } from 'node:worker_threads';
-import type { History } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { installRuntime, rolloutBundle, taskCostSinks } from '../worker/controller.js';
 import { RateBudget } from '../worker/rate-budget.js';
+import { historyFromJson } from './history.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const self = fileURLToPath(import.meta.url);
-
-/** Proto JSON → History, with the protobufjs copy @temporalio/proto loads its types with (see tests/workflow/replay.test.ts). */
-function historyFromJson(json: unknown): History {
-  const protoRequire = createRequire(createRequire(import.meta.url).resolve('@temporalio/proto'));
-  const root = protoRequire('./root') as { lookupType(name: string): unknown };
-  const { fromJson } = protoRequire('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, options?: object): History };
-  return fromJson(root.lookupType('temporal.api.history.v1.History'), json, { ignoreUnknownFields: true });
-}
 
 /** In the worker thread: replays `file` `n` times after three to warm up; the ms per replay. */
 async function replay(file: string, n: number): Promise<number> {

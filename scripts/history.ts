@@ -2,7 +2,9 @@
  * Reading a workflow's history (tests, benchmarks): which activities it ran, whether as activities (ActivityTaskScheduled) or
  * inside a workflow task (local activities: a `core_local_activity` marker, whose data names the activity).
  */
+import { createRequire } from 'node:module';
 import { defaultPayloadConverter } from '@temporalio/common';
+import type { History } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
@@ -28,3 +30,16 @@ export const scheduledActivityType = (e: HistoryEvent): string | undefined => e.
 
 /** Every activity the history ran, scheduled or local, in order. */
 export const activityTypes = (events: HistoryEvent[]): string[] => events.map((e) => scheduledActivityType(e) ?? localActivityType(e)).filter((n): n is string => !!n);
+
+/**
+ * Proto JSON (`temporal workflow show --output json`, tests/replay/histories/*.json) → History. The SDK's
+ * historyFromJSON (which the Worker also uses for JSON input) fails here with "type must be a Type":
+ * @temporalio/common and @temporalio/proto each get their own copy of protobufjs 8, so its protojson does not
+ * recognise the proto's types. The copy @temporalio/proto loads its types with does.
+ */
+export function historyFromJson(json: unknown): History {
+  const protoRequire = createRequire(createRequire(import.meta.url).resolve('@temporalio/proto'));
+  const root = protoRequire('./root') as { lookupType(name: string): unknown };
+  const { fromJson } = protoRequire('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, options?: object): History };
+  return fromJson(root.lookupType('temporal.api.history.v1.History'), json, { ignoreUnknownFields: true });
+}
