@@ -5,8 +5,8 @@
  * The SDK runs each call into the workflow sandbox under `vm`'s `timeout` (its isolateExecutionTimeout, 5 s), and
  * Node enforces a vm timeout with a thread it creates and joins for that one call (nodejs/node#47739). An
  * activation makes three or more such calls; at 1,000 rollouts, where most workflow tasks replay a history, the one
- * workflow thread spent most of its time starting threads: replaying a 308-event rollout took 226 ms with them and
- * 80 ms without (README, "Scale").
+ * workflow thread spent most of its time starting threads (`npm run bench:replay`: a 308-event rollout's replay
+ * in a worker thread 132 ms with them, 85 ms without on a quiet machine; README, "Scale").
  *
  * In a worker thread, a call with a timeout runs without it instead, and notes when it started in memory the main
  * thread reads: `globalThis[Symbol.for('glidepath.workflowThreadWatchdog')].longestCallMs()` there says how long the
