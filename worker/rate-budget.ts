@@ -6,7 +6,7 @@
  * bucket (the rate, up to a burst at once) and a sliding window (no second holds more than the rate, counting the
  * calls that went out without waiting too), so the rate holds second by second, not only on average. The calls it
  * cannot hold back (heartbeats, history fetches, completions past their wait) get room kept for them: the calls
- * that wait leave as many free in each second as the most that came within one second lately (`reserve`).
+ * that wait leave as many free in each second as the most that came within one second lately, and a spare (`reserve`).
  */
 import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
@@ -71,7 +71,9 @@ interface Waiter {
 /** The longest window the budget's peaks are read over. */
 const peakWindowMs = 5_000;
 /** How long the budget remembers the calls it could not hold back, to keep room for them (`RateBudget.reserve`). */
-const reserveMemoryMs = 10_000;
+const reserveMemoryMs = 60_000;
+/** The share of the window the reserve keeps beyond what came lately (`RateBudget.reserve`). */
+const spareShare = 0.02;
 
 export class RateBudget {
   private bucket: Bucket;
@@ -202,14 +204,16 @@ export class RateBudget {
 
   /**
    * The calls a window keeps free for those the budget cannot hold back: as many as came within one second at
-   * most over the last ten seconds, and at most half the window. A waiting call fills a second only up to the
-   * rest, so the unheld ones, at the pace they came lately, still find the second under the rate.
+   * most over the last minute, plus a spare of 2 % of the window (one at the default 50), and at most half the
+   * window. A waiting call fills a second only up to the rest, so the unheld ones, at the pace they came lately,
+   * still find the second under the rate, and the spare covers one that comes first or beyond that pace (at 1,000
+   * rollouts a ten-second memory and no spare let them top a second by one or two).
    */
   reserve(now = this.clock()): number {
     this.forgetPeaks(now);
     let most = 0;
     for (const n of this.unheldPeaks.values()) most = Math.max(most, n);
-    return Math.min(most, Math.floor(this.window.limit / 2));
+    return Math.min(most + Math.floor(this.window.limit * spareShare), Math.floor(this.window.limit / 2));
   }
 
   /** The window for the calls that wait: the rate's, less the reserve. */

@@ -112,7 +112,7 @@ describe('RateBudget', () => {
       const counted: number[] = [];
       const budget = new RateBudget(10, 10, 600_000, clock, () => counted.push(clock()));
       // Three heartbeats late in every second, and far more polls waiting than the rate lets out.
-      const polls = Array.from({ length: 300 }, () => budget.takeWaiting(never));
+      const polls = Array.from({ length: 1000 }, () => budget.takeWaiting(never));
       for (let s = 0; s < 20; s++) {
         await jest.advanceTimersByTimeAsync(s * 1000 + 900 - clock());
         for (let i = 0; i < 3; i++) budget.charge();
@@ -125,12 +125,34 @@ describe('RateBudget', () => {
       expect(budget.reserve()).toBe(3);
       // Room for the polls still: seven a second.
       expect(counted.filter((t) => t >= 10_000 && t < 19_000)).toHaveLength(9 * 10);
-      // Once nothing unheld came for ten seconds, the whole rate is the polls' again.
+      // Once nothing unheld came for a minute, the whole rate is the polls' again.
+      await jest.advanceTimersByTimeAsync(50_000);
+      expect(budget.reserve()).toBe(3);
       await jest.advanceTimersByTimeAsync(11_000);
       expect(budget.reserve()).toBe(0);
       expect(inSecondTo(clock())).toBe(10);
-      await jest.advanceTimersByTimeAsync(20_000);
+      await jest.advanceTimersByTimeAsync(60_000);
       await Promise.all(polls); // every poll went
+    }));
+
+  test('at 50 a second one call is spare: the first unheld call, or one beyond the pace seen, still finds the second under the rate', () =>
+    onFakeTime(async (clock) => {
+      const counted: number[] = [];
+      const budget = new RateBudget(50, 50, 600_000, clock, () => counted.push(clock()));
+      const inSecondTo = (end: number) => counted.filter((t) => t > end - 1000 && t <= end).length;
+      expect(budget.reserve()).toBe(1);
+      const polls = Array.from({ length: 200 }, () => budget.takeWaiting(never));
+      await jest.advanceTimersByTimeAsync(900);
+      expect(inSecondTo(clock())).toBe(49);
+      budget.charge(); // a heartbeat, the first unheld call
+      expect(inSecondTo(clock())).toBe(50);
+      expect(budget.reserve()).toBe(2);
+      await jest.advanceTimersByTimeAsync(1_000);
+      budget.charge();
+      budget.charge(); // two now, one beyond the pace seen
+      expect(inSecondTo(clock())).toBe(50);
+      await jest.advanceTimersByTimeAsync(10_000);
+      await Promise.all(polls);
     }));
 
   test('the reserve is at most half the rate: a storm of unheld calls never stops the calls that wait', () =>
