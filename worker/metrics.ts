@@ -7,7 +7,6 @@
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { ApplicationFailure, type MetricCounter, type MetricGauge } from '@temporalio/common';
 import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
-import { Phase } from '../api/temporal-worker-deployment.js';
 import { TransientError } from '../activities/errors.js';
 import { durationBuckets, resourceLabels, RolloutMetric, rolloutMetricDescriptions } from '../workflows/metrics.js';
 
@@ -120,26 +119,33 @@ export interface SeenStatus {
 }
 
 /**
- * The gauge values for one resource: its ramp (0 without a target) and a 1 for its phase, 0 for every other
- * (so a phase a resource left does not keep reporting it). Pure.
+ * The gauge values for one resource: its ramp (0 without a target), a 1 for its phase, and a 0 for the phase it was
+ * last seen in if that was another (so a phase it left stops reporting it). Only the phases a resource has been
+ * in get a series: a 0 for each of the twelve phases of each resource was 12,000 series at 1,000 resources. Pure.
  */
-export function resourceGauges(status: SeenStatus | undefined): { ramp: number; phases: Record<string, number> } {
+export function resourceGauges(status: SeenStatus | undefined, lastPhase: string | undefined): { ramp: number; phases: Record<string, number> } {
   const phases: Record<string, number> = {};
-  for (const phase of Object.values(Phase)) phases[phase] = status?.phase === phase ? 1 : 0;
+  if (lastPhase !== undefined && lastPhase !== status?.phase) phases[lastPhase] = 0;
+  if (status?.phase !== undefined) phases[status.phase] = 1;
   return { ramp: status?.targetVersion?.rampPercentage ?? 0, phases };
 }
 
 let gauges: { ramp: MetricGauge; phase: MetricGauge } | undefined;
+/** The phase each resource was last seen in, by namespace/name (what `resourceGauges` sets to 0 once it leaves it). */
+const lastPhases = new Map<string, string>();
 
 /** Sets the resource gauges on each sighting of a resource (the watcher's informer events). */
 export function recordResourceGauges(resource: { namespace: string; name: string }, status: SeenStatus | undefined): void {
   const meter = Runtime.instance().metricMeter;
   gauges ??= {
     ramp: meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', 'The target version\'s ramp, per resource'),
-    phase: meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and not in (0)'),
+    phase: meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and was in before (0)'),
   };
-  const { ramp, phases } = resourceGauges(status);
+  const key = `${resource.namespace}/${resource.name}`;
+  const { ramp, phases } = resourceGauges(status, lastPhases.get(key));
   const labels = resourceLabels(resource);
   gauges.ramp.set(ramp, labels);
   for (const [name, value] of Object.entries(phases)) gauges.phase.set(value, { ...labels, phase: name });
+  if (status?.phase !== undefined) lastPhases.set(key, status.phase);
+  else lastPhases.delete(key);
 }

@@ -110,10 +110,30 @@ export function resourceLabels(resource: { namespace: string; name: string }): {
   return { resource_namespace: resource.namespace, resource_name: resource.name };
 }
 
-/** Emits a transition's points, tagged with the resource. */
+/**
+ * The metrics counted per resource: the rollouts' counters, one series each for the resources that had one. The
+ * transitions and the two duration histograms are labelled by the resource's namespace only: per resource they
+ * were about a hundred series each (a histogram is 16 lines a phase), 120,000 at 1,000 resources, 60 MB of the
+ * controller's memory and 15 MB of text a scrape (README, "Controller RSS"), and dashboards read them summed.
+ */
+const perResource: ReadonlySet<RolloutMetric> = new Set([
+  RolloutMetric.started,
+  RolloutMetric.completed,
+  RolloutMetric.aborted,
+  RolloutMetric.rolledBack,
+  RolloutMetric.failed,
+  RolloutMetric.stepTransitions,
+]);
+
+/** The labels of one of a resource's points: the resource, or only its namespace (`perResource`). */
+export function pointLabels(metric: RolloutMetric, resource: { namespace: string; name: string }): Record<string, string> {
+  return perResource.has(metric) ? resourceLabels(resource) : { resource_namespace: resource.namespace };
+}
+
+/** Emits a transition's points, labelled by `pointLabels`. */
 export function emitMetrics(points: MetricPoint[], resource: { namespace: string; name: string }): void {
   for (const p of points) {
-    const tags = { ...resourceLabels(resource), ...p.tags };
+    const tags = { ...pointLabels(p.metric, resource), ...p.tags };
     if (p.metric === RolloutMetric.phaseSeconds || p.metric === RolloutMetric.rolloutSeconds) {
       metricMeter.createHistogram(p.metric, 'float', 's', rolloutMetricDescriptions[p.metric]).record(p.value, tags);
     } else {

@@ -83,11 +83,16 @@ test('after a rollout /metrics has the rollout counters, durations and gauges fo
   }, 30_000);
   expect(value(samples, 'glidepath_rollouts_started_total', ours)).toBe(2);
   expect(value(samples, 'glidepath_step_transitions_total', ours)).toBe(1);
-  expect(value(samples, 'glidepath_transitions_total', { ...ours, phase: 'Ramping', reason: 'Ramping' })).toBe(1);
-  expect(value(samples, 'glidepath_rollout_duration_seconds_count', ours)).toBe(2);
-  expect(value(samples, 'glidepath_rollout_duration_seconds_sum', ours)).toBeGreaterThan(1); // the 1 s pause at least
-  expect(value(samples, 'glidepath_phase_duration_seconds_count', { ...ours, phase: 'Ramping' })).toBe(1);
-  expect(value(samples, 'glidepath_rollout_phase', { ...ours, phase: 'Ramping' })).toBe(0);
+  // Transitions and durations by the resource's namespace only (one resource in it here); no resource_name label.
+  const namespaceOnly = { resource_namespace: env.namespace };
+  expect(value(samples, 'glidepath_transitions_total', { ...namespaceOnly, phase: 'Ramping', reason: 'Ramping' })).toBe(1);
+  expect(value(samples, 'glidepath_rollout_duration_seconds_count', namespaceOnly)).toBe(2);
+  expect(value(samples, 'glidepath_rollout_duration_seconds_sum', namespaceOnly)).toBeGreaterThan(1); // the 1 s pause at least
+  expect(value(samples, 'glidepath_phase_duration_seconds_count', { ...namespaceOnly, phase: 'Ramping' })).toBe(1);
+  expect(samples.get('glidepath_phase_duration_seconds_count')?.some((l) => l.includes('resource_name='))).toBe(false);
+  // Only the phases it has been in have a series; one it left is 0 (the watcher may not have seen it in Ramping).
+  expect(value(samples, 'glidepath_rollout_phase', { ...ours, phase: 'Ramping' })).not.toBe(1);
+  expect(value(samples, 'glidepath_rollout_phase', { ...ours, phase: 'InvalidSpec' })).toBeUndefined();
   expect(value(samples, 'glidepath_rollout_ramp_percentage', ours)).toBe(0);
   expect(value(samples, 'glidepath_rollouts_aborted_total', {})).toBe(0); // counted from 0, not absent
   expect([...samples.keys()].filter((n) => n.startsWith('temporal_')).length).toBeGreaterThan(5);

@@ -1,4 +1,4 @@
-import { RolloutMetric, transitionMetrics, type TransitionSeen } from '../../workflows/metrics.js';
+import { RolloutMetric, pointLabels, transitionMetrics, type TransitionSeen } from '../../workflows/metrics.js';
 import { errorKind, resourceGauges } from '../../worker/metrics.js';
 import { ApplicationFailure } from '@temporalio/common';
 import { TransientError } from '../../activities/errors.js';
@@ -53,17 +53,30 @@ describe('transitionMetrics', () => {
 });
 
 describe('resourceGauges', () => {
-  test('one phase at 1, every other at 0; the ramp of the target', () => {
-    const g = resourceGauges({ phase: 'Ramping', targetVersion: { rampPercentage: 25 } });
-    expect(g.ramp).toBe(25);
-    expect(Object.entries(g.phases).filter(([, v]) => v === 1)).toEqual([['Ramping', 1]]);
-    expect(Object.keys(g.phases)).toContain('Ready');
+  test('the phase it is in at 1, the ramp of the target; no series for a phase it never was in', () => {
+    const g = resourceGauges({ phase: 'Ramping', targetVersion: { rampPercentage: 25 } }, undefined);
+    expect(g).toEqual({ ramp: 25, phases: { Ramping: 1 } });
   });
-  test('a resource gone reports nothing: every phase 0, ramp 0', () => {
-    const g = resourceGauges(undefined);
-    expect(g.ramp).toBe(0);
-    expect(Object.values(g.phases).every((v) => v === 0)).toBe(true);
+  test('a phase it left goes to 0', () => {
+    expect(resourceGauges({ phase: 'Ready' }, 'Ramping')).toEqual({ ramp: 0, phases: { Ramping: 0, Ready: 1 } });
   });
+  test('seen again in the same phase: that phase only, at 1', () => {
+    expect(resourceGauges({ phase: 'Ready' }, 'Ready')).toEqual({ ramp: 0, phases: { Ready: 1 } });
+  });
+  test('a resource gone reports nothing: its last phase 0, ramp 0', () => {
+    expect(resourceGauges(undefined, 'Ready')).toEqual({ ramp: 0, phases: { Ready: 0 } });
+  });
+});
+
+describe('pointLabels', () => {
+  const resource = { namespace: 'team-a', name: 'orders' };
+  test.each([
+    [RolloutMetric.started, { resource_namespace: 'team-a', resource_name: 'orders' }],
+    [RolloutMetric.stepTransitions, { resource_namespace: 'team-a', resource_name: 'orders' }],
+    [RolloutMetric.transitions, { resource_namespace: 'team-a' }],
+    [RolloutMetric.phaseSeconds, { resource_namespace: 'team-a' }],
+    [RolloutMetric.rolloutSeconds, { resource_namespace: 'team-a' }],
+  ])('%s', (metric, labels) => expect(pointLabels(metric, resource)).toEqual(labels));
 });
 
 describe('errorKind', () => {
