@@ -15,7 +15,7 @@ import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, t
 import { createActivities } from '../activities/index.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
-import { budgetedSlots, completionMaxWaitMs, completionsPaid } from './task-slots.js';
+import { budgetedSlots, completionMaxWaitMs, completionsPaid, HistoryFetchCredits } from './task-slots.js';
 import { activityErrorCounter, budgetMetrics, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
@@ -157,6 +157,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge() });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
+  const fetchCredits = new HistoryFetchCredits(budget);
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
@@ -165,10 +166,10 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
-    tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }),
+    tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }, fetchCredits),
     ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
     interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
-    sinks: taskCostSinks(budget),
+    sinks: taskCostSinks(budget, fetchCredits),
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
@@ -248,16 +249,17 @@ function workflowThreadWatchdog(): { longestCallMs(): number } | undefined {
 
 /**
  * What a workflow's tasks cost beyond their polls (../workflows/task-cost.ts), paid from the budget:
- * - the history a replay from the start needed, counted after the fact, when it went out (`RateBudget.charge`): the
- *   calls waiting get room only once the window has it again. A fetch comes before a workflow task the budget paid
- *   for, so fetches never outnumber the tasks.
+ * - the history a replay from the start needed: paid ahead with its task's poll while most tasks need one
+ *   (`HistoryFetchCredits`), else counted after the fact (`RateBudget.charge`): the calls waiting get room only
+ *   once the window has it again. A fetch comes before a workflow task the budget paid for, so fetches never
+ *   outnumber the tasks.
  * - a new activation's completion, before it is sent: it waits for room ahead of the calls that start work, at
  *   most `completionMaxWaitMs`, and goes out beyond that (`RateBudget.turnWithin`), as an activity's does.
  */
-export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>): InjectedSinks<TaskCostSinks> {
+export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>, fetches: Pick<HistoryFetchCredits, 'fetched'> = new HistoryFetchCredits(budget)): InjectedSinks<TaskCostSinks> {
   return {
     taskCost: {
-      historyFetched: { fn: () => budget.charge(), callDuringReplay: true },
+      historyFetched: { fn: () => fetches.fetched(), callDuringReplay: true },
       completing: { fn: () => budget.turnWithin(completionMaxWaitMs) },
     },
   };
@@ -268,9 +270,9 @@ export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>)
  * each task's poll paid from the process's Temporal budget (its completion pays when it is sent: `taskCostSinks`
  * and `completionsPaid`); local activities call no Temporal.
  */
-function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }): TunerHolder {
+function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }, fetches?: HistoryFetchCredits): TunerHolder {
   return {
-    workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks),
+    workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks, fetches),
     activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
     localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
     nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },

@@ -21,10 +21,77 @@ import type { RateBudget } from './rate-budget.js';
 export const completionMaxWaitMs = 2_000;
 
 /**
- * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking a token of `budget` (its poll)
- * before it polls.
+ * History fetches paid ahead, with the polls of the workflow tasks they come before. The Temporal core fetches a
+ * rollout's history when a task comes for one no longer in its cache, and the worker hears of it only when that
+ * activation runs (../workflows/task-cost.ts): counted then, the fetches of several seconds can land in one, beyond
+ * what the budget keeps free (at 1,000 rollouts and a cache of 100, 24 in one second beside 29 polls). So each poll
+ * pays ahead the share of tasks that needed a fetch over the last minute (accrued poll by poll: at a share of one
+ * half, every other poll pays one more call), as calls that wait their turn, and a fetch reported later uses such
+ * a credit instead of being counted unheld. A credit unused for `creditMs` lapses: the budget counted one call
+ * that did not go.
  */
-export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number): CustomSlotSupplier<SI> {
+export class HistoryFetchCredits {
+  private readonly tasks: number[] = [];
+  private readonly fetches: number[] = [];
+  private readonly credits: number[] = [];
+  /** The fetches the polls so far should have paid ahead and did not yet (below one). */
+  private owed = 0;
+
+  constructor(
+    private readonly budget: Pick<RateBudget, 'charge'>,
+    private readonly clock: () => number = () => performance.now(),
+    private readonly memoryMs = 60_000,
+    private readonly creditMs = 10_000,
+    private readonly minTasks = 10,
+  ) {}
+
+  /**
+   * Whether this poll pays a fetch ahead: it owes the last minute's share of tasks that needed one (nothing while
+   * fewer than `minTasks` came), and pays once the polls' shares add up to a whole call.
+   */
+  ahead(): boolean {
+    const now = this.clock();
+    const tasks = recent(this.tasks, now - this.memoryMs).length;
+    if (tasks < this.minTasks) return false;
+    this.owed += Math.min(1, recent(this.fetches, now - this.memoryMs).length / tasks);
+    if (this.owed < 1 - 1e-9) return false; // shares like 0.6 do not add up to exactly 1 in floating point
+    this.owed = Math.max(0, this.owed - 1);
+    return true;
+  }
+
+  /** A poll paid a fetch ahead. */
+  paidAhead(): void {
+    this.credits.push(this.clock());
+  }
+
+  /** A workflow task came (its slot is used). */
+  taskCame(): void {
+    this.tasks.push(this.clock());
+  }
+
+  /** The core fetched a history: paid ahead already, or counted now. */
+  fetched(): void {
+    const now = this.clock();
+    this.fetches.push(now);
+    const live = recent(this.credits, now - this.creditMs);
+    if (live.length) live.shift();
+    else this.budget.charge();
+  }
+}
+
+/** Drops the times at or before `since` from `times` (ascending) in place; returns it. */
+function recent(times: number[], since: number): number[] {
+  let old = 0;
+  while (old < times.length && times[old]! <= since) old++;
+  if (old) times.splice(0, old);
+  return times;
+}
+
+/**
+ * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking a token of `budget` (its poll)
+ * before it polls, and a second for the history fetch its task will likely need when `fetches` says so.
+ */
+export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number, fetches?: HistoryFetchCredits): CustomSlotSupplier<SI> {
   let used = 0;
   const waiting: Array<() => void> = [];
   const free = () => {
@@ -50,6 +117,10 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
       await slot(signal);
       try {
         await budget.takeWaiting(signal);
+        if (fetches?.ahead()) {
+          await budget.takeWaiting(signal);
+          fetches.paidAhead();
+        }
       } catch (err) {
         free();
         throw err;
@@ -61,7 +132,9 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
       used++;
       return {};
     },
-    markSlotUsed() {},
+    markSlotUsed() {
+      fetches?.taskCame();
+    },
     releaseSlot: free,
   };
 }

@@ -1,7 +1,7 @@
 import { jest } from '@jest/globals';
 import type { SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { RateBudget } from '../../worker/rate-budget.js';
-import { budgetedSlots, completionsPaid, completionWaitCap } from '../../worker/task-slots.js';
+import { budgetedSlots, completionsPaid, completionWaitCap, HistoryFetchCredits } from '../../worker/task-slots.js';
 
 const ctx = { slotType: 'workflow', taskQueue: 'glidepath', workerIdentity: 'test', workerBuildId: '', isSticky: false } as SlotReserveContext;
 const settled = async () => {
@@ -101,6 +101,65 @@ describe('budgetedSlots', () => {
     await expect(paying).rejects.toThrow('shutting down');
     now = 1000;
     expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the slot is free and the tokens of 1 s are whole
+  });
+});
+
+describe('HistoryFetchCredits', () => {
+  const make = () => {
+    let now = 0;
+    const charged: number[] = [];
+    const credits = new HistoryFetchCredits({ charge: () => charged.push(now) }, () => now, 60_000, 10_000, 10);
+    return { credits, charged, at: (t: number) => (now = t) };
+  };
+
+  test("each poll pays ahead the last minute's share of tasks that needed a fetch, once ten tasks came", () => {
+    const { credits, at } = make();
+    for (let i = 0; i < 9; i++) {
+      credits.taskCame();
+      if (i % 3) credits.fetched(); // two tasks in three fetch
+    }
+    expect([credits.ahead(), credits.ahead()]).toEqual([false, false]); // nine tasks: too few to tell
+    credits.taskCame(); // ten tasks, six fetches: a share of 0.6
+    const paid = Array.from({ length: 10 }, () => credits.ahead()).filter(Boolean).length;
+    expect(paid).toBe(6);
+    at(61_000);
+    expect(Array.from({ length: 10 }, () => credits.ahead()).filter(Boolean)).toEqual([]); // a minute later nothing is remembered
+  });
+
+  test('a fetch uses a credit paid ahead in the last ten seconds; without one it is counted when reported', () => {
+    const { credits, charged, at } = make();
+    credits.paidAhead();
+    credits.paidAhead();
+    at(500);
+    credits.fetched();
+    expect(charged).toEqual([]); // paid with its poll
+    at(11_000);
+    credits.fetched(); // the second credit lapsed at 10 s: its task needed none
+    expect(charged).toEqual([11_000]);
+  });
+});
+
+describe('budgetedSlots with history fetches paid ahead', () => {
+  afterEach(() => jest.useRealTimers());
+
+  test('while most tasks fetch, a poll pays two calls and the fetch after it none: the budget\'s seconds hold the fetches too', async () => {
+    jest.useFakeTimers();
+    const now = 0;
+    const counted: Array<'paid' | 'unheld'> = [];
+    const budget = new RateBudget(100, 100, 5_000, () => now, (how) => counted.push(how));
+    const credits = new HistoryFetchCredits(budget, () => now, 60_000, 10_000, 2);
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10, credits);
+    const task = async () => {
+      const permit = await slots.reserveSlot(ctx, new AbortController().signal);
+      slots.markSlotUsed({ slotInfo: { type: 'workflow', workflowType: 'RolloutWorkflow', isSticky: true }, permit });
+      credits.fetched(); // the core fetched the history before the activation
+      slots.releaseSlot({ permit });
+    };
+    await task();
+    await task();
+    expect(counted).toEqual(['paid', 'unheld', 'paid', 'unheld']); // not yet known: counted when reported
+    await task();
+    expect(counted.slice(4)).toEqual(['paid', 'paid']); // every task fetched: the poll and its fetch, both waiting their turn
   });
 });
 
