@@ -26,9 +26,10 @@ export const completionMaxWaitMs = 2_000;
  * activation runs (../workflows/task-cost.ts): counted then, the fetches of several seconds can land in one, beyond
  * what the budget keeps free (at 1,000 rollouts and a cache of 100, 24 in one second beside 29 polls). So each poll
  * pays ahead the share of tasks that needed a fetch over the last minute (accrued poll by poll: at a share of one
- * half, every other poll pays one more call), as calls that wait their turn, and a fetch reported later uses such
- * a credit instead of being counted unheld. A credit unused for `creditMs` lapses: the budget counted one call
- * that did not go.
+ * half, every other poll pays one more call), as calls that wait their turn. The task such a poll brings leaves a
+ * credit, and a fetch reported later uses one instead of being counted unheld. A credit unused for `creditMs`
+ * after its task came lapses, and a poll that brought no task leaves none: the budget counted a call that did not
+ * go.
  */
 export class HistoryFetchCredits {
   private readonly tasks: number[] = [];
@@ -59,20 +60,20 @@ export class HistoryFetchCredits {
     return true;
   }
 
-  /** A poll paid a fetch ahead. */
-  paidAhead(): void {
-    this.credits.push(this.clock());
-  }
-
-  /** A workflow task came (its slot is used). */
-  taskCame(): void {
-    this.tasks.push(this.clock());
+  /**
+   * A workflow task came (its slot is used); `fetchPaid`: its poll paid a fetch ahead, a credit from now (not from
+   * the poll's reservation: a long poll can wait a minute for its task).
+   */
+  taskCame(fetchPaid: boolean): void {
+    const now = this.clock();
+    this.tasks.push(now);
+    if (fetchPaid) this.credits.push(now);
   }
 
   /** The core fetched a history: paid ahead already, or counted now. */
   fetched(): void {
     const now = this.clock();
-    this.fetches.push(now);
+    recent(this.fetches, now - this.memoryMs).push(now);
     const live = recent(this.credits, now - this.creditMs);
     if (live.length) live.shift();
     else this.budget.charge();
@@ -119,7 +120,7 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
         await budget.takeWaiting(signal);
         if (fetches?.ahead()) {
           await budget.takeWaiting(signal);
-          fetches.paidAhead();
+          return { fetchPaid: true };
         }
       } catch (err) {
         free();
@@ -132,8 +133,8 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
       used++;
       return {};
     },
-    markSlotUsed() {
-      fetches?.taskCame();
+    markSlotUsed({ permit }) {
+      fetches?.taskCame((permit as { fetchPaid?: boolean }).fetchPaid === true);
     },
     releaseSlot: free,
   };

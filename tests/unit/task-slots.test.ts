@@ -115,21 +115,22 @@ describe('HistoryFetchCredits', () => {
   test("each poll pays ahead the last minute's share of tasks that needed a fetch, once ten tasks came", () => {
     const { credits, at } = make();
     for (let i = 0; i < 9; i++) {
-      credits.taskCame();
+      credits.taskCame(false);
       if (i % 3) credits.fetched(); // two tasks in three fetch
     }
     expect([credits.ahead(), credits.ahead()]).toEqual([false, false]); // nine tasks: too few to tell
-    credits.taskCame(); // ten tasks, six fetches: a share of 0.6
+    credits.taskCame(false); // ten tasks, six fetches: a share of 0.6
     const paid = Array.from({ length: 10 }, () => credits.ahead()).filter(Boolean).length;
     expect(paid).toBe(6);
     at(61_000);
     expect(Array.from({ length: 10 }, () => credits.ahead()).filter(Boolean)).toEqual([]); // a minute later nothing is remembered
   });
 
-  test('a fetch uses a credit paid ahead in the last ten seconds; without one it is counted when reported', () => {
+  test('a fetch uses the credit of a task whose poll paid ahead, for ten seconds after the task came; without one it is counted when reported', () => {
     const { credits, charged, at } = make();
-    credits.paidAhead();
-    credits.paidAhead();
+    credits.taskCame(true);
+    credits.taskCame(true);
+    credits.taskCame(false);
     at(500);
     credits.fetched();
     expect(charged).toEqual([]); // paid with its poll
@@ -160,6 +161,32 @@ describe('budgetedSlots with history fetches paid ahead', () => {
     expect(counted).toEqual(['paid', 'unheld', 'paid', 'unheld']); // not yet known: counted when reported
     await task();
     expect(counted.slice(4)).toEqual(['paid', 'paid']); // every task fetched: the poll and its fetch, both waiting their turn
+    // A poll that paid ahead and brought no task leaves no credit: the next fetch without a paid poll is counted.
+    const empty = await slots.reserveSlot(ctx, new AbortController().signal);
+    expect(counted.slice(6)).toEqual(['paid', 'paid']);
+    slots.releaseSlot({ permit: empty });
+    const unpaid = await slots.tryReserveSlot(ctx); // an eager task pays its poll only
+    slots.markSlotUsed({ slotInfo: { type: 'workflow', workflowType: 'RolloutWorkflow', isSticky: false }, permit: unpaid! });
+    credits.fetched();
+    expect(counted.slice(8)).toEqual(['paid', 'unheld']);
+  });
+
+  test('aborted while paying the fetch ahead: the slot is free again and the abort is rethrown', async () => {
+    jest.useFakeTimers();
+    let now = 0;
+    const budget = new RateBudget(1, 1, 5_000, () => now);
+    const credits = new HistoryFetchCredits(budget, () => now, 60_000, 10_000, 1);
+    credits.taskCame(false);
+    credits.fetched(); // every task fetched: the next poll pays one ahead
+    const slots = budgetedSlots<WorkflowSlotInfo>(budget, 1, credits);
+    const aborted = new AbortController();
+    const reservation = slots.reserveSlot(ctx, aborted.signal); // its poll's token now, the fetch's a second later
+    await settled();
+    aborted.abort(new Error('shutting down'));
+    await expect(reservation).rejects.toThrow('shutting down');
+    now = 5_000;
+    await jest.advanceTimersByTimeAsync(5_000);
+    expect(slots.tryReserveSlot(ctx)).not.toBeNull(); // the one slot is free
   });
 });
 
