@@ -24,7 +24,7 @@ export { managerIdentityHeldType, permanentFailureType } from './errors.js';
  * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
  * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge } = {}) {
+export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number } = {}) {
   const core = kc.makeApiClient(CoreV1Api);
   const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
@@ -32,7 +32,7 @@ export function createActivities(kc: k8s.KubeConfig, identity: string, options: 
     return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
-  const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat);
+  const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat, options.budgetWaitMs);
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...temporal,

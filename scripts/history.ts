@@ -25,6 +25,72 @@ export function localActivityScheduledAt(e: HistoryEvent): number | undefined {
   return at ? at.seconds * 1000 + at.nanos / 1e6 : undefined;
 }
 
+/** An event's time on the server's clock, ms since the epoch. */
+export const eventTime = (e: HistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+
+/** A payload's JSON (the default converter's encoding), or undefined. */
+const decoded = (p: temporal.api.common.v1.IPayload | null | undefined): unknown => (p ? defaultPayloadConverter.fromPayload(p) : undefined);
+
+/**
+ * An activity that completed, scheduled or local: when it started and when the server recorded its result (its
+ * completion, or the marker written with its workflow task's completion), with the Web UI's summary and, for a
+ * scheduled one, its arguments (a local one's are not in the history).
+ */
+export interface CompletedActivity {
+  type: string;
+  local: boolean;
+  /** On the server's clock: a scheduled one's start; a local one's workflow task's start (its call came after). */
+  startedAt: number | undefined;
+  /** A local one: when the worker scheduled it (the worker's clock). */
+  scheduledAt?: number;
+  recordedAt: number;
+  /** The event that recorded its result. */
+  eventId: number;
+  summary: string | undefined;
+  args: unknown[] | undefined;
+}
+
+/** Every completed activity of a history, scheduled or local, in the order their results were recorded. */
+export function completedActivities(events: HistoryEvent[]): CompletedActivity[] {
+  const byId = new Map(events.map((e) => [String(e.eventId), e]));
+  const startedOf = new Map(events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => [String(e.activityTaskStartedEventAttributes!.scheduledEventId), e]));
+  const summaryOf = (e: HistoryEvent | undefined) => decoded(e?.userMetadata?.summary) as string | undefined;
+  const done: CompletedActivity[] = [];
+  for (const e of events) {
+    const completed = e.activityTaskCompletedEventAttributes;
+    if (completed) {
+      const scheduled = byId.get(String(completed.scheduledEventId));
+      const started = startedOf.get(String(completed.scheduledEventId));
+      done.push({
+        type: (scheduled && scheduledActivityType(scheduled)) ?? '',
+        local: false,
+        startedAt: started ? eventTime(started) : undefined,
+        recordedAt: eventTime(e),
+        eventId: Number(e.eventId),
+        summary: summaryOf(scheduled),
+        args: scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.map(decoded),
+      });
+    }
+    const type = localActivityType(e);
+    if (type && !e.markerRecordedEventAttributes?.failure) {
+      const task = byId.get(String(e.markerRecordedEventAttributes?.workflowTaskCompletedEventId));
+      const taskStarted = byId.get(String(task?.workflowTaskCompletedEventAttributes?.startedEventId));
+      const scheduledAt = localActivityScheduledAt(e);
+      done.push({
+        type,
+        local: true,
+        startedAt: taskStarted ? eventTime(taskStarted) : undefined,
+        ...(scheduledAt === undefined ? {} : { scheduledAt }),
+        recordedAt: eventTime(e),
+        eventId: Number(e.eventId),
+        summary: summaryOf(e),
+        args: undefined,
+      });
+    }
+  }
+  return done;
+}
+
 /** The activity type of a scheduled activity, or undefined. */
 export const scheduledActivityType = (e: HistoryEvent): string | undefined => e.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined;
 

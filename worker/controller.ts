@@ -155,7 +155,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge() });
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs() });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const fetchCredits = new HistoryFetchCredits(budget);
   const worker = await Worker.create({
@@ -268,7 +268,7 @@ export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>,
 /**
  * A worker's slots: its workflow tasks and activities at most so many at once (the SDK's defaults are 40 and 100),
  * each task's poll paid from the process's Temporal budget (its completion pays when it is sent: `taskCostSinks`
- * and `completionsPaid`); local activities call no Temporal.
+ * and `completionsPaid`); a local activity has no poll or completion (the Temporal calls it makes pay as any).
  */
 function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }, fetches?: HistoryFetchCredits): TunerHolder {
   return {

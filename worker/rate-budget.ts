@@ -178,6 +178,12 @@ export class RateBudget {
     });
   }
 
+  /** How long a call asking now would wait for its turn (0: it would go at once). */
+  waitNowMs(): number {
+    const now = this.clock();
+    return this.idle() && this.fits(now) ? 0 : this.expectedWaitMs(now);
+  }
+
   /** The most calls counted within any second and any five seconds that ended in the last ten seconds. */
   recentPeaks(): { second: number; fiveSeconds: number } {
     const now = this.clock();

@@ -22,7 +22,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities, KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
-import { workerDeploymentName } from '../api/names.js';
+import { routingDeferred, workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
 import { recheckDelay, renderStatus } from './decisions.js';
 import { currentDetails, summaryLine } from './details.js';
@@ -115,6 +115,19 @@ export class RolloutContext {
   private get localReporting() {
     return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '3s', startToCloseTimeout: '2s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
   }
+  /**
+   * A routing write inside the workflow task (localRouting): two attempts within 10 s, then it goes as an activity.
+   * The task holds its worker slot meanwhile, as long as the server takes to change the routing; while the budget
+   * would make the call wait, the activity defers it at once (`routingDeferred`, not retried here).
+   */
+  private get localRoutingWrites() {
+    return proxyLocalActivities<Activities>({
+      scheduleToCloseTimeout: '10s',
+      startToCloseTimeout: '10s',
+      retry: { initialInterval: '200ms', maximumAttempts: 2, nonRetryableErrorTypes: [routingDeferred] },
+      ...this.summary(),
+    });
+  }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
     return this.activities(reportingOptions);
@@ -158,6 +171,14 @@ export class RolloutContext {
    * nobody else wrote) and claims the manager identity on the way, instead of a claim activity of its own.
    */
   routingTokens = false;
+  /**
+   * `patched('routing-local-v12')`: a routing write runs as a local activity, in the workflow task that decided it:
+   * no completion of that task, activity dispatch and task after it (tens of ms of each step on a busy controller,
+   * `npm run bench`). One that fails there goes again as an activity (`routingCall`).
+   */
+  localRouting = false;
+  /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
+  private routingAsActivity = false;
   /** The workflow task (by its history length) in which an activity was last scheduled. */
   private scheduledInTask = -1;
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
@@ -180,6 +201,35 @@ export class RolloutContext {
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
     if (!this.routingTokens) return;
     this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
+  }
+
+  /**
+   * A routing write (`write` with the activities to make it with): under localRouting inside the workflow task,
+   * else, and after a local one failed but for a refusal (permanent, or the manager identity held), as an activity.
+   * A local write that landed but did not answer in time is harmless again: the activity finds the routing done.
+   */
+  async routingCall<T>(write: (activities: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+    // Not once the run is due to continue as new: as for reports (see leanReports), a local marker and a signal
+    // arriving in its task could be replayed in another order than they happened.
+    if (!this.localRouting || this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
+    const summary = this.summaryNow; // read synchronously by the proxies, gone after the first await
+    try {
+      return await write(this.localRoutingWrites);
+    } catch (err) {
+      const deferred = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === routingDeferred;
+      if (!deferred) {
+        if (isCancellation(err) || permanentCause(err) !== undefined || managerHeldBy(err) !== undefined) throw err;
+        log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
+        this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
+      }
+      return summary === undefined ? this.routingByActivity(write) : this.withSummary(summary, () => this.routingByActivity(write));
+    }
+  }
+
+  private async routingByActivity<T>(write: (activities: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+    const result = await write(this.temporal);
+    this.routingAsActivity = false;
+    return result;
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */

@@ -108,7 +108,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
         CancellationScope.nonCancellable(async () => {
           const t = ctx.temporalTarget();
           const what = `ramp ${buildId} to ${step.rampPercentage}%`;
-          ctx.routed(t, await ctx.call(what, () => ctx.temporal.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t)), heldIsOurs(ctx)));
+          ctx.routed(t, await ctx.call(what, () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))), heldIsOurs(ctx)));
         }),
       );
       stillTarget(ctx, buildId);
@@ -356,7 +356,7 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
     try {
       await CancellationScope.nonCancellable(async () => {
         const t = ctx.temporalTarget();
-        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs(ctx) }));
+        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.routingCall((a) => a.setCurrent(t, buildId, ...ctx.routingOptions(t))), { untilDeleted: false, ...heldIsOurs(ctx) }));
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
         state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };

@@ -52,6 +52,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   ctx.leanReports = ctx.batchReports && patched('report-v8');
   ctx.routingTokens = patched('routing-v9');
   ctx.applyWithAdoption = ctx.adopt && patched('apply-v11');
+  ctx.localRouting = ctx.routingTokens && patched('routing-local-v12');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);

@@ -2,9 +2,10 @@
  * Temporal activities: Worker Versioning calls through WorkflowService, no decisions. Routing changes carry
  * the conflict token of a describe made just before, and the controller's identity.
  */
-import { Context } from '@temporalio/activity';
+import { ApplicationFailure, Context } from '@temporalio/activity';
 import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { routingDeferred } from '../../api/names.js';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
@@ -53,6 +54,8 @@ export interface RoutingCallResult {
 }
 
 const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {});
+/** How long a local routing write may wait for the budget before it goes as an activity instead (`deferIfBusy`). */
+const deferLocalWritesAfterMs = 100;
 const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
 
 /** What the registration wait's heartbeats carry: the last check's refusal, if the server refused it. */
@@ -122,7 +125,24 @@ async function heartbeating<T>(ctx: Context, charge: Charge, alive: () => boolea
  * The Temporal activities. `readGateInput` reads a gate's input from its ConfigMap or Secret (the Kubernetes
  * activities' reader, with the same JSON rules).
  */
-export function createTemporalActivities(connections: TemporalConnections, identity: string, readGateInput: GateInputReader, chargeHeartbeat: Charge = () => {}) {
+export function createTemporalActivities(
+  connections: TemporalConnections,
+  identity: string,
+  readGateInput: GateInputReader,
+  chargeHeartbeat: Charge = () => {},
+  budgetWaitMs: () => number = () => 0,
+) {
+  /**
+   * A routing write inside a workflow task (a local activity) holds that task and its worker slot until it is
+   * done: while the budget would make it wait its turn (a thousand rollouts moving), it goes as an activity.
+   */
+  function deferIfBusy(): void {
+    const waitMs = budgetWaitMs();
+    if (waitMs > deferLocalWritesAfterMs && Context.current().info.isLocal) {
+      throw ApplicationFailure.create({ type: routingDeferred, message: `the controller's Temporal budget is busy (a call would wait ${waitMs} ms): the routing write goes as an activity` });
+    }
+  }
+
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
@@ -312,6 +332,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+      deferIfBusy();
       return routingWrite(
         t,
         o,
@@ -330,6 +351,7 @@ export function createTemporalActivities(connections: TemporalConnections, ident
     },
 
     async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+      deferIfBusy();
       return routingWrite(
         t,
         o,

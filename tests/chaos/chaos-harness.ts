@@ -12,6 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { localActivityType } from '../../scripts/history.js';
 import { portOpen, type ServerProcess } from '../../scripts/servers/servers.js';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -143,7 +144,10 @@ export interface ChainReport {
   runs: number;
   /** Percentages of `setRamping` for the build, in the order their activities completed, across all runs. */
   rampsCompleted: number[];
-  /** How many `setRamping` activities for the build were scheduled (a retried activity counts once). */
+  /**
+   * How many `setRamping` activities for the build were scheduled (a retried activity counts once); a local one
+   * (routing-local-v12) is in the history only once it completed, and counts then.
+   */
   rampsScheduled: number;
   /** Activities and workflow tasks that timed out (what a killed controller costs: each waits out its timeout). */
   activityTimeouts: Record<string, number>;
@@ -185,6 +189,13 @@ export async function chainReport(client: Client, workflowId: string, buildId: s
           report.rampsScheduled++;
           report.summary.push(`run ${i} event ${id}: setRamping ${decode(args[2])}% scheduled`);
         }
+      }
+      // A local ramp's arguments are not in the history: its summary says them ("ramp <build> to <n>%").
+      const local = localActivityType(e) === 'setRamping' && !e.markerRecordedEventAttributes?.failure ? /^ramp (\S+) to (\d+)%$/.exec(String(decode(e.userMetadata?.summary))) : null;
+      if (local?.[1] === buildId) {
+        report.rampsCompleted.push(Number(local[2]));
+        report.rampsScheduled++;
+        report.summary.push(`run ${i} event ${id}: setRamping ${local[2]}% completed inside its workflow task`);
       }
       const completed = e.activityTaskCompletedEventAttributes;
       if (completed) {

@@ -18,6 +18,7 @@ import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../..
 import { describeDeploymentSettled, describeVersionSettled } from '../../activities/temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
+import { completedActivities, type CompletedActivity } from '../../scripts/history.js';
 
 export const plural = 'temporalworkerdeployments';
 
@@ -227,28 +228,28 @@ export function workflowHandle(env: RolloutEnv, name: string) {
  * server's clock (the workflow's history): how long a step was held is measured there, not by a poller.
  */
 export async function routingCallTimes(env: RolloutEnv, name: string, n: number): Promise<{ starts: number[]; ends: number[] }> {
-  const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
-  const routing = new Set(['setRamping', 'setCurrent']);
-  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) * 1000 + Math.floor((e.eventTime?.nanos ?? 0) / 1e6);
-  const scheduled = new Map(events.filter((e) => routing.has(e.activityTaskScheduledEventAttributes?.activityType?.name ?? '')).map((e) => [String(e.eventId), at(e)]));
-  const ends = events.filter((e) => scheduled.has(String(e.activityTaskCompletedEventAttributes?.scheduledEventId ?? 'none'))).map(at);
-  return { starts: [...scheduled.values()].slice(-n), ends: ends.slice(-n) };
+  const calls = await routingCallsIn(env, name);
+  // A local call's start is its workflow task's: it started later, so a pause measured to it is never longer.
+  return { starts: calls.map((c) => c.startedAt ?? c.recordedAt).slice(-n), ends: calls.map((c) => c.recordedAt).slice(-n) };
 }
 
 /**
  * The routing calls a resource's rollout made, in order, with their arguments (build, and percentage for a ramp),
  * from the workflow's history: what a short ramp did is read there, not caught by polling the server in its window.
+ * A local call's arguments are not in the history: its summary says them ("ramp <build> to <n>%", "make <build> current").
  */
 export async function routingCalls(env: RolloutEnv, name: string): Promise<{ call: string; buildId: string; percentage?: number }[]> {
+  return (await routingCallsIn(env, name)).map((c) => {
+    const said = (c.type === 'setRamping' ? /^ramp (\S+) to (\d+)%$/ : /^make (\S+) current$/).exec(c.summary ?? '');
+    const buildId = (c.args ? c.args[1] : said?.[1]) as string;
+    return { call: c.type, buildId, ...(c.type === 'setRamping' ? { percentage: Number(c.args ? c.args[2] : said?.[2]) } : {}) };
+  });
+}
+
+/** The completed routing calls (setRamping, setCurrent) of a resource's rollout, scheduled or local. */
+async function routingCallsIn(env: RolloutEnv, name: string): Promise<CompletedActivity[]> {
   const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
-  return events
-    .map((e) => e.activityTaskScheduledEventAttributes)
-    .filter((a) => a && ['setRamping', 'setCurrent'].includes(a.activityType?.name ?? ''))
-    .map((a) => {
-      const args = (a!.input?.payloads ?? []).map((p) => JSON.parse(Buffer.from(p.data ?? new Uint8Array()).toString('utf8')) as unknown);
-      const call = a!.activityType!.name!;
-      return { call, buildId: args[1] as string, ...(call === 'setRamping' ? { percentage: args[2] as number } : {}) };
-    });
+  return completedActivities(events).filter((a) => a.type === 'setRamping' || a.type === 'setCurrent');
 }
 
 export { eventually } from './eventually.js';

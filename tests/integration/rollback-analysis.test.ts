@@ -6,6 +6,7 @@
 import { execFileSync } from 'node:child_process';
 import { updates } from '../../workflows/messages.js';
 import { workerDeploymentName } from '../../api/names.js';
+import { activityTypes } from '../../scripts/history.js';
 import { apply, eventually, resource, routing, startRolloutEnv, taskQueueOf, twdStatus, workflowHandle, type RolloutEnv, type TwdStatus } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
@@ -179,7 +180,7 @@ test('rollback in seconds: the control and the spec going back both switch to v1
   const back = await statusWhere('rb', 'v1 current again by spec', (s) => s.currentVersion?.buildID === v1 && s.phase === 'Ready');
   expect(back.conditions?.[0]?.reason).toBe('RolledBack');
   const events = ((await workflowHandle(env, 'rb').fetchHistory()).events ?? []).slice(before);
-  const activities = events.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name).filter(Boolean);
+  const activities = activityTypes(events);
   expect(activities).toContain('setCurrent');
   expect(activities).not.toContain('setRamping');
   expect(activities).not.toContain('awaitVersionRegistered');

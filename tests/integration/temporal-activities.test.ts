@@ -11,6 +11,7 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { managerIdentityHeldType, withFailureClassification } from '../../activities/errors.js';
 import { createTemporalActivities } from '../../activities/temporal/activities.js';
+import { routingDeferred } from '../../api/names.js';
 import { createAnalysisActivities } from '../../activities/temporal/analysis.js';
 import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
 import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
@@ -189,6 +190,21 @@ test('routing writes with our last conflict token need no describe; a stale one 
   expect((await temporal.describeRouting(t)).current).toBe('A');
   await countedConnections.closeAll();
 });
+
+test('a routing write inside a workflow task is deferred, unmade, while the budget would make it wait; as an activity, or with the budget free, it is made', async () => {
+  const { t, deploymentName, taskQueue } = fresh('deferred');
+  await startWorker(deploymentName, taskQueue, 'A');
+  let budgetWaitMs = 500;
+  const budgeted = createTemporalActivities(connections, identity, async () => undefined, () => {}, () => budgetWaitMs);
+  const local = () => new MockActivityEnvironment({ isLocal: true });
+
+  await expect(local().run(budgeted.setCurrent, t, 'A')).rejects.toMatchObject({ type: routingDeferred });
+  expect((await temporal.describeRouting(t)).current).toBeUndefined(); // no call went
+  await eventually('A current, as an activity', () => new MockActivityEnvironment({ isLocal: false }).run(budgeted.setCurrent, t, 'A').then(() => true));
+  expect((await temporal.describeRouting(t)).current).toBe('A');
+  budgetWaitMs = 0;
+  await local().run(budgeted.setRamping, t, '', 0); // nothing ramps: a no-op write, made inside the task
+}, 120_000);
 
 test('actOnPinned terminates, signals and cancels the running executions on a version; again, it is a no-op', async () => {
   const { t, deploymentName, taskQueue } = fresh('act');

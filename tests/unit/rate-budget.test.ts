@@ -89,6 +89,18 @@ describe('RateBudget', () => {
       expect(sent).toEqual([0, 0, 0, 1000, 1000, 1000, 2000]);
     }));
 
+  test('waitNowMs() says how long a call asking now would wait: nothing while one fits, the next turn once the window is full', () =>
+    onFakeTime(async (clock) => {
+      const budget = new RateBudget(2, 10, 5_000, clock);
+      expect(budget.waitNowMs()).toBe(0);
+      expect(budget.tryTake()).toBe(true);
+      expect(budget.tryTake()).toBe(true);
+      await jest.advanceTimersByTimeAsync(200);
+      expect(budget.waitNowMs()).toBe(800); // the second's two are spent: one more goes when the first leaves
+      await jest.advanceTimersByTimeAsync(800);
+      expect(budget.waitNowMs()).toBe(0);
+    }));
+
   test('charge() counts a call that went without asking when it went: the calls waiting get room once the window has it again', () =>
     onFakeTime(async (clock) => {
       const counted: string[] = [];
