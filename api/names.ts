@@ -61,9 +61,3 @@ export function sanitizeBuildId(text: string): string {
   const suffix = shortHash(text);
   return `${cleaned.slice(0, maxLabel - suffix.length - 1).replace(/[^A-Za-z0-9]+$/, '')}-${suffix}`;
 }
-
-/**
- * The error type of a routing write that a workflow task asked for inside itself (a local activity) while the
- * controller's Temporal budget would make it wait: it goes as an activity instead, holding no workflow task.
- */
-export const routingDeferred = 'RoutingDeferred';

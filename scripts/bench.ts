@@ -33,7 +33,7 @@ import { updates } from '../workflows/messages.js';
 import { Labels } from '../activities/kubernetes/versioned-deployment.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
-import { completedActivities, eventTime, localActivityScheduledAt, localActivityType, scheduledActivityType } from './history.js';
+import { completedActivities, eventTime, isDeferred, localActivityScheduledAt, localActivityType, scheduledActivityType } from './history.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
 
@@ -177,7 +177,7 @@ async function rolloutFigures(name: string, v1Build: string, registered: number 
   const refOf = (e: (typeof events)[number]) => e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
   // Scheduled or local (a routing write is local: routing-local-v12), with when its result was recorded.
   const done = completedActivities(events);
-  const completed = (type: string) => done.filter((a) => a.type === type);
+  const completed = (type: string) => done.filter((a) => a.type === type && !isDeferred(a.result));
   // The last "available" signal of the v2 Deployment, then the v2 routing change.
   const v2Available = events.filter((e) => {
     const s = e.workflowExecutionSignaledEventAttributes;
@@ -300,7 +300,7 @@ for (let i = 0; i < rollbacks; i++) {
   const events = (await handle.fetchHistory()).events ?? [];
   const accepted = events.filter((e) => e.workflowExecutionUpdateAcceptedEventAttributes).at(-1);
   // A local set-current's marker is written with the task that accepted the update: from that task's start then.
-  const done = completedActivities(events).filter((a) => a.type === 'setCurrent').at(-1);
+  const done = completedActivities(events).filter((a) => a.type === 'setCurrent' && !isDeferred(a.result)).at(-1);
   if (accepted && done) rollbackServer.push(done.recordedAt - (done.local && done.startedAt !== undefined ? Math.min(done.startedAt, at(accepted)) : at(accepted)));
   if (process.env.BENCH_VERBOSE && accepted) {
     // Where the time went, on the server's clock: every event from the update's acceptance on.
@@ -364,9 +364,10 @@ const eventsPerBringUp: number[] = [];
 for (let i = 0; i < resources; i++) {
   const events = (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory()).events ?? [];
   // Scheduled, by their scheduling; local, by their marker (written with the task that made the call).
+  const deferred = new Set(completedActivities(events).filter((a) => a.local && isDeferred(a.result)).map((a) => a.eventId));
   const routing = events
     .map((e) => ({ id: Number(e.eventId), type: scheduledActivityType(e) ?? localActivityType(e) ?? '' }))
-    .filter((e) => e.type === 'setRamping' || e.type === 'setCurrent');
+    .filter((e) => (e.type === 'setRamping' || e.type === 'setCurrent') && !deferred.has(e.id));
   for (let k = 1; k < routing.length; k++) {
     const [from, to] = [routing[k - 1]!, routing[k]!];
     if (from.type === 'setRamping') eventsPerStep.push(to.id - from.id);

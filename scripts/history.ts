@@ -48,9 +48,16 @@ export interface CompletedActivity {
   eventId: number;
   summary: string | undefined;
   args: unknown[] | undefined;
+  result: unknown;
 }
 
-/** Every completed activity of a history, scheduled or local, in the order their results were recorded. */
+/** Whether a routing write's result says it was deferred, not made (a local one while the budget was busy). */
+export const isDeferred = (result: unknown): boolean => (result as { deferred?: unknown } | undefined)?.deferred === true;
+
+/**
+ * Every completed activity of a history, scheduled or local, in the order their results were recorded (a routing
+ * write answered `deferred` among them: `isDeferred`).
+ */
 export function completedActivities(events: HistoryEvent[]): CompletedActivity[] {
   const byId = new Map(events.map((e) => [String(e.eventId), e]));
   const startedOf = new Map(events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => [String(e.activityTaskStartedEventAttributes!.scheduledEventId), e]));
@@ -69,6 +76,7 @@ export function completedActivities(events: HistoryEvent[]): CompletedActivity[]
         eventId: Number(e.eventId),
         summary: summaryOf(scheduled),
         args: scheduled?.activityTaskScheduledEventAttributes?.input?.payloads?.map(decoded),
+        result: decoded(completed.result?.payloads?.[0]),
       });
     }
     const type = localActivityType(e);
@@ -85,6 +93,7 @@ export function completedActivities(events: HistoryEvent[]): CompletedActivity[]
         eventId: Number(e.eventId),
         summary: summaryOf(e),
         args: undefined,
+        result: decoded(e.markerRecordedEventAttributes?.details?.result?.payloads?.[0]),
       });
     }
   }

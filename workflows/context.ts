@@ -22,7 +22,7 @@ import {
   workflowInfo,
 } from '@temporalio/workflow';
 import type { Activities, KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
-import { routingDeferred, workerDeploymentName } from '../api/names.js';
+import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
 import { recheckDelay, renderStatus } from './decisions.js';
 import { currentDetails, summaryLine } from './details.js';
@@ -118,15 +118,10 @@ export class RolloutContext {
   /**
    * A routing write inside the workflow task (localRouting): two attempts within 10 s, then it goes as an activity.
    * The task holds its worker slot meanwhile, as long as the server takes to change the routing; while the budget
-   * would make the call wait, the activity defers it at once (`routingDeferred`, not retried here).
+   * would make the call wait, the activity answers `deferred` at once.
    */
   private get localRoutingWrites() {
-    return proxyLocalActivities<Activities>({
-      scheduleToCloseTimeout: '10s',
-      startToCloseTimeout: '10s',
-      retry: { initialInterval: '200ms', maximumAttempts: 2, nonRetryableErrorTypes: [routingDeferred] },
-      ...this.summary(),
-    });
+    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '10s', startToCloseTimeout: '10s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
   }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
@@ -205,28 +200,28 @@ export class RolloutContext {
 
   /**
    * A routing write (`write` with the activities to make it with): under localRouting inside the workflow task,
-   * else, and after a local one failed but for a refusal (permanent, or the manager identity held), as an activity.
-   * A local write that landed but did not answer in time is harmless again: the activity finds the routing done.
+   * else, and when the local one was deferred (a busy budget) or failed, as an activity. A local write that landed
+   * but did not answer in time is harmless again: the activity finds the routing done.
    */
-  async routingCall<T>(write: (activities: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+  async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
     // Not once the run is due to continue as new: as for reports (see leanReports), a local marker and a signal
     // arriving in its task could be replayed in another order than they happened.
     if (!this.localRouting || this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
     const summary = this.summaryNow; // read synchronously by the proxies, gone after the first await
     try {
-      return await write(this.localRoutingWrites);
+      const result = await write(this.localRoutingWrites);
+      if (!result.deferred) return result;
     } catch (err) {
-      const deferred = err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === routingDeferred;
-      if (!deferred) {
-        if (isCancellation(err) || permanentCause(err) !== undefined || managerHeldBy(err) !== undefined) throw err;
-        log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
-        this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
-      }
-      return summary === undefined ? this.routingByActivity(write) : this.withSummary(summary, () => this.routingByActivity(write));
+      if (isCancellation(err)) throw err;
+      // A refusal too (permanent, the manager identity held) goes again as an activity: a local activity's failure
+      // can come unwrapped, and the activity's is the one the callers read (`call`).
+      log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
+      this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
     }
+    return summary === undefined ? this.routingByActivity(write) : this.withSummary(summary, () => this.routingByActivity(write));
   }
 
-  private async routingByActivity<T>(write: (activities: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+  private async routingByActivity(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
     const result = await write(this.temporal);
     this.routingAsActivity = false;
     return result;

@@ -2,10 +2,9 @@
  * Temporal activities: Worker Versioning calls through WorkflowService, no decisions. Routing changes carry
  * the conflict token of a describe made just before, and the controller's identity.
  */
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { routingDeferred } from '../../api/names.js';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
@@ -51,10 +50,12 @@ export interface RoutingCallOptions {
 /** The conflict token after a routing write (base64), for the next one. */
 export interface RoutingCallResult {
   conflictToken?: string;
+  /** Inside a workflow task (a local activity) the write was not made: the budget is busy; it goes as an activity. */
+  deferred?: true;
 }
 
 const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {});
-/** How long a local routing write may wait for the budget before it goes as an activity instead (`deferIfBusy`). */
+/** How long a local routing write may wait for the budget before it goes as an activity instead (`deferred`). */
 const deferLocalWritesAfterMs = 100;
 const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
 
@@ -134,14 +135,10 @@ export function createTemporalActivities(
 ) {
   /**
    * A routing write inside a workflow task (a local activity) holds that task and its worker slot until it is
-   * done: while the budget would make it wait its turn (a thousand rollouts moving), it goes as an activity.
+   * done: while the budget would make it wait its turn (a thousand rollouts moving), it is not made there but
+   * answered `deferred`, and goes as an activity (an answer, not a failure: nothing to log or retry).
    */
-  function deferIfBusy(): void {
-    const waitMs = budgetWaitMs();
-    if (waitMs > deferLocalWritesAfterMs && Context.current().info.isLocal) {
-      throw ApplicationFailure.create({ type: routingDeferred, message: `the controller's Temporal budget is busy (a call would wait ${waitMs} ms): the routing write goes as an activity` });
-    }
-  }
+  const deferred = (): boolean => budgetWaitMs() > deferLocalWritesAfterMs && Context.current().info.isLocal;
 
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
@@ -332,7 +329,7 @@ export function createTemporalActivities(
     },
 
     async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
-      deferIfBusy();
+      if (deferred()) return { deferred: true };
       return routingWrite(
         t,
         o,
@@ -351,7 +348,7 @@ export function createTemporalActivities(
     },
 
     async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
-      deferIfBusy();
+      if (deferred()) return { deferred: true };
       return routingWrite(
         t,
         o,

@@ -18,7 +18,7 @@ import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../..
 import { describeDeploymentSettled, describeVersionSettled } from '../../activities/temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
-import { completedActivities, type CompletedActivity } from '../../scripts/history.js';
+import { completedActivities, isDeferred, type CompletedActivity } from '../../scripts/history.js';
 
 export const plural = 'temporalworkerdeployments';
 
@@ -249,7 +249,7 @@ export async function routingCalls(env: RolloutEnv, name: string): Promise<{ cal
 /** The completed routing calls (setRamping, setCurrent) of a resource's rollout, scheduled or local. */
 async function routingCallsIn(env: RolloutEnv, name: string): Promise<CompletedActivity[]> {
   const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
-  return completedActivities(events).filter((a) => a.type === 'setRamping' || a.type === 'setCurrent');
+  return completedActivities(events).filter((a) => (a.type === 'setRamping' || a.type === 'setCurrent') && !isDeferred(a.result));
 }
 
 export { eventually } from './eventually.js';
