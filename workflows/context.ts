@@ -167,9 +167,13 @@ export class RolloutContext {
    */
   routingTokens = false;
   /**
-   * `patched('routing-local-v12')`: a routing write runs as a local activity, in the workflow task that decided it:
+   * `patched('routing-local-v12')`: a ramp runs as a local activity, in the workflow task that decided it:
    * no completion of that task, activity dispatch and task after it (tens of ms of each step on a busy controller,
-   * `npm run bench`). One that fails there goes again as an activity (`routingCall`).
+   * `npm run bench`). One that fails there goes again as an activity (`routingCall`). Not a set-current: a local
+   * write lands before its task is recorded, and a task lost then (a controller killed) is run again with what came
+   * meanwhile first; an abort accepted there would leave the build it aborted current. A stray ramp is undone by
+   * the abort's own read of the routing (`clearRampIf`); a set-current, the point of no return, stays an activity,
+   * recorded before it is made (`promoting`).
    */
   localRouting = false;
   /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */

@@ -356,7 +356,7 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
     try {
       await CancellationScope.nonCancellable(async () => {
         const t = ctx.temporalTarget();
-        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.routingCall((a) => a.setCurrent(t, buildId, ...ctx.routingOptions(t))), { untilDeleted: false, ...heldIsOurs(ctx) }));
+        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs(ctx) }));
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
         state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };

@@ -1,7 +1,7 @@
 /**
- * Patch `routing-local-v12` against the real dev server (activities played by the fake world): a rollout's
- * routing writes run as local activities, inside the workflow task that decided them, and one that fails there
- * goes again as an activity without losing the step.
+ * Patch `routing-local-v12` against the real dev server (activities played by the fake world): a rollout's ramps
+ * run as local activities, inside the workflow task that decided them (a set-current stays an activity), and one
+ * that fails or is deferred there goes again as an activity without losing the step.
  */
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -29,7 +29,7 @@ const steps = [
   { rampPercentage: 50, pauseDuration: '1s' },
 ];
 
-test('a Progressive rollout’s routing writes run inside their workflow tasks: local activities, none scheduled', async () => {
+test('a Progressive rollout’s ramps run inside their workflow tasks (local activities); its set-currents are activities', async () => {
   const { world, handle, history } = await start();
   await handle.signal(messages.specChanged, desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
@@ -38,8 +38,8 @@ test('a Progressive rollout’s routing writes run inside their workflow tasks: 
 
   expect(world.sequence(routing)).toEqual(['setCurrent', 'setRamping', 'setRamping', 'setCurrent']);
   const events = await history();
-  expect(events.map(localActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setRamping', 'setRamping', 'setCurrent']);
-  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual([]);
+  expect(events.map(localActivityType).filter((n) => n && routing.includes(n))).toEqual(['setRamping', 'setRamping']);
+  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setCurrent']);
   await keepHistory(rig.client, handle.workflowId, 'routing-local-v12-progressive');
 });
 
@@ -56,10 +56,10 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
   await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
 
-  // Two local attempts, then the activity; the set-current after it is local again.
+  // Two local attempts, then the activity.
   expect(local).toEqual([true, true, false]);
   const events = await history();
-  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setRamping']);
+  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setRamping', 'setCurrent']);
   expect(activityTypes(events).filter((n) => routing.includes(n)).slice(-2)).toEqual(['setRamping', 'setCurrent']);
   expect(world.ramping).toBeUndefined();
   expect(world.current).toBe('v2');
@@ -88,9 +88,9 @@ test('a ramp deferred by a busy budget goes as an activity at once, not retried 
   // writes after it as activities until one succeeds), deferred, the activity.
   expect(tries).toEqual(['deferred', 'activity', 'deferred', 'activity']);
   const events = await history();
-  // The ramp after it and the set-current: inside their tasks again; a deferred write is no ramp made.
+  // The ramp after it: inside its task again; a deferred write is no ramp made.
   const made = completedActivities(events).filter((a) => routing.includes(a.type) && !isDeferred(a.result));
-  expect(made.map((a) => `${a.type}${a.local ? ' (local)' : ''}`).slice(-3)).toEqual(['setRamping', 'setRamping (local)', 'setCurrent (local)']);
+  expect(made.map((a) => `${a.type}${a.local ? ' (local)' : ''}`).slice(-3)).toEqual(['setRamping', 'setRamping (local)', 'setCurrent']);
   expect(world.sequence(['setRamping'], 'v2')).toEqual(['setRamping', 'setRamping', 'setRamping']); // 25 (refused), 25, 50
   expect(world.current).toBe('v2');
 });
