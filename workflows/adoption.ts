@@ -1,5 +1,5 @@
 /**
- * Adoption of a worker deployment temporal-worker-controller managed (patch `adopt-v6`), before the first rollout of
+ * Adoption of a worker deployment temporal-worker-controller managed, before the first rollout of
  * a lifecycle: its versioned Deployments become the resource's; the one whose pod template is the spec's template
  * unchanged is the spec's build (no new version, no ramp: it stays current if it is), the others are sunset like
  * ours once they are not current. The other controller's build IDs differ from Glidepath's (another hash of the
@@ -81,7 +81,7 @@ export function forgetForeignTemplates(state: RolloutState): void {
   for (const b of Object.keys(state.foreign ?? {})) delete state.templates?.[b];
 }
 
-/** The adoption check found nothing to adopt and applied the target's Deployment (patch `apply-v11`). */
+/** The adoption check found nothing to adopt and applied the target's Deployment. */
 export interface AppliedWithAdoption {
   buildId: string;
   /** The routing read beside it: the apply's own round would have read it. */
@@ -103,15 +103,11 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
   const { buildId } = target;
   const calls = [
     ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
-    ctx.applyWithAdoption
-      ? ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () => ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template }))
-      : ctx.call('adopt the Deployments of temporal-worker-controller', () => ctx.kube.adoptForeignDeployments({ owner: ctx.owner, template })),
+    ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () => ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template })),
   ] as const;
-  // An apply must land before the flow moves on (a superseding spec, a deletion): both calls settle first. Runs from
-  // before apply-v11 keep Promise.all, their order of events.
-  const [routing, checked] = ctx.applyWithAdoption ? await allSettled(calls) : await Promise.all(calls);
+  // An apply must land before the flow moves on (a superseding spec, a deletion): both calls settle first.
+  const [routing, { adopted: found, applied }] = await allSettled(calls);
   state.adoptionChecked = true;
-  const { adopted: found, applied } = Array.isArray(checked) ? { adopted: checked, applied: undefined } : checked;
   if (applied) observe(ctx, applied);
   // A new spec meanwhile (new settings, a new connection) is applied by the flow's own round, after this apply.
   const unchanged = state.target === target && state.desired === desired;

@@ -102,21 +102,21 @@ export class RolloutContext {
     return this.activities(temporalOptions);
   }
   /**
-   * The resync's reads (and its rare repair), as local activities under `lean`: an idle round is then one
-   * workflow task (its timer) instead of three activities and their tasks, a few Temporal calls per hour.
+   * The resync's reads (and its rare repair), as local activities: an idle round is then one workflow task (its
+   * timer) instead of three activities and their tasks, a few Temporal calls per hour.
    */
   get local() {
     return proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
   }
   /**
-   * A report inside the workflow task (leanReports): two quick attempts within 3 s, then it goes as an activity.
+   * A report inside the workflow task: two quick attempts within 3 s, then it goes as an activity.
    * The task holds its commands and its worker slot meanwhile: an apiserver outage must not hold them long.
    */
   private get localReporting() {
     return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '3s', startToCloseTimeout: '2s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
   }
   /**
-   * A routing write inside the workflow task (localRouting): two attempts within 10 s, then it goes as an activity.
+   * A routing write inside the workflow task (`routingCall`): two attempts within 10 s, then it goes as an activity.
    * The task holds its worker slot meanwhile, as long as the server takes to change the routing; while the budget
    * would make the call wait, the activity answers `deferred` at once.
    */
@@ -131,51 +131,11 @@ export class RolloutContext {
   readonly removing = new Set<string>();
   /** The final routing change of a rollout is in flight: an abort now is refused. */
   promoting = false;
-  /**
-   * The controls of `patched('controls-v3')`: updates, history Events, rollbacks, manager identity. A run
-   * started before keeps the old behaviour (its history says so) until its next ContinueAsNew.
-   */
-  controls = false;
-  /** `patched('lean-v4')`: the idle resync runs as local activities (older runs keep their activities). */
-  lean = false;
-  /** `patched('web-ui-v5')`: a version's pinned executions are counted when it starts draining, for the details. */
-  webUi = false;
-  /** `patched('adopt-v6')`: before its first rollout, a resource adopts temporal-worker-controller's Deployments (./adoption.ts). */
-  adopt = false;
-  /**
-   * `patched('apply-v11')`: a new resource's adoption check applies its Deployment when there is nothing to adopt
-   * (`adoptOrApplyDeployment`): one round of activities and a workflow task fewer before the Deployment exists.
-   */
-  applyWithAdoption = false;
-  /** `patched('report-v7')`: Events go out with the status write, in one `report` activity (fewer tasks and calls). */
-  batchReports = false;
   private statusDirty = false;
-  /** Events waiting for the next `report` (batchReports). */
+  /** Events waiting for the next `report`. */
   private pendingEvents: KubeEvent[] = [];
   /** Events of this run so far: with the run ID, each Event's name, so a retried report records it once. */
   private eventCount = 0;
-  /**
-   * `patched('report-v8')`: a report runs as a local activity when nothing else of the workflow task waits for
-   * it (no activity scheduled in the same task), saving the activity's poll and completion and the workflow task
-   * its completion would wake. A task that schedules a routing call or a Deployment write keeps it an activity:
-   * a task holding a local activity sends its other commands only once it is done.
-   */
-  leanReports = false;
-  /**
-   * `patched('routing-v9')`: a routing write carries the conflict token of our last one (no describe first while
-   * nobody else wrote) and claims the manager identity on the way, instead of a claim activity of its own.
-   */
-  routingTokens = false;
-  /**
-   * `patched('routing-local-v12')`: a ramp runs as a local activity, in the workflow task that decided it:
-   * no completion of that task, activity dispatch and task after it (tens of ms of each step on a busy controller,
-   * `npm run bench`). One that fails there goes again as an activity (`routingCall`). Not a set-current: a local
-   * write lands before its task is recorded, and a task lost then (a controller killed) is run again with what came
-   * meanwhile first; an abort accepted there would leave the build it aborted current. A stray ramp is undone by
-   * the abort's own read of the routing (`clearRampIf`); a set-current, the point of no return, stays an activity,
-   * recorded before it is made (`promoting`).
-   */
-  localRouting = false;
   /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
   private routingAsActivity = false;
   /** The workflow task (by its history length) in which an activity was last scheduled. */
@@ -183,34 +143,38 @@ export class RolloutContext {
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
   private reportAsActivity = false;
   private writing = false;
-  private background = 0;
 
   constructor(public state: RolloutState) {
     this.owner = state.owner;
   }
 
-  /** The extra argument of a routing write on `t` under routingTokens: our last write's token there, and the claim. */
-  routingOptions(t: TemporalTarget): [RoutingCallOptions] | [] {
-    if (!this.routingTokens) return [];
+  /**
+   * The extra argument of a routing write on `t`: our last write's conflict token there (no describe first while
+   * nobody else wrote), and the claim of the manager identity on the way.
+   */
+  routingOptions(t: TemporalTarget): [RoutingCallOptions] {
     const last = this.state.routingToken;
-    return [{ ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}), claim: this.controls }];
+    return [{ ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}), claim: true }];
   }
 
   /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
-    if (!this.routingTokens) return;
     this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
   }
 
   /**
-   * A routing write (`write` with the activities to make it with): under localRouting inside the workflow task,
-   * else, and when the local one was deferred (a busy budget) or failed, as an activity. A local write that landed
-   * but did not answer in time is harmless again: the activity finds the routing done.
+   * A ramp (`write` with the activities to make it with), inside the workflow task that decided it: no completion of
+   * that task, activity dispatch and task after it. When the local write was deferred (a busy budget) or failed, it
+   * goes as an activity; a local write that landed but did not answer in time is harmless again: the activity finds
+   * the routing done. Not for a set-current: a local write lands before its task is recorded, and a task lost then
+   * (a controller killed) runs again with what came meanwhile first; an abort accepted there would leave the build it
+   * aborted current. A stray ramp is undone by the abort's own read of the routing (`clearRampIf`); a set-current,
+   * the point of no return, stays an activity, recorded before it is made (`promoting`).
    */
   async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
-    // Not once the run is due to continue as new: as for reports (see leanReports), a local marker and a signal
+    // Not once the run is due to continue as new: as for reports (see `statusWriter`), a local marker and a signal
     // arriving in its task could be replayed in another order than they happened.
-    if (!this.localRouting || this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
+    if (this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
     const summary = this.summaryNow; // read synchronously by the proxies, gone after the first await
     try {
       const result = await write(this.localRoutingWrites);
@@ -234,8 +198,7 @@ export class RolloutContext {
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
   activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
     const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
-    if (!this.leanReports) return proxy;
-    // Notes the task each activity is scheduled in (see leanReports).
+    // Notes the task each activity is scheduled in (see `statusWriter`).
     const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
     return new Proxy(proxy, {
       get: (target, name: string) => {
@@ -366,14 +329,7 @@ export class RolloutContext {
 
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
   event(type: 'Normal' | 'Warning', reason: string, message: string): void {
-    if (this.batchReports) {
-      this.pendingEvents.push({ type, reason, message, id: `${workflowInfo().runId}.${++this.eventCount}` });
-      return;
-    }
-    this.background++;
-    void this.withSummary(summaryLine(`${type} Event ${reason}: ${message}`), () => this.reporting.recordEvent(this.owner, { type, reason, message }))
-      .catch((err) => log.warn('event not recorded', { reason, error: String(err) }))
-      .finally(() => this.background--);
+    this.pendingEvents.push({ type, reason, message, id: `${workflowInfo().runId}.${++this.eventCount}` });
   }
 
   /** The status on the resource is out of date: the writer writes the latest state, one write at a time. */
@@ -388,42 +344,25 @@ export class RolloutContext {
   }
 
   /**
-   * Writes status whenever it changed; serial, so an older write never lands after a newer one. `onGone`: the
-   * resource is gone (deleted unseen, or another object now has its name).
+   * Writes the status (when it changed) and the Events since the last report, in one activity; serial, so an older
+   * write never lands after a newer one. A report that failed for good is dropped with a warning. A report runs as a
+   * local activity when nothing else of the workflow task waits for it (no activity scheduled in the same task),
+   * saving the activity's poll and completion and the workflow task its completion would wake; a task that
+   * schedules a routing call or a Deployment write keeps it an activity (a task holding a local activity sends its
+   * other commands only once it is done). `onGone`: the resource is gone (deleted unseen, or another object now
+   * has its name).
    */
   async statusWriter(onGone: () => void): Promise<never> {
-    if (this.batchReports) return this.reporter(onGone);
-    for (;;) {
-      await condition(() => this.statusDirty);
-      this.statusDirty = false;
-      this.writing = true;
-      try {
-        const written = await this.withSummary(`write the status: ${this.state.phase}`, () => this.reporting.writeStatus(this.owner, renderStatus(this.state)));
-        if (written === false && !this.state.deleting) onGone();
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        log.warn('status not written', { error: String(err) });
-      } finally {
-        this.writing = false;
-      }
-    }
-  }
-
-  /**
-   * statusWriter under `report-v7`: the status (when it changed) and the Events since the last report, in one
-   * activity. Serial like the writer; a report that failed for good is dropped with a warning like a write.
-   */
-  private async reporter(onGone: () => void): Promise<never> {
     for (;;) {
       await condition(() => this.statusDirty || this.pendingEvents.length > 0);
-      if (this.leanReports) await restOfActivation();
+      await restOfActivation();
       const status = this.statusDirty ? renderStatus(this.state) : undefined;
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
       // Never local once the run is to continue as new: a signal arriving while it does fails that task, and on the
       // replay that follows, a local report's marker resolves before the signal, so the run continued without it.
-      const local = this.leanReports && !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+      const local = !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
         const report = { ...(status ? { status } : {}), events };
@@ -453,7 +392,7 @@ export class RolloutContext {
   }
 
   isSettled(): boolean {
-    return !this.statusDirty && !this.writing && this.background === 0 && this.pendingEvents.length === 0;
+    return !this.statusDirty && !this.writing && this.pendingEvents.length === 0;
   }
 
   continueAsNewDue(): boolean {
@@ -495,7 +434,7 @@ export class RolloutContext {
           return result;
         } catch (err) {
           if (opts.isExpected?.(err)) throw err;
-          const holder = this.controls ? managerHeldBy(err) : undefined;
+          const holder = managerHeldBy(err);
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
             held = true;
             await this.waitForManager(holder, round, { untilDeleted, ...(opts.background ? { background: true } : {}) });

@@ -7,6 +7,7 @@ import { versionedDeploymentName } from '../api/names.js';
 import type { Condition } from '../api/common.js';
 import type { Analysis, Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
+import type { ResourceRead } from '../activities/index.js';
 import type { Desired, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
 
 const strategies = new Set(['AllAtOnce', 'Progressive', 'Manual']);
@@ -87,8 +88,31 @@ export interface SpecDecision {
   reapply: boolean;
   /** The spec is older than (or the same as) what the workflow already has. */
   ignored: boolean;
-  /** The spec belongs to another object under the same name (another UID): a new lifecycle. */
-  newLifecycle?: boolean;
+}
+
+/**
+ * What a read of the resource means for this lifecycle. `unconfirmed`: this run's owner was never read as itself
+ * and the apiserver has no such object (a run started by hand, a forged owner): it ends, touching nothing.
+ * `delete`: the object this lifecycle rolled out is being deleted, is gone, or its name now holds another object.
+ * `spec`: the spec to act on. `nothing`: the object is ours and live, but its spec cannot be used (the watcher says
+ * why on the resource) and nothing changes.
+ */
+export type ReadDecision = { kind: 'unconfirmed' } | { kind: 'delete'; why: string } | { kind: 'spec'; desired: Desired } | { kind: 'nothing' };
+
+export function planRead(state: RolloutState, read: ResourceRead): ReadDecision {
+  const ours = read.found && read.uid === state.owner.uid;
+  if (!ours) {
+    if (!state.read) return { kind: 'unconfirmed' };
+    return { kind: 'delete', why: read.found ? `${state.owner.namespace}/${state.owner.name} is now another object (uid ${read.uid})` : 'the resource is gone' };
+  }
+  if (read.deleting) return { kind: 'delete', why: 'the resource is being deleted' };
+  return read.desired ? { kind: 'spec', desired: read.desired } : { kind: 'nothing' };
+}
+
+/** Whether a message's versions are the ones last read: then it asks for nothing new (no read). */
+export function alreadyRead(state: RolloutState, hint: unknown): boolean {
+  if (!isObject(hint) || !state.read) return false;
+  return hint.resourceVersion === state.read.resourceVersion && (hint.connectionVersion ?? undefined) === state.read.connectionVersion;
 }
 
 /** Where a desired spec puts its versions in Temporal. */
@@ -98,12 +122,7 @@ export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connectio
  * Folds a new spec into the state: the same build re-applies, a new build becomes the target (superseding
  * an in-flight one), a deprecated build brought back stops being sunset.
  */
-export function planSpecChange(state: RolloutState, desired: Desired, now: Date, opts: { controls?: boolean } = {}): SpecDecision {
-  if (desired.uid && desired.uid !== state.owner.uid) {
-    // The newest generation of the new object wins (signals may come in any order).
-    const next = state.nextLifecycle && state.nextLifecycle.uid === desired.uid && state.nextLifecycle.generation > desired.generation ? state.nextLifecycle : desired;
-    return { state: { ...state, nextLifecycle: next }, reapply: false, ignored: false, newLifecycle: true };
-  }
+export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
   const known = state.desired;
   if (known && (desired.generation < known.generation || (desired.generation === known.generation && desired.connectionVersion === known.connectionVersion))) {
     return { state, reapply: false, ignored: true };
@@ -127,18 +146,18 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date,
   const isCurrent = next.current?.buildId === desired.buildId;
   const isTarget = next.target?.buildId === desired.buildId;
   // A new generation starts the aborted build's rollout again (so does `retry`, without a spec change).
-  const newGeneration = opts.controls === true && known !== undefined && desired.generation > known.generation;
+  const newGeneration = known !== undefined && desired.generation > known.generation;
   // (Not a rollback's hold: that lasts until the spec's build changes or `retry`, so an unrelated edit never
   // brings the build just rolled back from straight back.)
   if (next.aborted && (next.aborted.buildId !== desired.buildId || (newGeneration && next.aborted.cause !== 'RolledBack'))) next.aborted = undefined;
   if (!isCurrent && !isTarget && next.aborted?.buildId !== desired.buildId) {
     // Back to a build that was current moments ago and still runs: switch back at once (no gate, no steps).
-    const rollback = opts.controls === true && problemWithRollbackTo(next, desired.buildId, now, rollbackWindowMs(next)) === undefined;
+    const rollback = problemWithRollbackTo(next, desired.buildId, now, rollbackWindowMs(next)) === undefined;
     next.deprecated = next.deprecated.filter((v) => v.buildId !== desired.buildId);
     next.target = { buildId: desired.buildId, generation: desired.generation, ...(rollback ? { rollback: { reason: `the spec went back to ${desired.buildId}`, who: 'spec' } } : {}) };
     // A signal's pause was for the rollout it held, not for a new one.
-    if (opts.controls === true && next.pausedBy?.buildId !== undefined && next.pausedBy.buildId !== desired.buildId) next.pausedBy = undefined;
-  } else if (opts.controls === true && isTarget && next.target && next.target.gateKey !== undefined && next.target.gateKey !== gateKey(desired.spec.rollout.gate)) {
+    if (next.pausedBy?.buildId !== undefined && next.pausedBy.buildId !== desired.buildId) next.pausedBy = undefined;
+  } else if (isTarget && next.target && next.target.gateKey !== undefined && next.target.gateKey !== gateKey(desired.spec.rollout.gate)) {
     next.target = { ...next.target, gatePassed: false, gateKey: undefined }; // another gate: it runs again
   }
   const knownTemplate = state.templates?.[desired.buildId];

@@ -22,7 +22,7 @@ const now = () => new Date();
 export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<void> {
   const { state } = ctx;
   // A worker deployment temporal-worker-controller managed: its versions first (the target may become one of them).
-  const appliedEarly = ctx.adopt ? await adoptForeignVersions(ctx, sunsets) : undefined;
+  const appliedEarly = await adoptForeignVersions(ctx, sunsets);
   const target = state.target!;
   const { buildId } = target;
   if (target.rollback) return rollBack(ctx, sunsets, buildId, target.rollback);
@@ -31,7 +31,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
   target.place ??= placeOf(state.desired!);
   if (!target.applied) {
-    // A new resource's Deployment may be applied already, by the adoption check (apply-v11), with the routing read.
+    // A new resource's Deployment may be applied already, by the adoption check, with the routing read.
     const early = appliedEarly?.buildId === buildId ? appliedEarly : undefined;
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     if (early) stillTarget(ctx, buildId); // no await on this path to notice a superseding spec or a deletion
@@ -53,16 +53,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   }
   const registration = target.registration;
 
-  // 4. The rollout's gate, once (again when a new generation changed it: see the routing loop). Inline, not
-  //    through rolloutGate: one more await here would reorder the commands of runs from before controls-v3.
-  const gate = ctx.spec().rollout.gate;
-  if (gate && !target.gatePassed) {
-    const outcome = await passGate(ctx, gate, registration, 'rollout');
-    if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
-    target.gatePassed = true;
-    if (ctx.controls) target.gateKey = gateKey(gate);
-    if (outcome === 'promotedFully') target.promotedFully = true;
-  }
+  // 4. The rollout's gate, once (again when a new generation changed it: see the routing loop).
+  if ((await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
 
   // AllAtOnce / Manual with `analysis.window`: the target is analysed for that long before promotion.
   const analysis = ctx.spec().rollout.analysis;
@@ -85,7 +77,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   for (;;) {
     stillTarget(ctx, buildId);
     // A new generation that changed the gate runs it before the next routing change.
-    if (ctx.controls && ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
+    if (ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
     const generation = state.desired!.generation;
     const plan = nextRampStep(ctx.spec().rollout, target);
     if (plan.kind === 'current') return makeCurrent(ctx, sunsets, buildId);
@@ -99,16 +91,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     if (plan.rampNow) {
       await waitWhilePaused(ctx);
       stillTarget(ctx, buildId);
-      if (ctx.controls && !target.managerClaimed && !ctx.routingTokens) {
-        await claimManager(ctx); // (only then an await: runs from before controls-v3 keep their command order)
-        stillTarget(ctx, buildId);
-      }
       // Not cancellable: an abort arriving meanwhile clears the ramp after the call has landed.
       await routingWrite(ctx, { stillWanted: () => stillTarget(ctx, buildId) }, () =>
         CancellationScope.nonCancellable(async () => {
           const t = ctx.temporalTarget();
           const what = `ramp ${buildId} to ${step.rampPercentage}%`;
-          ctx.routed(t, await ctx.call(what, () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))), heldIsOurs(ctx)));
+          ctx.routed(t, await ctx.call(what, () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))), heldIsOurs));
         }),
       );
       stillTarget(ctx, buildId);
@@ -146,7 +134,7 @@ async function rolloutGate(ctx: RolloutContext, registration: NonNullable<Target
   const outcome = await passGate(ctx, gate, registration, 'rollout');
   if (outcome === 'aborted') return 'aborted';
   target.gatePassed = true;
-  if (ctx.controls) target.gateKey = gateKey(gate);
+  target.gateKey = gateKey(gate);
   if (outcome === 'promotedFully') target.promotedFully = true;
   return undefined;
 }
@@ -163,7 +151,7 @@ function stillTarget(ctx: RolloutContext, buildId: string): void {
 function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
   const place = ctx.state.target?.place;
   sunsets.retire(buildId, place);
-  const movePinned = ctx.controls && ctx.spec().rollout.onAbort?.movePinned === true;
+  const movePinned = ctx.spec().rollout.onAbort?.movePinned === true;
   ctx.state.rampsToClear = [...(ctx.state.rampsToClear ?? []), { buildId, ...(place ? { place } : {}), ...(movePinned ? { movePinned } : {}) }];
   ctx.state.target = undefined;
 }
@@ -195,22 +183,6 @@ export async function movePinned(ctx: RolloutContext, from: string, to: string, 
   );
   ctx.event('Normal', 'PinnedExecutionsMoved', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`);
   ctx.record('transition', 'PinnedExecutionsMoved', 'glidepath', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`, from);
-}
-
-/**
- * Claims the worker deployment's manager identity before the rollout's first routing change; while someone else
- * holds it, the rollout waits (Paused, ManagerIdentityHeld) and checks again with backoff.
- */
-async function claimManager(ctx: RolloutContext): Promise<void> {
-  const target = ctx.state.target;
-  if (!ctx.controls || !target || target.managerClaimed) return;
-  for (let attempt = 0; ; attempt++) {
-    const { heldBy } = await ctx.call('claim the manager identity', () => ctx.temporal.claimManager(ctx.temporalTarget()));
-    if (!heldBy) break;
-    await ctx.waitForManager(heldBy, attempt);
-  }
-  ctx.managerBack();
-  target.managerClaimed = true;
 }
 
 /** Server-side applies a live build's Deployment from its own template and the spec in force. */
@@ -317,20 +289,20 @@ interface Becoming {
 }
 
 /**
- * Runs a routing write. Under routing-v9 it claims the manager identity itself, so while someone else holds it the
- * write is refused (`heldIsOurs`) and the wait for the hand-back runs here, outside the write's non-cancellable
- * scope and with `promoting` off: an abort, a rollback or a new target during it takes effect. `stillWanted`
- * throws when the write is no longer wanted after the wait. Before routing-v9 the claim waited, and `write` runs once.
+ * Runs a routing write. The write claims the manager identity itself, so while someone else holds it the write is
+ * refused (`heldIsOurs`) and the wait for the hand-back runs here, outside the write's non-cancellable scope and
+ * with `promoting` off: an abort, a rollback or a new target during it takes effect. `stillWanted` throws when the
+ * write is no longer wanted after the wait.
  */
 async function routingWrite(ctx: RolloutContext, o: { stillWanted: () => void; untilDeleted?: boolean }, write: () => Promise<void>): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     let holder: string | undefined;
     try {
       await write();
-      if (ctx.routingTokens) ctx.managerBack();
+      ctx.managerBack();
       return;
     } catch (err) {
-      holder = ctx.routingTokens ? managerHeldBy(err) : undefined;
+      holder = managerHeldBy(err);
       if (holder === undefined) throw err;
     }
     await ctx.waitForManager(holder, attempt, o.untilDeleted === false ? { untilDeleted: false } : {});
@@ -338,25 +310,21 @@ async function routingWrite(ctx: RolloutContext, o: { stillWanted: () => void; u
   }
 }
 
-/** `call` options under routing-v9: a refusal for the manager identity is the caller's to wait out (routingWrite). */
-const heldIsOurs = (ctx: RolloutContext) => (ctx.routingTokens ? { isExpected: (err: unknown) => managerHeldBy(err) !== undefined } : {});
+/** `call` options of a routing write: a refusal for the manager identity is the caller's to wait out (routingWrite). */
+const heldIsOurs = { isExpected: (err: unknown) => managerHeldBy(err) !== undefined };
 
 /** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
 export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string, how: Becoming = {}): Promise<void> {
   const { state } = ctx;
   if (!how.ignorePause) await waitWhilePaused(ctx);
   if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
-  if (ctx.controls && state.current?.buildId !== buildId && !state.target?.managerClaimed && !ctx.routingTokens) {
-    await claimManager(ctx);
-    stillTarget(ctx, buildId);
-  }
   const stillWanted = () => (state.current?.buildId !== buildId ? stillTarget(ctx, buildId) : undefined);
   await routingWrite(ctx, { stillWanted, untilDeleted: false }, async () => {
     ctx.promoting = true;
     try {
       await CancellationScope.nonCancellable(async () => {
         const t = ctx.temporalTarget();
-        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs(ctx) }));
+        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs }));
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
         state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
@@ -366,7 +334,7 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
           sunsets.retire(previous.buildId, previous.place);
           // It may be rolled back to, within rollout.rollbackWindow.
           const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
-          if (retired && ctx.controls) retired.currentUntil = now().toISOString();
+          if (retired) retired.currentUntil = now().toISOString();
         }
         sunsets.sync();
       });

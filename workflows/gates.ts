@@ -34,7 +34,7 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
       state.aborted = { buildId, reason: why, cause: 'GateFailed' };
       return 'aborted';
     }
-    state.pausedBy = { reason: why, buildId, ...(ctx.controls ? { cause: 'GateFailed' as const } : {}) }; // this build's: a newer target is not held by it
+    state.pausedBy = { reason: why, buildId, cause: 'GateFailed' }; // this build's: a newer target is not held by it
     ctx.transition('Paused', 'GateFailed', `${why}; resume or retry to run it again, promote to skip it`, 'Warning');
     for (;;) {
       await ctx.wait(() => !isPaused(state) || state.promote !== undefined);

@@ -5,7 +5,8 @@
  * and, under the same name, a plain signal (`temporal workflow signal … --name pause`).
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { DeploymentObservation, Desired, HistoryEntry, RolloutStatus } from './state.js';
+import type { ResourceKind } from '../api/kinds.js';
+import type { DeploymentObservation, HistoryEntry, RolloutStatus } from './state.js';
 
 /** What every control may carry: who sent it and why (recorded in the history), and an ID that makes it once-only. */
 export interface ControlRequest {
@@ -16,14 +17,29 @@ export interface ControlRequest {
   requestId?: string;
 }
 
-/** A new generation of the resource (or of its connection), from the watcher. */
-export const specChanged = defineSignal<[Desired]>('specChanged');
-/** Which object a message is about: one with another UID under the same name is another lifecycle. */
+/**
+ * A new generation of the resource (or of its connection), from the watcher: a wake-up, not the spec. The workflow
+ * reads the resource (and its connection) from the apiserver itself before it acts.
+ */
+export const specChanged = defineSignal<[SpecChangedHint]>('specChanged');
+/** Which object the deletion is of: the workflow reads the resource before it deletes anything. */
 export interface DeletedRequest {
-  uid?: string;
+  uid: string;
 }
-/** The resource is being deleted: clean up Temporal and Kubernetes, then drop the finalizer. */
-export const deleted = defineSignal<[DeletedRequest?]>('deleted');
+/** What the watcher saw change: which object (uid, kind), and at which generation and resourceVersion. */
+export interface SpecChangedHint {
+  uid: string;
+  kind: ResourceKind;
+  generation: number;
+  resourceVersion: string;
+  /** The resourceVersion of the connection it names (a connection's change is a change of the spec). */
+  connectionVersion?: string;
+}
+/**
+ * The resource is being deleted, from the watcher: a wake-up. The workflow cleans up Temporal and Kubernetes, then
+ * drops the finalizer, once it has read that the object is being deleted, is gone or is another object.
+ */
+export const deleted = defineSignal<[DeletedRequest]>('deleted');
 /** A versioned Deployment changed (status, or deleted by hand), from the watcher. */
 export const deploymentObserved = defineSignal<[DeploymentObservation]>('deploymentObserved');
 /** Re-check that every live Deployment exists now, instead of at the next periodic resync. */

@@ -4,14 +4,14 @@
  * heals drift (resync), continues as new when its history is long (from any wait: the state says where it
  * was) and cleans up on deletion (./deletion.ts). Signals wake it; what it waits on is also read.
  */
-import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, patched, setHandler } from '@temporalio/workflow';
+import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
+import { rolloutWorkflowId } from '../api/names.js';
 import { forgetForeignTemplates, forgetGoneForeignBuilds, liveForeignBuilds, withAlias, withAliasedControl } from './adoption.js';
 import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
 import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
-import { isPaused, placeOf, planSpecChange, problemWithDesired, rolloutPending } from './decisions.js';
+import { alreadyRead, isPaused, placeOf, planRead, planSpecChange, rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
-import { legacyRolloutWorkflow } from './legacy/rollout-v1.js';
 import * as messages from './messages.js';
 import { Sunsets } from './sunset.js';
 import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus, type Timings } from './state.js';
@@ -19,40 +19,28 @@ import { observe } from './waiting.js';
 
 export interface RolloutInput {
   owner: Owner;
-  /** Carried across ContinueAsNew. */
+  /** Carried across ContinueAsNew: taken only from the run this one continued from. */
   state?: RolloutState;
   timings?: Partial<Timings>;
-  /** The first spec of a new lifecycle (an object re-created under the same name). */
-  desired?: Desired;
 }
 
 const now = () => new Date();
 
 export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResult | void> {
-  // Runs started before this code keep the code they started with until their next ContinueAsNew.
-  if (!patched('core-v2')) return legacyRolloutWorkflow(input);
-
-  const initial: RolloutState = input.state ?? {
+  // A state is ours only when this run continued from one of ours; one in a start request is ignored.
+  const carried = workflowInfo().continuedFromExecutionRunId !== undefined ? input.state : undefined;
+  const initial: RolloutState = carried ?? {
     owner: input.owner,
     deprecated: [],
     phase: 'Pending',
     reason: 'Deploying',
-    message: 'waiting for the first spec',
+    message: 'reading the resource',
     since: now().toISOString(),
     deleting: false,
     deployments: {},
     timings: { ...defaultTimings, ...input.timings },
   };
   const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
-  ctx.controls = patched('controls-v3');
-  ctx.lean = patched('lean-v4');
-  ctx.webUi = patched('web-ui-v5');
-  ctx.adopt = patched('adopt-v6');
-  ctx.batchReports = patched('report-v7');
-  ctx.leanReports = ctx.batchReports && patched('report-v8');
-  ctx.routingTokens = patched('routing-v9');
-  ctx.applyWithAdoption = ctx.adopt && patched('apply-v11');
-  ctx.localRouting = ctx.routingTokens && patched('routing-local-v12');
   const { owner } = ctx;
   const state = () => ctx.state;
   const sunsets = new Sunsets(ctx);
@@ -83,55 +71,24 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     refused.last = { control, why };
     log.warn(`${control} refused`, { why });
     ctx.event('Warning', 'ControlRefused', `${control}${who ? ` by ${who}` : ''} refused: ${why}`);
-    if (ctx.controls) ctx.record('refused', control, who ?? 'unknown', why);
+    ctx.record('refused', control, who ?? 'unknown', why);
   };
-  const reasonOf = (req: unknown, fallback: string) => {
-    const reason = (req as { reason?: unknown } | undefined)?.reason;
-    return typeof reason === 'string' && reason ? reason : fallback;
-  };
-  const meantFor = (control: string, req: unknown): boolean => {
-    const buildId = (req as { buildId?: unknown } | undefined)?.buildId;
-    if (buildId === undefined || buildId === state().target?.buildId) return true;
-    refuse(control, `it names build ${String(buildId)}, but the target is ${state().target?.buildId ?? 'none'}`);
-    return false;
-  };
-
+  // The spec and the deletion are read from the apiserver (`readOwner`): these two messages only wake the workflow.
   setHandler(
     messages.specChanged,
-    safely('specChanged', (desired: unknown) => {
-      const problem = problemWithDesired(desired);
-      if (problem) return refuse('specChanged', problem);
-      // An unchanged template of an adopted build is that build (./adoption.ts; nothing to do without adoption).
-      forgetGoneForeignBuilds(state());
-      const decision = planSpecChange(state(), withAlias(state(), desired as Desired), now(), { controls: ctx.controls });
-      if (decision.ignored) return;
-      Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
-      forgetForeignTemplates(ctx.state);
-      if (decision.newLifecycle) {
-        log.info('a new object under the same name: cleaning up the old one first', { uid: (desired as Desired).uid });
-        markDeleting();
-        return;
-      }
-      if (decision.superseded) {
-        log.info('target superseded', { superseded: decision.superseded, target: (desired as Desired).buildId });
-        rolloutScope?.cancel();
-      }
-      if (decision.reapply) state().reapplyDue = true;
-      unblocked = true;
-      sunsets.sync();
-      ctx.markDirty(); // observedGeneration follows every accepted spec
+    safely('specChanged', (hint?: unknown) => {
+      const uid = (hint as messages.SpecChangedHint | undefined)?.uid;
+      if (uid !== undefined && uid !== owner.uid) state().successorHinted = true;
+      if (!alreadyRead(state(), hint)) state().readDue = true;
     }),
   );
   setHandler(
     messages.deleted,
     safely('deleted', (req?: messages.DeletedRequest) => {
-      if (req !== undefined && (typeof req !== 'object' || req === null)) return refuse('deleted', 'its argument is not an object');
-      if (req?.uid && req.uid !== owner.uid) {
-        // The new object under this name (waiting for the old one's clean-up) is gone too: no new lifecycle.
-        if (state().nextLifecycle?.uid === req.uid) state().nextLifecycle = undefined;
-        return;
-      }
-      markDeleting();
+      const uid = (req as { uid?: unknown } | undefined)?.uid;
+      if (typeof uid !== 'string' || uid === '') return refuse('deleted', 'it names no uid: send { "uid": "<the resource\'s uid>" }');
+      if (uid !== owner.uid) return; // another object under this name: not this lifecycle's
+      state().readDue = true;
     }),
   );
   setHandler(
@@ -146,8 +103,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     }),
   );
   setHandler(messages.resync, safely('resync', () => void (state().resyncDue = true)));
-  // Controls: each is a signal and an update of the same name. Runs from before `controls-v3` keep the old
-  // signal semantics (their histories were made by them).
+  // Controls: each is a signal and an update of the same name.
   const who = (c: Control, via: 'signal' | 'update') => c.identity || `unknown (${via})`;
   const seen = (c: Control) => c.requestId !== undefined && (state().recentRequests ?? []).includes(c.requestId);
   /** Why this control is refused now, or undefined. */
@@ -194,7 +150,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     state().pausedBy = undefined; // a pause does not outlive the rollout it held
     state().promote = undefined;
     sunsets.retire(target.buildId, target.place);
-    const movePinned = ctx.controls && opts.movePinned !== false && state().desired?.spec.rollout.onAbort?.movePinned === true;
+    const movePinned = opts.movePinned !== false && state().desired?.spec.rollout.onAbort?.movePinned === true;
     state().rampsToClear = [...(state().rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}), ...(movePinned ? { movePinned } : {}) }];
     state().target = undefined;
     sunsets.sync();
@@ -247,14 +203,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         return () => true;
     }
   }
-  // The order the signal handlers were registered in before controls-v3 (buffered signals are delivered in it).
   const controlNames: messages.ControlName[] = ['pause', 'resume', 'promote', 'abort', 'rollback', 'retry'];
   const signals = { pause: messages.pause, resume: messages.resume, abort: messages.abort, promote: messages.promote, rollback: messages.rollback, retry: messages.retry };
   for (const name of controlNames) {
     setHandler(
       signals[name],
       safely(name, (req?: unknown) => {
-        if (!ctx.controls) return legacyControl(name, req);
         const c = withAliasedControl(state(), parseControl(req));
         const why = problemWith(name, req);
         if (why) return refuse(name, why, typeof c === 'string' ? undefined : who(c, 'signal'));
@@ -272,7 +226,6 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       },
       {
         validator: (req?: unknown) => {
-          if (!ctx.controls) throw new Error(`${name} refused: this run started before the controls existed; it takes them as signals until its next ContinueAsNew`);
           const why = problemWith(name, req);
           if (why) throw new Error(`${name} refused: ${why}`);
         },
@@ -280,34 +233,40 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     );
   }
 
-  /** The signal semantics of runs started before `controls-v3` (their histories were made by them). */
-  function legacyControl(name: messages.ControlName, req: unknown) {
-    switch (name) {
-      case 'pause':
-        state().pausedBy ??= { reason: reasonOf(req, 'paused by signal') };
-        return;
-      case 'resume':
-        state().pausedBy = undefined;
-        unblocked = true;
-        return;
-      case 'promote': {
-        const r = req as messages.PromoteRequest | undefined;
-        if (!state().target || state().deleting) return refuse('promote', 'no rollout is in flight');
-        if (!meantFor('promote', req)) return;
-        state().promote = { full: r?.full === true || state().promote?.full === true, buildId: state().target!.buildId };
-        unblocked = true;
-        return;
-      }
-      case 'abort': {
-        const target = state().target;
-        if (!target || state().deleting) return refuse('abort', 'no rollout is in flight');
-        if (!meantFor('abort', req)) return;
-        if (ctx.promoting) return refuse('abort', `${target.buildId} is already being made current`);
-        return abortTarget('Aborted', reasonOf(req, 'aborted by signal'));
-      }
-      default:
-        log.warn(`${name} is not known to this run; it takes controls after its next ContinueAsNew`);
+  /** A spec read from the apiserver, folded into the state. */
+  function acceptSpec(read: Desired) {
+    // An unchanged template of an adopted build is that build (./adoption.ts; nothing to do without adoption).
+    forgetGoneForeignBuilds(state());
+    const decision = planSpecChange(state(), withAlias(state(), read), now());
+    if (decision.ignored) return;
+    Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
+    forgetForeignTemplates(ctx.state);
+    if (decision.superseded) {
+      log.info('target superseded', { superseded: decision.superseded, target: read.buildId });
+      rolloutScope?.cancel();
     }
+    if (decision.reapply) state().reapplyDue = true;
+    unblocked = true;
+    sunsets.sync();
+    ctx.markDirty(); // observedGeneration follows every accepted spec
+  }
+
+  /**
+   * Reads the resource and acts on what the apiserver says: its spec, its deletion. The only way a spec is taken or
+   * a teardown begins. 'unconfirmed': this run's owner was never read as itself and does not exist.
+   */
+  async function readOwner(): Promise<'read' | 'unconfirmed'> {
+    state().readDue = false;
+    const reads = ctx.continueAsNewDue() ? ctx.kube : ctx.local; // (see `routingCall` on local activities then)
+    const read = await ctx.call('read the resource', () => reads.readResource(owner));
+    const decision = planRead(state(), read);
+    if (decision.kind === 'unconfirmed') return 'unconfirmed';
+    if (read.found && read.uid === owner.uid) state().read = { resourceVersion: read.resourceVersion, ...(read.desired ? { connectionVersion: read.desired.connectionVersion } : {}) };
+    if (decision.kind === 'delete') {
+      if (!state().deleting) log.info('cleaning up', { why: decision.why });
+      markDeleting();
+    } else if (decision.kind === 'spec') acceptSpec(decision.desired);
+    return 'read';
   }
 
   const statusNow = (): RolloutStatus => ({
@@ -369,16 +328,15 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   async function resyncLoop(): Promise<never> {
     for (;;) {
       // No new round once a ContinueAsNew is due (a stream of resync signals must not hold it off).
-      await condition(() => state().resyncDue === true && !(ctx.controls && ctx.continueAsNewDue()), state().timings.resyncIntervalMs, { summary: 'periodic resync' });
+      await condition(() => state().resyncDue === true && !ctx.continueAsNewDue(), state().timings.resyncIntervalMs, { summary: 'periodic resync' });
       state().resyncDue = false;
       if (!state().desired || state().deleting) continue;
       await quietly('resync', async () => {
-        // A resource deleted unseen (its finalizer removed while no watcher ran) must not be healed forever.
-        const kube = () => (ctx.lean ? ctx.local : ctx.kube);
-        if (!(await ctx.call('read the resource', () => kube().resourceExists(owner)))) {
-          log.warn('the resource is gone: cleaning up', { owner });
-          return markDeleting();
-        }
+        // The spec may have changed unseen, or the resource been deleted unseen (its finalizer removed while no
+        // watcher ran): it must not be healed forever.
+        await readOwner();
+        if (state().deleting) return;
+        const kube = () => ctx.local;
         const recreated = await ctx.withSummary('recreate missing Deployments', () => kube().ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() }));
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
@@ -389,10 +347,18 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     }
   }
 
+  /** A message asked for a read. */
+  async function readLoop(): Promise<never> {
+    for (;;) {
+      await condition(() => state().readDue === true && !state().deleting && !ctx.continueAsNewDue());
+      await quietly('read the resource', async () => void (await readOwner()), () => void (state().readDue = true));
+    }
+  }
+
   /** New connection, Deployment settings or template: the current and target Deployments are applied again at once. */
   async function reapplyLoop(): Promise<never> {
     for (;;) {
-      await condition(() => state().reapplyDue === true && !state().deleting && !(ctx.controls && ctx.continueAsNewDue()));
+      await condition(() => state().reapplyDue === true && !state().deleting && !ctx.continueAsNewDue());
       state().reapplyDue = false;
       await quietly('re-apply', async () => {
         for (const buildId of [state().current?.buildId, state().target?.buildId]) {
@@ -449,7 +415,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     const s = state();
     if (s.aborted?.buildId === entry.buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
     else if (!s.target && s.current && s.current.buildId === s.desired?.buildId && s.phase !== 'Ready') {
-      ctx.transition('Ready', ctx.controls ? 'RolledBack' : 'RolloutComplete', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
+      ctx.transition('Ready', 'RolledBack', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
     }
   }
 
@@ -458,23 +424,24 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     await sunsets.stopAll();
     // One condition, nothing awaited after it: an update handler that started meanwhile is waited for, never cut off.
     // (A deletion that began meanwhile cancelled the housekeeping: the flags say what to do again.)
-    if (ctx.controls) await condition(() => housekeeping === 0 && allHandlersFinished() && ctx.isSettled());
-    else {
-      await condition(() => housekeeping === 0 && allHandlersFinished());
-      await ctx.settled();
-    }
+    await condition(() => housekeeping === 0 && allHandlersFinished() && ctx.isSettled());
     // What came in meanwhile (a promote, a resync, a new spec, a deletion) is in the state: the next run does it.
     return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
   }
 
   // ---- main loop ----
-  void ctx.statusWriter(() => markDeleting());
-  void housekeepingScope.run(() => Promise.all([resyncLoop(), reapplyLoop()])).catch(() => undefined);
-  if (input.desired) {
-    // A new lifecycle starts with the spec that began it.
-    const decision = planSpecChange(state(), input.desired, now());
-    if (!decision.ignored) Object.assign(ctx.state, decision.state);
+  // A run started by hand, or for an owner it does not read as itself, touches nothing.
+  if (workflowInfo().workflowId !== rolloutWorkflowId(owner.namespace, owner.name)) {
+    log.warn('not the workflow of its owner: ending without touching anything', { owner, workflowId: workflowInfo().workflowId });
+    return;
   }
+  // The resource is gone, or holds another object (a status write refused): read what it is.
+  void ctx.statusWriter(() => void (state().readDue = true));
+  if ((await readOwner()) === 'unconfirmed') {
+    log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
+    return;
+  }
+  void housekeepingScope.run(() => Promise.all([resyncLoop(), reapplyLoop(), readLoop()])).catch(() => undefined);
   sunsets.sync();
   const rampsPending = () => (state().rampsToClear?.length ?? 0) > 0;
   for (;;) {
@@ -516,10 +483,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     throw err;
   }
   await ctx.settled();
-  const next = state().nextLifecycle;
-  if (next) {
-    // The old object is cleaned up; the new one (same name, new UID) starts its own lifecycle.
-    return continueAsNew<typeof RolloutWorkflow>({ owner: { ...owner, uid: next.uid!, ...(next.kind ? { kind: next.kind } : {}) }, timings: state().timings, desired: next });
+  // The old object is cleaned up; a new one under its name (read, never taken from a message) starts its own lifecycle.
+  for (;;) {
+    state().successorHinted = false;
+    const next = await ctx.call('look for a new object under the name', () => ctx.kube.findSuccessor(owner), { untilDeleted: false });
+    if (next) return continueAsNew<typeof RolloutWorkflow>({ owner: next, timings: state().timings });
+    if (!state().successorHinted) break;
   }
   if (result.problems.length) log.warn('deleted with problems', { problems: result.problems });
   return result;

@@ -16,7 +16,7 @@ export interface Owner {
   kind?: ResourceKind;
 }
 
-/** One generation of the spec as the watcher parsed it (defaults applied), with what it derived. */
+/** One generation of the spec as read from the apiserver (defaults applied), with what it derived. */
 export interface Desired {
   generation: number;
   /** A TemporalWorkerDeployment's spec, or a WorkerDeployment's normalized into it. */
@@ -27,7 +27,7 @@ export interface Desired {
   connection: TemporalConnectionSpec;
   /** The connection object's resourceVersion: a change re-applies the live Deployments. */
   connectionVersion: string;
-  /** The resource's UID: a spec for another UID under the same name starts a new lifecycle. */
+  /** The resource's UID (the object it was read from). */
   uid?: string;
 }
 
@@ -69,7 +69,7 @@ export interface Target {
   /** Its Deployment was applied and there is room for it in Temporal (not done again after ContinueAsNew). */
   applied?: boolean;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
-  registration?: { taskQueues: string[]; unversionedPollers: boolean; /** Absent in state from before controls-v3. */ workflowTaskQueues?: string[] };
+  registration?: { taskQueues: string[]; unversionedPollers: boolean; workflowTaskQueues?: string[] };
   /** The worker deployment's manager identity was claimed for this rollout. */
   managerClaimed?: boolean;
   /** `retry` after a paused analysis: analyse again over a fresh window. */
@@ -103,7 +103,7 @@ export interface SunsetVersion {
   status?: VersionStatus;
   drainedSince?: string;
   scaledDown?: boolean;
-  /** The Temporal it lived on when it was retired (absent in state from before the `core-v2` patch). */
+  /** The Temporal it lived on when it was retired. */
   place?: TemporalPlace;
   /** A permanent error stopped its sunset; a new spec tries again. */
   blocked?: string;
@@ -146,7 +146,7 @@ export interface RolloutState {
   /** Someone else holds the worker deployment's manager identity: routing waits until it is handed back. */
   managerHeldBy?: string;
   /**
-   * The conflict token our last routing write returned (patch `routing-v9`), and the worker deployment it is of
+   * The conflict token our last routing write returned, and the worker deployment it is of
    * (`routingTokenKey`): the next write there needs no describe.
    */
   routingToken?: { of: string; token: string };
@@ -166,8 +166,16 @@ export interface RolloutState {
   reapplyDue?: boolean;
   /** A call that keeps failing transiently: the status says what is retried and why. */
   retrying?: { what: string; message: string; since: string };
-  /** A spec for a new object under the same name (another UID): cleaned up first, then started anew. */
-  nextLifecycle?: Desired;
+  /**
+   * The owner as last read from the apiserver (its UID matched): set once this lifecycle's resource was read, so a
+   * run that never read it (started by hand, a forged owner) touches nothing. A message whose versions are these
+   * asks for nothing new.
+   */
+  read?: { resourceVersion: string; connectionVersion?: string };
+  /** A message asked for the resource to be read again (carried across ContinueAsNew). */
+  readDue?: boolean;
+  /** A message named another object under this name: once this lifecycle ends, the apiserver is asked for it. */
+  successorHinted?: boolean;
   phase: Phase;
   reason: Reason;
   message: string;
@@ -180,7 +188,7 @@ export interface RolloutState {
   deleting: boolean;
   deployments: Record<string, DeploymentObservation>;
   /**
-   * Builds whose Deployments temporal-worker-controller made and this resource adopted (patch `adopt-v6`), with
+   * Builds whose Deployments temporal-worker-controller made and this resource adopted, with
    * their Deployments' names: never rendered by Glidepath (their selectors are the other controller's).
    */
   foreign?: Record<string, string>;

@@ -96,7 +96,7 @@ export class Sunsets {
           version.status = status;
           ctx.markDirty();
         }
-        if (!isDrained(status) && this.ctx.webUi && !version.openExecutions) await this.countPinned(version);
+        if (!isDrained(status) && !version.openExecutions) await this.countPinned(version);
         if (!isDrained(status) && this.actsAfterMaxDrain(version)) status = await this.drainWithin(version);
         if (!isDrained(status)) status = await ctx.call(`wait for ${buildId} to drain`, () => ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs));
         version.status = status;
@@ -159,7 +159,7 @@ export class Sunsets {
    */
   private actsAfterMaxDrain(version: SunsetVersion): boolean {
     const { maxDrainDuration, onMaxDrain } = this.ctx.spec().sunset;
-    return this.ctx.controls && !!maxDrainDuration && (onMaxDrain?.action ?? 'Wait') !== 'Wait' && !version.maxDrainActed;
+    return !!maxDrainDuration && (onMaxDrain?.action ?? 'Wait') !== 'Wait' && !version.maxDrainActed;
   }
 
   private async drainWithin(version: SunsetVersion): Promise<VersionStatus> {

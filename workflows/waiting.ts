@@ -31,7 +31,7 @@ export async function waitWhilePaused(ctx: RolloutContext, opts: { promoteEnds?:
   const over = () => !isPaused(ctx.state) || ctx.state.deleting || (opts.promoteEnds === true && ctx.state.promote !== undefined);
   const why = ctx.state.pausedBy?.reason ?? 'paused by spec.rollout.paused';
   const left = opts.leftMs !== undefined && opts.leftMs > 0 ? `${formatDuration(opts.leftMs)} left${opts.label ? ` in ${opts.label}` : ''}` : '';
-  ctx.transition('Paused', 'Paused', ctx.controls && left ? `Paused (${left}): ${why}` : why);
+  ctx.transition('Paused', 'Paused', left ? `Paused (${left}): ${why}` : why);
   for (;;) {
     await ctx.wait(over);
     if (over()) break;

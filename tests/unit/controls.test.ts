@@ -127,19 +127,18 @@ describe('planRetry', () => {
 
 describe('planSpecChange with controls', () => {
   test('the spec back on a build current moments ago that still runs: a rollback target', () => {
-    const next = planSpecChange(afterV2(), desired(3, 'v1'), now, { controls: true }).state;
+    const next = planSpecChange(afterV2(), desired(3, 'v1'), now).state;
     expect(next.target).toEqual({ buildId: 'v1', generation: 3, rollback: { reason: 'the spec went back to v1', who: 'spec' } });
     expect(next.deprecated.map((v) => v.buildId)).toEqual([]);
   });
-  test('beyond the window, or before controls-v3: an ordinary rollout', () => {
+  test('beyond the window: an ordinary rollout', () => {
     const late = afterV2({ desired: desired(2, 'v2', { strategy: 'AllAtOnce', rollbackWindow: '5m' }) });
-    expect(planSpecChange(late, desired(3, 'v1', { strategy: 'AllAtOnce', rollbackWindow: '5m' }), now, { controls: true }).state.target).toEqual({ buildId: 'v1', generation: 3 });
-    expect(planSpecChange(afterV2(), desired(3, 'v1'), now).state.target).toEqual({ buildId: 'v1', generation: 3 });
+    expect(planSpecChange(late, desired(3, 'v1', { strategy: 'AllAtOnce', rollbackWindow: '5m' }), now).state.target).toEqual({ buildId: 'v1', generation: 3 });
   });
   test('a new generation of an aborted build rolls it out again; the same generation does not', () => {
     const aborted = afterV2({ desired: desired(3, 'v3'), aborted: { buildId: 'v3', reason: 'bad' }, deprecated: [{ buildId: 'v3', deprecatedSince: ago(1) }] });
-    expect(planSpecChange(aborted, desired(4, 'v3'), now, { controls: true }).state).toMatchObject({ aborted: undefined, target: { buildId: 'v3', generation: 4 } });
-    expect(planSpecChange(aborted, { ...desired(3, 'v3'), connectionVersion: '2' }, now, { controls: true }).state.aborted).toEqual({ buildId: 'v3', reason: 'bad' });
+    expect(planSpecChange(aborted, desired(4, 'v3'), now).state).toMatchObject({ aborted: undefined, target: { buildId: 'v3', generation: 4 } });
+    expect(planSpecChange(aborted, { ...desired(3, 'v3'), connectionVersion: '2' }, now).state.aborted).toEqual({ buildId: 'v3', reason: 'bad' });
   });
   test('a rollback holds the spec’s build until its build changes or retry: an unrelated edit does not bring it back', () => {
     const rolledBack = afterV2({
@@ -147,18 +146,18 @@ describe('planSpecChange with controls', () => {
       aborted: { buildId: 'v2', reason: 'errors', cause: 'RolledBack' },
       deprecated: [{ buildId: 'v2', deprecatedSince: ago(1000), currentUntil: ago(1000) }],
     });
-    const edited = planSpecChange(rolledBack, { ...desired(3, 'v2'), spec: { ...desired(3, 'v2').spec, replicas: 3 } }, now, { controls: true }).state;
+    const edited = planSpecChange(rolledBack, { ...desired(3, 'v2'), spec: { ...desired(3, 'v2').spec, replicas: 3 } }, now).state;
     expect(edited.aborted).toEqual({ buildId: 'v2', reason: 'errors', cause: 'RolledBack' });
     expect(edited.target).toBeUndefined();
   });
   test('a pause by a control is for the rollout it held: a new build is not held by it', () => {
     const paused = afterV2({ desired: desired(3, 'v3'), target: { buildId: 'v3', generation: 3 }, pausedBy: { reason: 'look', buildId: 'v3' } });
-    expect(planSpecChange(paused, desired(4, 'v4'), now, { controls: true }).state.pausedBy).toBeUndefined();
+    expect(planSpecChange(paused, desired(4, 'v4'), now).state.pausedBy).toBeUndefined();
   });
   test('a new generation with another gate runs the gate again', () => {
     const gated = afterV2({ desired: desired(3, 'v3'), target: { buildId: 'v3', generation: 3, gatePassed: true, gateKey: 'null' } });
     const withGate = desired(4, 'v3', { strategy: 'AllAtOnce', gate: { workflowType: 'check' } });
-    expect(planSpecChange(gated, withGate, now, { controls: true }).state.target).toMatchObject({ gatePassed: false });
+    expect(planSpecChange(gated, withGate, now).state.target).toMatchObject({ gatePassed: false });
   });
 });
 

@@ -170,10 +170,10 @@ describe('planSpecChange', () => {
       expected: { reapply: false, target: 'v0', targetGeneration: 5, deprecated: [{ buildId: 'v9', deprecatedSince: earlier, drainedSince: earlier }] },
     },
     {
-      name: 'the aborted build re-applied stays aborted, gets no target and stays deprecated',
+      name: 'the aborted build in a new generation is rolled out again (an edit is a new attempt)',
       before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
       spec: desired('v2', 3, { replicas: 4 }),
-      expected: { reapply: false, aborted: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
+      expected: { reapply: false, target: 'v2', targetGeneration: 3, deprecated: [] },
     },
     {
       name: 'a different build clears aborted and becomes the target',
@@ -541,19 +541,6 @@ describe('recheckDelay', () => {
 });
 
 describe('planSpecChange: identity, custom build IDs, Unknown drainage', () => {
-  test('a spec for another UID under the same name is a new lifecycle', () => {
-    const before = state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier } });
-    const next = { ...desired('v1', 1), uid: 'uid-2' };
-    const decision = planSpecChange(before, next, now);
-    expect(decision).toMatchObject({ newLifecycle: true, ignored: false });
-    expect(decision.state.nextLifecycle).toBe(next);
-    expect(decision.state.desired).toBe(before.desired); // the old object's spec still rules its cleanup
-  });
-  test('the same UID is the same lifecycle', () => {
-    const decision = planSpecChange(state({ desired: desired('v1', 1) }), { ...desired('v2', 2), uid: 'uid-1' }, now);
-    expect(decision.newLifecycle).toBeUndefined();
-    expect(decision.state.target?.buildId).toBe('v2');
-  });
   test('a new template under the same (custom) build ID re-applies its Deployment: a rolling update of the same version', () => {
     const before = planSpecChange(state(), desired('custom', 1), now).state;
     before.current = { buildId: 'custom', since: earlier };
