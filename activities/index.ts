@@ -6,6 +6,7 @@ import { withFailureClassification } from './errors.js';
 import type { Charge } from './heartbeats.js';
 import { ignoreNotFound } from './kubernetes/client.js';
 import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
+import { createResourceReads } from './kubernetes/read-resource.js';
 import { createTemporalActivities } from './temporal/activities.js';
 import { createDrainageActivities } from './temporal/drainage.js';
 import { createAnalysisActivities } from './temporal/analysis.js';
@@ -16,6 +17,7 @@ export type { TemporalTarget } from './temporal/connections.js';
 export type { RegistrationCheck, VersionRegistration, Routing, GateRun, RoutingCallOptions, RoutingCallResult } from './temporal/activities.js';
 export type { ForeignVersion } from './kubernetes/activities.js';
 export type { GateInputSource, KubeEvent, Report } from './kubernetes/activities.js';
+export type { ResourceRead } from './kubernetes/read-resource.js';
 export type { PinnedAction } from './temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
@@ -35,6 +37,7 @@ export function createActivities(kc: k8s.KubeConfig, identity: string, options: 
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat, options.budgetWaitMs);
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
+    ...createResourceReads(kc),
     ...temporal,
     ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), options.chargeHeartbeat),
     ...createAnalysisActivities(connections),

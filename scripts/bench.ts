@@ -175,7 +175,7 @@ async function rolloutFigures(name: string, v1Build: string, registered: number 
   // Scheduled activities by their event, and local ones (markers) by theirs.
   for (const e of events) activityName.set(String(e.eventId), scheduledActivityType(e) ?? localActivityType(e) ?? '');
   const refOf = (e: (typeof events)[number]) => e.activityTaskStartedEventAttributes?.scheduledEventId ?? e.activityTaskCompletedEventAttributes?.scheduledEventId ?? e.eventId;
-  // Scheduled or local (a routing write is local: routing-local-v12), with when its result was recorded.
+  // Scheduled or local (a ramp is local), with when its result was recorded.
   const done = completedActivities(events);
   const completed = (type: string) => done.filter((a) => a.type === type && !isDeferred(a.result));
   // The last "available" signal of the v2 Deployment, then the v2 routing change.
@@ -188,7 +188,7 @@ async function rolloutFigures(name: string, v1Build: string, registered: number 
   const firstRamp = completed('setRamping')[0];
   if (verbose.apply && appliedAt.has(name)) {
     // The apply, on the server's clock from the create call: the workflow's first events until the Deployment is made.
-    // A new resource's first apply: with its adoption check (apply-v11), else on its own (v2's comes later either way).
+    // A new resource's first apply: with its adoption check, else on its own (v2's comes later either way).
     const applied = completed('adoptOrApplyDeployment')[0] ?? completed('ensureVersionedDeployment')[0];
     for (const e of events.filter((e) => Number(e.eventId) <= (applied?.eventId ?? 0))) {
       // A local activity's marker is written with its task's completion; when it was scheduled is in the marker.

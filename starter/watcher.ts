@@ -5,8 +5,8 @@
  * first sight with signalWithStart; the workflow ID deduplicates, so several watchers are harmless). Either kind is
  * normalized into the one spec the workflow gets (api/kinds.ts).
  *
- * Signals wake the workflow; they are not the truth. A failed signal is retried with backoff, and a periodic
- * resync from the informer caches sends every resource's spec again, so no state depends on one signal.
+ * Signals wake the workflow; they are not the truth (it reads the resource itself). A failed signal is retried with
+ * backoff, and a periodic resync from the informer caches signals every resource again, so no state depends on one.
  *
  * Control annotations (`glidepath.dev/promote` …, see annotations.ts) are run as updates and then removed.
  *
@@ -17,16 +17,15 @@ import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { computeBuildId } from '../api/build-id.js';
 import { apiVersion, group, version } from '../api/common.js';
-import { connectionKinds, connectionLabel, parseConnection, parseWorkerResource, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
+import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookupResult } from '../api/desired.js';
+import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { rolloutWorkflowId } from '../api/names.js';
-import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
-import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
+import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest, type SpecChangedHint } from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
 import type { Desired, Owner, RolloutStatus, Timings } from '../workflows/state.js';
@@ -391,49 +390,38 @@ export class Watcher {
       return undefined;
     }
     const kind = kindOf(obj);
-    const parsed = parseWorkerResource(obj, kind);
-    if (!parsed.ok) return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', parsed.problem);
-    const namesake = this.olderNamesake(obj);
-    if (namesake) {
-      const why = `${namesake.kind} ${ns}/${name} already rolls out the Temporal worker deployment ${ns}/${name}; this ${kind} would be the same one, so it is refused while that exists (delete one of the two)`;
+    // desiredOf looks the connection up only once the spec parsed and before the build ID: the namesake is checked
+    // there, so a parse problem still comes before a refused namesake, and that before its connection or build ID.
+    const seen: { namesake?: Resource } = {};
+    const result = await desiredOf(obj, kind, (ref, namespace) => {
+      seen.namesake = this.olderNamesake(obj);
+      return seen.namesake ? { ok: false, problem: '' } : this.connectionOf(ref, namespace);
+    });
+    if (seen.namesake) {
+      const why = `${seen.namesake.kind} ${ns}/${name} already rolls out the Temporal worker deployment ${ns}/${name}; this ${kind} would be the same one, so it is refused while that exists (delete one of the two)`;
       return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', why);
     }
-    const { spec } = parsed.resource;
-    const connection = this.connectionOf(parsed.resource.connectionRef, ns);
-    if (!connection.ok) return this.reportProblem(obj, 'Pending', 'ConnectionNotFound', connection.problem);
-    let buildId: string;
-    try {
-      buildId = computeBuildId(spec.template, spec.workerOptions.unsafeCustomBuildID);
-    } catch (err) {
-      return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', `spec.workerOptions.unsafeCustomBuildID: ${(err as Error).message}`);
-    }
-    // `uid` tells the workflow a spec of a namesake (another object under the same name) from its own.
-    const desired: Desired = {
-      generation: meta.generation ?? 0,
-      spec,
-      kind,
-      buildId,
-      connection: connection.spec,
-      connectionVersion: connection.resourceVersion,
-      uid,
-    };
+    if (!result.ok) return this.reportProblem(obj, result.phase, result.reason, result.problem);
+    const { desired } = result;
     const key = `${desired.generation}/${desired.connectionVersion}`;
     if (force || this.signalled.get(uid) !== key) {
       const workflowId = rolloutWorkflowId(ns, name);
       const owner: Owner = { namespace: ns, name, uid, kind };
       const handedOver = !!meta.finalizers?.includes(finalizer);
       const firstSight = !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
-      // allSettled: a retry must not start while the other call is still in flight.
+      // A wake-up, not the spec: the workflow reads the resource itself before it acts.
+      const hint: SpecChangedHint = { uid, kind, generation: desired.generation, resourceVersion: meta.resourceVersion ?? '', connectionVersion: desired.connectionVersion };
+      // allSettled: a retry must not start while the other call is still in flight. On first sight the finalizer
+      // patch fences the first apply (see applyFirstDeployment); the signal does not wait for either.
       const results = await Promise.allSettled([
-        firstSight ? this.applyFirstDeployment(owner, desired) : undefined,
-        handedOver ? undefined : this.addFinalizer(obj),
-        this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [Desired]>('RolloutWorkflow', {
+        handedOver ? undefined : firstSight ? this.applyFirstDeployment(obj, owner, desired) : this.addFinalizer(obj),
+        this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [SpecChangedHint]>('RolloutWorkflow', {
           workflowId,
           taskQueue: this.options.taskQueue,
           args: [{ owner, timings: this.options.timings }],
           ...webUiMetadata(owner),
           signal: specChanged,
-          signalArgs: [desired],
+          signalArgs: [hint],
         }),
       ]);
       for (const r of results) if (r.status === 'rejected') throw r.reason;
@@ -443,7 +431,7 @@ export class Watcher {
     }
     // Checked on every event, not only after a signal: the object that shows our condition may come after it.
     if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.releaseProblem(obj);
-    return buildId;
+    return desired.buildId;
   }
 
   /**
@@ -460,21 +448,15 @@ export class Watcher {
   }
 
   /** The connection a resource names, parsed; or why it cannot be used: missing, invalid, or not watched here. */
-  private connectionOf(ref: { kind: ConnectionKind; name: string }, namespace: string): { ok: true; spec: TemporalConnectionSpec; resourceVersion: string } | { ok: false; problem: string } {
-    const label = connectionLabel(ref.kind, ref.name, namespace);
+  private connectionOf(ref: { kind: ConnectionKind; name: string }, namespace: string): ConnectionLookupResult {
     let obj: Resource | undefined;
     if (ref.kind === 'ClusterConnection') {
-      if (!this.clusterConnections) {
-        return { ok: false, problem: `${label}: this controller may not read ClusterConnections (a namespaced install: its Role grants nothing cluster-scoped); use a Connection in ${namespace}, or grant it get, list and watch on clusterconnections` };
-      }
+      if (!this.clusterConnections) return clusterConnectionsUnreadable(ref.name, namespace);
       obj = this.clusterConnections.get(ref.name);
     } else {
       obj = this.scopeOf(namespace)?.connections[ref.kind].get(ref.name, namespace);
     }
-    if (!obj) return { ok: false, problem: `${label} not found` };
-    const parsed = parseConnection(obj, ref.kind);
-    if (!parsed.ok) return { ok: false, problem: `${label} is invalid: ${parsed.problem}` };
-    return { ok: true, spec: parsed.spec, resourceVersion: obj.metadata?.resourceVersion ?? '' };
+    return connectionFromObject(obj, ref, namespace);
   }
 
   /**
@@ -571,7 +553,7 @@ export class Watcher {
     if (!opts.force && this.signalled.get(uid) === 'deleted') return;
     const workflowId = rolloutWorkflowId(ns, name);
     if (opts.start) {
-      await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest?]>('RolloutWorkflow', {
+      await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest]>('RolloutWorkflow', {
         workflowId,
         taskQueue: this.options.taskQueue,
         args: [{ owner: { namespace: ns, name, uid, kind: kindOf(obj) }, timings: this.options.timings }],
@@ -637,16 +619,22 @@ export class Watcher {
    * `kubectl apply` to a Deployment in one apiserver round trip instead of about 250 ms. It is the Deployment the
    * workflow's first activity applies in that case (`adoptOrApplyDeployment`: nothing to adopt, apply the target),
    * rendered and applied by the same code, so the workflow's apply changes nothing and every decision after stays
-   * the workflow's. Best effort: a failure is logged, and the workflow applies it.
+   * the workflow's. Best effort: a failed apply is logged, and the workflow applies it.
+   *
+   * The finalizer patch goes first, as a fence: it carries the resourceVersion seen, so a replica with a stale cache
+   * gets 409 and applies nothing (the workflow may have applied a newer template); the 409 is retried as any failure.
    */
-  private async applyFirstDeployment(owner: Owner, desired: Desired): Promise<void> {
+  private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired): Promise<void> {
     this.firstApplies++;
     try {
+      await this.addFinalizer(obj);
       const started = performance.now();
-      await this.kube.ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
-      this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, ms: Math.round(performance.now() - started) });
-    } catch (err) {
-      this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not applied at first sight (the workflow applies it): ${(err as Error).message}`);
+      try {
+        await this.kube.ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
+        this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, ms: Math.round(performance.now() - started) });
+      } catch (err) {
+        this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not applied at first sight (the workflow applies it): ${(err as Error).message}`);
+      }
     } finally {
       this.firstApplies--;
     }

@@ -67,7 +67,11 @@ export function managerHeldBy(err: unknown): string | undefined {
 }
 
 const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
-const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('5s') };
+/**
+ * Temporal API calls: within half a minute, retries included, then the status says what is retried and why (a
+ * server nothing listens on makes each attempt wait for its connection).
+ */
+const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', scheduleToCloseTimeout: '30s', retry: attempts('5s') };
 const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
@@ -239,6 +243,14 @@ export class RolloutContext {
     });
   }
 
+  /**
+   * The wait on a gate workflow, with a short heartbeat timeout: a controller that died during a gate is replaced
+   * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
+   */
+  gateWaits() {
+    return this.activities({ taskQueue: waitsTaskQueue(workflowInfo().taskQueue), startToCloseTimeout: '24h', heartbeatTimeout: '10s', retry: attempts('10s') });
+  }
+
   /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
   waitsWithin(budgetMs: number) {
     return this.activities({
@@ -354,7 +366,8 @@ export class RolloutContext {
    */
   async statusWriter(onGone: () => void): Promise<never> {
     for (;;) {
-      await condition(() => this.statusDirty || this.pendingEvents.length > 0);
+      // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
+      await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
       const status = this.statusDirty ? renderStatus(this.state) : undefined;
       this.statusDirty = false;
@@ -443,10 +456,11 @@ export class RolloutContext {
           const permanent = permanentCause(err);
           if (permanent !== undefined) throw new Blocked(what, permanent);
           if (!(err instanceof ActivityFailure)) throw err;
-          const message = err.cause?.message ?? err.message;
+          const message = rootCause(err);
           if (this.state.retrying?.message !== message) {
             this.state.retrying = { what, message, since: now().toISOString() };
             this.markDirty();
+            this.event('Warning', 'Retrying', `${what}: ${message}`);
             log.warn('retrying', { what, error: message });
           }
           // A deletion stops the retries of the rollout's calls (its own steps go on: `untilDeleted: false`).
@@ -475,6 +489,13 @@ async function restOfActivation(): Promise<void> {
   const next = condition(() => passed);
   passed = true;
   await next;
+}
+
+/** Why an activity failed in the end: its last attempt's error, under a timeout's (which says only that it timed out). */
+export function rootCause(err: ActivityFailure): string {
+  let failure: Error = err;
+  while (failure.cause instanceof Error) failure = failure.cause;
+  return failure === err ? err.message : failure.message;
 }
 
 /** The message of a permanent (non-retryable) activity failure, or undefined. */

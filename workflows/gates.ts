@@ -2,6 +2,7 @@
  * Gates: the user's workflow, started pinned to the target version before it gets traffic (or after a
  * step). Its input is read inside the activity that starts it, so a Secret never enters this history.
  */
+import { CancellationScope, isCancellation } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
@@ -14,20 +15,31 @@ export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
 /** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
 export async function passGate(ctx: RolloutContext, gate: Gate, registration: NonNullable<Target['registration']>, label: string): Promise<GateOutcome> {
   const { owner, state } = ctx;
-  const buildId = state.target!.buildId;
+  const target = state.target!;
+  const { buildId } = target;
   for (;;) {
     ctx.transition('Gating', 'Gating', `running ${gate.workflowType} on ${buildId} (${label})`);
-    const result = await ctx.call(`gate ${gate.workflowType}`, () =>
-      ctx.waits().runGate(ctx.temporalTarget(), {
-        buildId,
-        workflowType: gate.workflowType,
-        // A workflow task queue of the target: an activity-only queue would never run it.
-        taskQueue: gate.taskQueue ?? registration.workflowTaskQueues?.[0] ?? registration.taskQueues[0] ?? '',
-        ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
-        workflowId: `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}`,
-        timeoutMs: parseDuration(gate.timeout ?? '10m'),
-      }),
-    );
+    // Once per generation and per person's request (`retry`, `resume`): a restart waits on the same run.
+    const workflowId = `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}/${state.desired!.generation}.${target.gateRuns ?? 0}`;
+    const t = ctx.temporalTarget();
+    let result: { passed: boolean; message: string };
+    try {
+      result = await ctx.call(`gate ${gate.workflowType}`, () =>
+        ctx.gateWaits().runGate(t, {
+          buildId,
+          workflowType: gate.workflowType,
+          // A workflow task queue of the target: an activity-only queue would never run it.
+          taskQueue: gate.taskQueue ?? registration.workflowTaskQueues?.[0] ?? registration.taskQueues[0] ?? '',
+          ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
+          workflowId,
+          timeoutMs: parseDuration(gate.timeout ?? '10m'),
+        }),
+      );
+    } catch (err) {
+      // An abort, a superseding spec or a deletion: the gate workflow goes too, now.
+      if (isCancellation(err)) await CancellationScope.nonCancellable(() => ctx.call(`cancel the gate ${gate.workflowType}`, () => ctx.temporal.cancelGate(t, workflowId), { untilDeleted: false })).catch(() => undefined);
+      throw err;
+    }
     if (result.passed) return 'passed';
     const why = `gate ${gate.workflowType} failed on ${buildId}: ${result.message}`;
     if (ctx.spec().rollout.gateFailurePolicy === 'Abort') {
@@ -41,6 +53,7 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
       if (!isPaused(state) || state.promote !== undefined) break;
       ctx.checkpoint();
     }
+    target.gateRuns = (target.gateRuns ?? 0) + 1; // resumed or retried: a new run of the gate
     const promote = state.promote;
     if (promote) {
       state.promote = undefined;

@@ -86,6 +86,8 @@ export interface Target {
   stepStartedAt?: string;
   /** The step in force passed its analysis (not run again after ContinueAsNew). */
   stepAnalysed?: boolean;
+  /** Gate runs a person asked for after a failed gate (`retry`, `resume`): each has a workflow ID of its own. */
+  gateRuns?: number;
   /** The gate definition that passed: a new generation with another gate runs it again. */
   gateKey?: string;
 }

@@ -253,7 +253,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /**
-     * A new resource's first round (patch `apply-v11`): adopts temporal-worker-controller's Deployments of its worker
+     * A new resource's first round: adopts temporal-worker-controller's Deployments of its worker
      * deployment (adoptForeignDeployments); only when there are none, applies the build's Deployment
      * (ensureVersionedDeployment). One activity instead of two in a row: the Deployment someone just applied the
      * resource for comes a workflow task sooner.

@@ -3,7 +3,7 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, Client, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection } from '@temporalio/client';
+import { CancelledFailure, Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection, type WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
@@ -37,7 +37,7 @@ export interface Routing {
 }
 
 /**
- * A routing change's options (patch `routing-v9`). `conflictToken`: the token our last routing write returned
+ * A routing change's options. `conflictToken`: the token our last routing write returned
  * (base64). The server changes it with every routing or manager write, so while it holds nobody else wrote since
  * and the write needs no describe first; a refused token (someone wrote) falls back to a describe. `claim`: take
  * the manager identity on the way when nobody holds it (one activity instead of a claim's and the write's).
@@ -452,17 +452,37 @@ export function createTemporalActivities(
     },
 
     /** Runs a gate workflow pinned to the target version and reports whether it completed. */
+    /** Cancels a gate workflow (an abort, a superseding spec): at once, not at the waiting activity's next heartbeat. */
+    async cancelGate(t: TemporalTarget, workflowId: string): Promise<void> {
+      const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+      await client.workflow
+        .getHandle(workflowId)
+        .cancel()
+        .catch((err: unknown) => {
+          if (!(err instanceof WorkflowNotFoundError)) throw err; // closed already: nothing to cancel
+        });
+    },
+
     async runGate(t: TemporalTarget, gate: GateRun): Promise<{ passed: boolean; message: string }> {
       const input = gate.inputFrom ? await readGateInput(t.k8sNamespace, gate.inputFrom) : gate.input;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
-      const handle = await client.workflow.start(gate.workflowType, {
-        workflowId: gate.workflowId,
-        taskQueue: gate.taskQueue,
-        args: input === undefined ? [] : [input],
-        versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
-        workflowExecutionTimeout: gate.timeoutMs,
-        workflowIdConflictPolicy: 'USE_EXISTING',
-      });
+      // One run per gate ID: a retry after a crash waits on the running one (USE_EXISTING) or reads the outcome of
+      // the one that ended meanwhile (REJECT_DUPLICATE), never starts it again. `retry` and `resume` get a new ID.
+      let handle: WorkflowHandle;
+      try {
+        handle = await client.workflow.start(gate.workflowType, {
+          workflowId: gate.workflowId,
+          taskQueue: gate.taskQueue,
+          args: input === undefined ? [] : [input],
+          versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
+          workflowExecutionTimeout: gate.timeoutMs,
+          workflowIdConflictPolicy: 'USE_EXISTING',
+          workflowIdReusePolicy: 'REJECT_DUPLICATE',
+        });
+      } catch (err) {
+        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
+        handle = client.workflow.getHandle(gate.workflowId);
+      }
       const ctx = Context.current();
       return heartbeating(ctx, chargeHeartbeat, () => true, async () => {
         try {

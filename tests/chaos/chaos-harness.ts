@@ -146,7 +146,7 @@ export interface ChainReport {
   rampsCompleted: number[];
   /**
    * How many `setRamping` activities for the build were scheduled (a retried activity counts once); a local one
-   * (routing-local-v12) is in the history only once it completed, and counts then.
+   * is in the history only once it completed, and counts then.
    */
   rampsScheduled: number;
   /** Activities and workflow tasks that timed out (what a killed controller costs: each waits out its timeout). */

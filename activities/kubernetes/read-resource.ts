@@ -1,0 +1,93 @@
+/**
+ * The workflow's reads of its resource: what the apiserver says of it now (a signal only wakes the workflow), and
+ * whether another object took its name. The spec is derived as the watcher derives it (api/desired.ts); the
+ * connection is read here too, never its Secrets.
+ */
+import * as k8s from '@kubernetes/client-node';
+import { group, version } from '../../api/common.js';
+import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../../api/desired.js';
+import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../../api/kinds.js';
+import type { Desired, Owner } from '../../workflows/state.js';
+import { ignoreNotFound, statusCode } from './client.js';
+
+/** What the apiserver says of a workflow's resource (by namespace, name and kind): the truth the workflow acts on. */
+export type ResourceRead =
+  | { found: false }
+  | {
+      found: true;
+      uid: string;
+      kind: ResourceKind;
+      resourceVersion: string;
+      generation: number;
+      /** metadata.deletionTimestamp is set. */
+      deleting: boolean;
+      /** When the spec (and its connection) can be used; `desired.uid` is the object's uid. */
+      desired?: Desired;
+      /** Why not, when `desired` is absent. */
+      problem?: string;
+    };
+
+type RawObject = k8s.KubernetesObject & { spec?: unknown };
+
+const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
+
+export function createResourceReads(kc: k8s.KubeConfig) {
+  const custom = kc.makeApiClient(k8s.CustomObjectsApi);
+  const getResource = async (kind: ResourceKind, namespace: string, name: string) =>
+    (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace, plural: pluralOf(kind), name }))) as RawObject | undefined;
+
+  /** The connection, read from the apiserver (ClusterConnections cluster-wide). */
+  const connection: ConnectionLookup = async (ref, namespace) => {
+    const { plural, clusterScoped } = connectionKinds[ref.kind];
+    let obj: unknown;
+    try {
+      obj = await ignoreNotFound(
+        clusterScoped
+          ? custom.getClusterCustomObject({ group, version, plural, name: ref.name })
+          : custom.getNamespacedCustomObject({ group, version, namespace, plural, name: ref.name }),
+      );
+    } catch (err) {
+      // A namespaced install's Role grants nothing cluster-scoped: the resource is told why, as the watcher tells it.
+      if (clusterScoped && statusCode(err) === 403) return clusterConnectionsUnreadable(ref.name, namespace);
+      throw err;
+    }
+    return connectionFromObject(obj, ref, namespace);
+  };
+
+  return {
+    /** The resource at owner's namespace/name of owner's kind, whatever its uid (the caller compares it with its own). */
+    async readResource(owner: Owner): Promise<ResourceRead> {
+      const kind = owner.kind ?? 'TemporalWorkerDeployment';
+      const obj = await getResource(kind, owner.namespace, owner.name);
+      if (!obj) return { found: false };
+      const meta = obj.metadata ?? {};
+      const read = {
+        found: true as const,
+        uid: meta.uid ?? '',
+        kind,
+        resourceVersion: meta.resourceVersion ?? '',
+        generation: meta.generation ?? 0,
+        deleting: !!meta.deletionTimestamp,
+      };
+      const result = await desiredOf({ ...obj, kind }, kind, connection);
+      return result.ok ? { ...read, desired: result.desired } : { ...read, problem: result.problem };
+    },
+
+    /**
+     * A live object (no deletionTimestamp) of either resource kind at owner.namespace/owner.name whose uid is not
+     * owner.uid, or undefined. Of two, the one created first (as the watcher hands over the first of two namesakes).
+     */
+    async findSuccessor(owner: Owner): Promise<Owner | undefined> {
+      const found = await Promise.all(resourceKindList.map(async (kind) => ({ kind, obj: await getResource(kind, owner.namespace, owner.name) })));
+      const live = found.filter(
+        (f): f is { kind: ResourceKind; obj: RawObject } => !!f.obj?.metadata?.uid && f.obj.metadata.uid !== owner.uid && !f.obj.metadata.deletionTimestamp,
+      );
+      const createdAt = (o: RawObject) => Date.parse(String(o.metadata?.creationTimestamp ?? '')) || 0;
+      // resourceKindList lists TemporalWorkerDeployment first: a stable sort keeps it first on a tie.
+      const [first] = live.sort((a, b) => createdAt(a.obj) - createdAt(b.obj));
+      return first && { namespace: owner.namespace, name: owner.name, uid: first.obj.metadata!.uid!, kind: first.kind };
+    },
+  };
+}
+
+export type ResourceReads = ReturnType<typeof createResourceReads>;
