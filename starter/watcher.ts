@@ -193,7 +193,7 @@ export class Watcher {
   }
 
   /**
-   * Sends every cached resource's spec again (a workflow ignores a generation it has): a spec lost while Temporal
+   * Wakes every cached resource's workflow again (a hint of what it read already is skipped): a spec lost while Temporal
    * was unreachable arrives at the latest then. Deployment observations are not re-sent: a workflow that waits on
    * a Deployment reads it itself. Connections need no pass of their own (all they do is re-handle their resources).
    * Reads the informer caches only; the apiserver is not listed.

@@ -50,7 +50,7 @@ export interface ControllerOptions {
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to watch (default: all). */
   namespaces?: string[];
-  /** How often the watcher sends every resource's spec again (default 10 minutes). */
+  /** How often the watcher wakes every resource's workflow again (default 10 minutes). */
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   signalDeployments?: WatcherOptions['signalDeployments'];
   /**
