@@ -187,7 +187,9 @@ export function classifyTemporalError(err: unknown, context: CallContext = {}): 
   const code = grpc.code;
   const details = oneLine(grpc.details || grpc.message);
   const cause = `${grpcName(code)} ${details}`;
-  if (transientGrpc.includes(code) || (code === GrpcStatus.FAILED_PRECONDITION && expectedRefusal.test(details))) {
+  // A missing namespace is retried and shown: creating it (or fixing the spec) lets the rollout go on by itself.
+  const namespaceMissing = code === GrpcStatus.NOT_FOUND && /^Namespace .* is not found/i.test(details);
+  if (namespaceMissing || transientGrpc.includes(code) || (code === GrpcStatus.FAILED_PRECONDITION && expectedRefusal.test(details))) {
     return { kind: 'transient', message: cause };
   }
   if (permanentGrpc.includes(code)) {

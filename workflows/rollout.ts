@@ -255,9 +255,12 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
    * Reads the resource and acts on what the apiserver says: its spec, its deletion. The only way a spec is taken or
    * a teardown begins. 'unconfirmed': this run's owner was never read as itself and does not exist.
    */
-  async function readOwner(): Promise<'read' | 'unconfirmed'> {
+  async function readOwner(first = false): Promise<'read' | 'unconfirmed'> {
     state().readDue = false;
-    const reads = ctx.continueAsNewDue() ? ctx.kube : ctx.local; // (see `routingCall` on local activities then)
+    // A new lifecycle's first read runs inside its first task: no report can run beside it (none goes before the
+    // owner is read). The others are activities: a local one beside a local report, in a task that timed out under
+    // load, was replayed in another order than it ran (a nondeterminism error).
+    const reads = first && !state().read ? ctx.local : ctx.kube;
     const read = await ctx.call('read the resource', () => reads.readResource(owner));
     const decision = planRead(state(), read);
     if (decision.kind === 'unconfirmed') return 'unconfirmed';
@@ -437,7 +440,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
   // The resource is gone, or holds another object (a status write refused): read what it is.
   void ctx.statusWriter(() => void (state().readDue = true));
-  if ((await readOwner()) === 'unconfirmed') {
+  if ((await readOwner(true)) === 'unconfirmed') {
     log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
     return;
   }

@@ -10,7 +10,7 @@ import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../error
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
-import { describeDeploymentSettled, describeVersionSettled, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
+import { describeDeploymentSettled, describeVersionSettled, isNamespaceNotFound, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -405,13 +405,17 @@ export function createTemporalActivities(
           identity,
         });
       } catch (err) {
-        if (!isNotFound(err)) throw err;
+        if (!isNotFound(err) && !isNamespaceNotFound(err)) throw err;
       }
     },
 
-    /** Deletion of the resource: no ramp, and new work goes to unversioned workers. */
+    /** Deletion of the resource: no ramp, and new work goes to unversioned workers (none to route in a namespace that does not exist). */
     async routeAway(t: TemporalTarget): Promise<void> {
-      const res = await describe(t);
+      const res = await describe(t).catch((err: unknown) => {
+        if (isNamespaceNotFound(err)) return undefined;
+        throw err;
+      });
+      if (!res) return;
       const routing = routingOf(res);
       if (routing.ramping) await setRampingVersion(t, '', 0);
       if (routing.current) {
@@ -431,7 +435,12 @@ export function createTemporalActivities(
     /** Deletes every version, then the worker deployment; fails (and is retried) while pollers linger. */
     async deleteWorkerDeployment(t: TemporalTarget): Promise<void> {
       const svc = await service(t);
-      const routing = routingOf(await describe(t));
+      const described = await describe(t).catch((err: unknown) => {
+        if (isNamespaceNotFound(err)) return null; // no namespace: nothing of ours there
+        throw err;
+      });
+      if (described === null) return;
+      const routing = routingOf(described);
       for (const v of routing.versions) {
         try {
           await svc.deleteWorkerDeploymentVersion({

@@ -9,6 +9,7 @@ import type { Interceptor } from '@grpc/grpc-js';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 import { PermanentError } from '../errors.js';
+import { whyUnreachable } from './unreachable.js';
 
 /** Where a resource's versions live in Temporal. */
 export interface TemporalTarget {
@@ -68,7 +69,11 @@ export class TemporalConnections {
     const previous = this.live.get(specKey);
     if (previous?.contentKey === contentKey) return previous.connection;
 
-    const connection = this.connect(this.interceptors ? { ...options, interceptors: this.interceptors } : options);
+    // Bounded, so an attempt fails within an activity's budget; the failure says why (the SDK's says only "deadline").
+    const connection = this.connect({ connectTimeout: '5s', ...options, ...(this.interceptors ? { interceptors: this.interceptors } : {}) }).catch(async (err: unknown) => {
+      if (!(err instanceof Error) || !/before the deadline/.test(err.message)) throw err;
+      throw new Error(`cannot connect to Temporal: ${await whyUnreachable(target.connection.hostPort, options.tls !== undefined && options.tls !== false)}`);
+    });
     const entry: Live = { contentKey, connection };
     this.live.set(specKey, entry);
     // A failed connect is not cached: the next get() tries again.

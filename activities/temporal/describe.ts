@@ -20,7 +20,11 @@ const { temporal } = proto; // a CommonJS module: no named exports under ESM
 export const deploymentWorkflowId = (deploymentName: string) => `temporal-sys-worker-deployment:${deploymentName}`;
 export const versionWorkflowId = (deploymentName: string, buildId: string) => `temporal-sys-worker-deployment-version:${deploymentName}:${buildId}`;
 
-export const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
+/** A NOT_FOUND of the Temporal namespace itself: the worker deployment is not "not there yet", the call is refused. */
+export const isNamespaceNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND && /^Namespace .* is not found/i.test(err.details || err.message);
+
+/** The thing read is not there (yet). Not a missing namespace: that is an error to show (`isNamespaceNotFound`). */
+export const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND && !isNamespaceNotFound(err);
 
 /** The refusal of a query to a system workflow between its runs. */
 export const isQueryBetweenRuns = (err: unknown) =>

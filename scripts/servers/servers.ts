@@ -212,6 +212,11 @@ export interface KubeOptions {
    * ServiceAccount and its token mounted, as on a real cluster.
    */
   podServiceAccounts?: boolean;
+  /**
+   * An audit log, off by default: `auditPolicy` (an audit.k8s.io/v1 Policy, YAML) selects the requests whose events
+   * the apiserver writes to `<dir>/audit.log` as JSON lines, before it answers (blocking mode).
+   */
+  auditPolicy?: string;
 }
 
 /**
@@ -257,12 +262,14 @@ async function startKubeProcesses(
   writeFileSync(join(opts.dir, 'tokens.csv'), `${token},admin,admin,system:masters\n`);
   writeFileSync(join(opts.dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
   writeFileSync(join(opts.dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
+  if (opts.auditPolicy) writeFileSync(join(opts.dir, 'audit-policy.yaml'), opts.auditPolicy);
+  const audit = opts.auditPolicy ? ['--audit-policy-file', join(opts.dir, 'audit-policy.yaml'), '--audit-log-path', join(opts.dir, 'audit.log'), '--audit-log-mode', 'blocking'] : [];
   const api = launch('kube-apiserver', join(assets, 'kube-apiserver'), [
     '--etcd-servers', etcdUrl, '--cert-dir', certDir, '--secure-port', String(apiPort), '--bind-address', '127.0.0.1',
     '--advertise-address', '127.0.0.1', '--token-auth-file', join(opts.dir, 'tokens.csv'), '--authorization-mode', 'RBAC',
     '--service-account-issuer', 'https://kubernetes.default.svc', '--service-account-key-file', join(opts.dir, 'sa.pub'),
     '--service-account-signing-key-file', join(opts.dir, 'sa.key'), '--service-cluster-ip-range', '10.0.0.0/24',
-    '--allow-privileged=true', ...(opts.podServiceAccounts ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
+    '--allow-privileged=true', ...(opts.podServiceAccounts ? [] : ['--disable-admission-plugins', 'ServiceAccount']), ...audit,
   ], opts.dir, detached);
   started.push(api.proc);
   const url = `https://127.0.0.1:${apiPort}`;
