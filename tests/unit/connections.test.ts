@@ -114,6 +114,7 @@ describe('TemporalConnections', () => {
     w.secrets.set('shop/temporal-mtls', { 'tls.crt': 'cert', 'tls.key': 'key', 'ca.crt': 'ca' });
     await w.connections.get(mtls);
     expect(w.opened[0]!.options).toEqual({
+      connectTimeout: '5s',
       address: 'orders.tmprl.cloud:7233',
       tls: {
         serverNameOverride: 'orders.example',
@@ -128,7 +129,7 @@ describe('TemporalConnections', () => {
     const first = await w.connections.get(plain);
     expect(await w.connections.get(plain)).toBe(first);
     expect(w.reads()).toBe(0);
-    expect(w.opened[0]!.options).toEqual({ address: 'temporal-frontend.temporal:7233' });
+    expect(w.opened[0]!.options).toEqual({ connectTimeout: '5s', address: 'temporal-frontend.temporal:7233' });
   });
 
   test('the same spec in two namespaces gets two connections, and neither supersedes the other', async () => {

@@ -258,7 +258,7 @@ describe('tls.caCertSecretRef', () => {
     });
     const target = (k8sNamespace: string) => ({ connection, k8sNamespace, temporalNamespace: 'orders', deploymentName: `${k8sNamespace}/orders` });
     await connections.get(target('shop'));
-    expect(opened[0]!.options).toEqual({ address: 'temporal.internal:7233', tls: { serverNameOverride: 'temporal.internal', serverRootCACertificate: Buffer.from('CA-1') } });
+    expect(opened[0]!.options).toEqual({ connectTimeout: '5s', address: 'temporal.internal:7233', tls: { serverNameOverride: 'temporal.internal', serverRootCACertificate: Buffer.from('CA-1') } });
     secrets.set('shop/temporal-ca', { 'ca.crt': Buffer.from('CA-2') });
     await connections.get(target('shop'));
     expect(opened).toHaveLength(2);
@@ -278,7 +278,7 @@ describe('tls.caCertSecretRef', () => {
       },
     });
     await connections.get({ connection: { hostPort: 'x:7233', tls: { caCertSecretRef: { name: 'ca' } }, apiKeySecretRef: { name: 'api', key: 'key' } }, k8sNamespace: 'shop', temporalNamespace: 'n', deploymentName: 'shop/o' });
-    expect(opened[0]).toEqual({ address: 'x:7233', tls: { serverNameOverride: undefined, serverRootCACertificate: Buffer.from('CA') }, apiKey: 'secret-key' });
+    expect(opened[0]).toEqual({ connectTimeout: '5s', address: 'x:7233', tls: { serverNameOverride: undefined, serverRootCACertificate: Buffer.from('CA') }, apiKey: 'secret-key' });
     await connections.closeAll();
   });
 });
