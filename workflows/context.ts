@@ -446,7 +446,7 @@ export class RolloutContext {
           if (held && !opts.background) this.managerBack();
           return result;
         } catch (err) {
-          if (opts.isExpected?.(err)) throw err;
+          if (isCancellation(err) || opts.isExpected?.(err)) throw err;
           const holder = managerHeldBy(err);
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
             held = true;

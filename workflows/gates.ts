@@ -2,12 +2,14 @@
  * Gates: the user's workflow, started pinned to the target version before it gets traffic (or after a
  * step). Its input is read inside the activity that starts it, so a Secret never enters this history.
  */
-import { CancellationScope, isCancellation } from '@temporalio/workflow';
+import { CancellationScope, isCancellation, type ActivityOptions } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
 import type { Target } from './state.js';
 import { isPaused } from './decisions.js';
+
+const cancelOptions: ActivityOptions = { startToCloseTimeout: '10s', retry: { initialInterval: '500ms', maximumAttempts: 3 } };
 
 /** How a gate ended for the rollout: go on, go on without the remaining steps, or stop (aborted). */
 export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
@@ -19,8 +21,10 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
   const { buildId } = target;
   for (;;) {
     ctx.transition('Gating', 'Gating', `running ${gate.workflowType} on ${buildId} (${label})`);
-    // Once per generation and per person's request (`retry`, `resume`): a restart waits on the same run.
-    const workflowId = `glidepath-gate/${owner.namespace}/${owner.name}/${buildId}/${label}/${state.desired!.generation}.${target.gateRuns ?? 0}`;
+    // Once per lifecycle (the uid), generation that changed the gate, and person's request (`retry`, `resume`: they
+    // clear the IDs). Kept in the state, so a restart, a ContinueAsNew or an unrelated edit waits on the same run.
+    const ids = (target.gateRunIds ??= {});
+    const workflowId = (ids[label] ??= `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId}/${label}/${state.desired!.generation}.${(state.gateSeq = (state.gateSeq ?? 0) + 1)}`);
     const t = ctx.temporalTarget();
     let result: { passed: boolean; message: string };
     try {
@@ -36,8 +40,11 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
         }),
       );
     } catch (err) {
-      // An abort, a superseding spec or a deletion: the gate workflow goes too, now.
-      if (isCancellation(err)) await CancellationScope.nonCancellable(() => ctx.call(`cancel the gate ${gate.workflowType}`, () => ctx.temporal.cancelGate(t, workflowId), { untilDeleted: false })).catch(() => undefined);
+      // An abort, a superseding spec or a deletion: the gate workflow goes too, now (a few tries: an unreachable
+      // server must not hold up an abort or a deletion; the waiting activity cancels it too when it hears).
+      if (isCancellation(err)) {
+        await CancellationScope.nonCancellable(() => ctx.withSummary(`cancel the gate ${gate.workflowType}`, () => ctx.activities(cancelOptions).cancelGate(t, workflowId))).catch(() => undefined);
+      }
       throw err;
     }
     if (result.passed) return 'passed';
@@ -53,7 +60,6 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
       if (!isPaused(state) || state.promote !== undefined) break;
       ctx.checkpoint();
     }
-    target.gateRuns = (target.gateRuns ?? 0) + 1; // resumed or retried: a new run of the gate
     const promote = state.promote;
     if (promote) {
       state.promote = undefined;

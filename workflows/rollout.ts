@@ -28,7 +28,10 @@ const now = () => new Date();
 
 export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResult | void> {
   // A state is ours only when this run continued from one of ours; one in a start request is ignored.
-  const carried = workflowInfo().continuedFromExecutionRunId !== undefined ? input.state : undefined;
+  // (A retry or a cron run has a run it continued from too, and the first run's input: the watcher never sets either.)
+  const info = workflowInfo();
+  const forgeable = info.cronSchedule !== undefined || info.retryPolicy !== undefined || info.attempt > 1;
+  const carried = info.continuedFromExecutionRunId !== undefined && !forgeable && input.state?.owner.uid === input.owner.uid ? input.state : undefined;
   const initial: RolloutState = carried ?? {
     owner: input.owner,
     deprecated: [],
@@ -87,7 +90,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     safely('deleted', (req?: messages.DeletedRequest) => {
       const uid = (req as { uid?: unknown } | undefined)?.uid;
       if (typeof uid !== 'string' || uid === '') return refuse('deleted', 'it names no uid: send { "uid": "<the resource\'s uid>" }');
-      if (uid !== owner.uid) return; // another object under this name: not this lifecycle's
+      if (uid !== owner.uid) return void (state().successorHinted = true); // another object under this name
       state().readDue = true;
     }),
   );
@@ -126,6 +129,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         state().pausedBy = { reason: c.reason || `paused by ${by}`, buildId, who: by };
         return () => state().phase === 'Paused' || state().target?.buildId !== buildId;
       case 'resume':
+        if (state().pausedBy?.cause === 'GateFailed') newGateRuns();
         state().pausedBy = undefined;
         unblocked = true;
         return () => state().phase !== 'Paused' || state().pausedBy !== undefined;
@@ -142,6 +146,8 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         return retry(c);
     }
   }
+  /** A person asked for a failed gate to run again: its next run gets a workflow ID of its own. */
+  const newGateRuns = () => void (state().target && (state().target!.gateRunIds = undefined));
   const rampCleared = (buildId: string) => state().target?.buildId !== buildId && !(state().rampsToClear ?? []).some((e) => e.buildId === buildId);
   /** The target gets no more new work and is sunset; its ramp is cleared first thing (Aborted, or RolledBack). */
   function abortTarget(cause: 'Aborted' | 'RolledBack', reason: string, opts: { movePinned?: boolean } = {}) {
@@ -194,6 +200,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       }
       case 'unpause':
         if (state().pausedBy?.cause?.startsWith('Analysis') && state().target) state().target!.reanalyse = true;
+        if (state().pausedBy?.cause === 'GateFailed') newGateRuns();
         state().pausedBy = undefined;
         return () => state().phase !== 'Paused';
       case 'unblock':
@@ -255,18 +262,21 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
    * Reads the resource and acts on what the apiserver says: its spec, its deletion. The only way a spec is taken or
    * a teardown begins. 'unconfirmed': this run's owner was never read as itself and does not exist.
    */
-  async function readOwner(first = false): Promise<'read' | 'unconfirmed'> {
+  async function readOwner(): Promise<'read' | Owner | 'unconfirmed'> {
     state().readDue = false;
-    // A new lifecycle's first read runs inside its first task: no report can run beside it (none goes before the
-    // owner is read). The others are activities: a local one beside a local report, in a task that timed out under
-    // load, was replayed in another order than it ran (a nondeterminism error).
-    const reads = first && !state().read ? ctx.local : ctx.kube;
-    const read = await ctx.call('read the resource', () => reads.readResource(owner));
+    // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
+    // replayed in another order than it ran (a nondeterminism error).
+    const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
     const decision = planRead(state(), read);
-    if (decision.kind === 'unconfirmed') return 'unconfirmed';
+    if (decision.kind === 'unconfirmed') {
+      // Another live object holds the name: it is this workflow's to serve (its next run reads it itself).
+      return read.found && !read.deleting ? { namespace: owner.namespace, name: owner.name, uid: read.uid, kind: read.kind } : 'unconfirmed';
+    }
     if (read.found && read.uid === owner.uid) state().read = { resourceVersion: read.resourceVersion, ...(read.desired ? { connectionVersion: read.desired.connectionVersion } : {}) };
     if (decision.kind === 'delete') {
       if (!state().deleting) log.info('cleaning up', { why: decision.why });
+      // A deletion seen first by this run cleans up Temporal too, with the spec read from the object.
+      if (!state().desired && read.found && read.uid === owner.uid && read.desired) state().desired = read.desired;
       markDeleting();
     } else if (decision.kind === 'spec') acceptSpec(decision.desired);
     return 'read';
@@ -354,7 +364,20 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   async function readLoop(): Promise<never> {
     for (;;) {
       await condition(() => state().readDue === true && !state().deleting && !ctx.continueAsNewDue());
-      await quietly('read the resource', async () => void (await readOwner()), () => void (state().readDue = true));
+      let failed = false;
+      await quietly('read the resource', async () => {
+        try {
+          await readOwner();
+        } catch (err) {
+          if (!(err instanceof Blocked)) throw err;
+          failed = true; // a refusal (RBAC still propagating…): read again after a while, the wake-up is kept
+          throw err;
+        }
+      }, () => void (state().readDue = true));
+      if (failed) {
+        state().readDue = true;
+        await condition(() => state().deleting || ctx.continueAsNewDue(), 30_000, { summary: 'read the resource again after a refusal' });
+      }
     }
   }
 
@@ -440,9 +463,25 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
   // The resource is gone, or holds another object (a status write refused): read what it is.
   void ctx.statusWriter(() => void (state().readDue = true));
-  if ((await readOwner(true)) === 'unconfirmed') {
-    log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
-    return;
+  for (let attempt = 0; ; attempt++) {
+    let first: Awaited<ReturnType<typeof readOwner>>;
+    try {
+      first = await readOwner();
+    } catch (err) {
+      // Never a failed workflow task: a long outage continues as new (the next run reads first too), a refusal waits.
+      if (err instanceof ContinueAsNewDue) return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
+      if (!(err instanceof Blocked)) throw err;
+      log.warn('the resource could not be read', { error: err.message });
+      await condition(() => false, Math.min(1_000 * 2 ** attempt, 60_000), { summary: 'read the resource again after a refusal' });
+      if (ctx.continueAsNewDue()) return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state });
+      continue;
+    }
+    if (first === 'unconfirmed') {
+      log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
+      return;
+    }
+    if (first !== 'read') return continueAsNew<typeof RolloutWorkflow>({ owner: first, timings: state().timings });
+    break;
   }
   void housekeepingScope.run(() => Promise.all([resyncLoop(), reapplyLoop(), readLoop()])).catch(() => undefined);
   sunsets.sync();
@@ -487,9 +526,18 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
   await ctx.settled();
   // The old object is cleaned up; a new one under its name (read, never taken from a message) starts its own lifecycle.
-  for (;;) {
+  // (Bounded: a stream of hints must not grow the history; the watcher's resync wakes a missed one.)
+  for (let look = 0; look < 3; look++) {
     state().successorHinted = false;
-    const next = await ctx.call('look for a new object under the name', () => ctx.kube.findSuccessor(owner), { untilDeleted: false });
+    let next: Owner | undefined;
+    try {
+      next = await ctx.call('look for a new object under the name', () => ctx.kube.findSuccessor(owner), { untilDeleted: false });
+    } catch (err) {
+      if (err instanceof ContinueAsNewDue) return continueAsNew<typeof RolloutWorkflow>({ owner, state: ctx.state }); // cleans up again, then looks
+      if (!(err instanceof Blocked)) throw err;
+      log.warn('could not look for a new object under the name', { error: err.message });
+      break;
+    }
     if (next) return continueAsNew<typeof RolloutWorkflow>({ owner: next, timings: state().timings });
     if (!state().successorHinted) break;
   }

@@ -86,8 +86,8 @@ export interface Target {
   stepStartedAt?: string;
   /** The step in force passed its analysis (not run again after ContinueAsNew). */
   stepAnalysed?: boolean;
-  /** Gate runs a person asked for after a failed gate (`retry`, `resume`): each has a workflow ID of its own. */
-  gateRuns?: number;
+  /** The workflow ID of each gate's run (by label): kept until a person asks a failed gate to run again. */
+  gateRunIds?: Record<string, string>;
   /** The gate definition that passed: a new generation with another gate runs it again. */
   gateKey?: string;
 }
@@ -152,6 +152,8 @@ export interface RolloutState {
    * (`routingTokenKey`): the next write there needs no describe.
    */
   routingToken?: { of: string; token: string };
+  /** Gate runs started in this lifecycle: numbers each run's workflow ID. */
+  gateSeq?: number;
   /** Who did what and why, newest last (bounded). */
   history?: HistoryEntry[];
   /** requestIds of recent controls: the same one twice is one control. */

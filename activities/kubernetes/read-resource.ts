@@ -33,8 +33,18 @@ const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
 
 export function createResourceReads(kc: k8s.KubeConfig) {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  const getResource = async (kind: ResourceKind, namespace: string, name: string) =>
-    (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace, plural: pluralOf(kind), name }))) as RawObject | undefined;
+  /**
+   * The object, or undefined when the apiserver says that object is not found. A 404 that does not name it (the
+   * kind not served: a CRD missing or being reinstalled) is an error, never "gone": it must not start a teardown.
+   */
+  const getResource = async (kind: ResourceKind, namespace: string, name: string): Promise<RawObject | undefined> => {
+    try {
+      return (await custom.getNamespacedCustomObject({ group, version, namespace, plural: pluralOf(kind), name })) as RawObject;
+    } catch (err) {
+      if (statusCode(err) === 404 && notFoundName(err) === name) return undefined;
+      throw err;
+    }
+  };
 
   /** The connection, read from the apiserver (ClusterConnections cluster-wide). */
   const connection: ConnectionLookup = async (ref, namespace) => {
@@ -91,3 +101,14 @@ export function createResourceReads(kc: k8s.KubeConfig) {
 }
 
 export type ResourceReads = ReturnType<typeof createResourceReads>;
+
+/** The name a 404's Status says is not found (`details.name`), if it is a Status. */
+function notFoundName(err: unknown): string | undefined {
+  const body = (err as { body?: unknown }).body;
+  try {
+    const status = (typeof body === 'string' ? JSON.parse(body) : body) as { details?: { name?: unknown } } | undefined;
+    return typeof status?.details?.name === 'string' ? status.details.name : undefined;
+  } catch {
+    return undefined;
+  }
+}
