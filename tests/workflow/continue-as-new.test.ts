@@ -11,6 +11,7 @@ import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
@@ -75,7 +76,7 @@ async function startRollout(label: string): Promise<Rollout> {
     firstRunId: started.firstExecutionRunId,
     latest,
     runId,
-    spec: (d) => latest().signal(messages.specChanged, d),
+    spec: (d) => world.applySpec(d),
     status,
     until: async (what, probe) =>
       eventually(what, async () => {
@@ -110,6 +111,25 @@ async function rolledToV2(label: string): Promise<Rollout> {
 }
 
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
+/** How many runs of the chain began after the run `runId` (each continued as new from the one before). */
+async function runsAfter(r: Rollout, runId: string): Promise<number> {
+  let n = 0;
+  for (let run = runId; ; n++) {
+    const { events } = await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory();
+    const next = events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
+    if (!next) return n;
+    run = next;
+  }
+}
+/** No activity called for a moment but the drainage checks of a sunset: what was under way is done. */
+const quiet = (w: FakeWorld) => {
+  const count = () => w.calls.filter((c) => c.name !== 'versionStatus').length;
+  return eventually('the world to be quiet', async () => {
+    const n = count();
+    await sleep(700);
+    return count() === n;
+  });
+};
 const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
 
 // ---- behaviours ----
@@ -147,7 +167,7 @@ test('1. past its history limit it continues as new, and the new run knows what 
   expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1'], ['v2']]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
-  // In every run, reports past the limit are activities, never local (report-v8): a signal arriving while the run
+  // In every run, reports past the limit are activities, never local: a signal arriving while the run
   // continues as new fails that task, and on the replay that follows a local report's marker would resolve before
   // the signal, so the run would continue without it (seen under load: a new spec lost).
   const lateLocalReports: string[] = [];
@@ -160,7 +180,7 @@ test('1. past its history limit it continues as new, and the new run knows what 
     run = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
   }
   expect(lateLocalReports).toEqual([]);
-  await keepHistory(client, r.latest().workflowId, 'core-v2-continue-as-new', r.firstRunId);
+  await keepHistory(w, 'continue-as-new', r.firstRunId);
 });
 
 test('2. a new spec after continuing as new rolls out, and a sunset in progress survives ContinueAsNew', async () => {
@@ -206,19 +226,36 @@ test('2. a new spec after continuing as new rolls out, and a sunset in progress 
   expect(w.sequence(['scaleDeployment', 'deleteDeployment'], 'v3')).toEqual([]);
 });
 
-test('3. a duplicate specChanged sent after continuing as new is still ignored', async () => {
+test('3. a duplicate hint sent after continuing as new asks for no read; a read of the same generation changes nothing', async () => {
   const r = await rolledToV2('can-dedupe');
   const w = r.world;
   await r.pushedPastLimit();
+  // The new run has read its owner (its first task's read: the run exists a moment before that task runs), and
+  // nothing more is under way (a resync sent as it continued may have come to the new run).
+  const runBefore = await eventually('the new run to have read its owner', async () => {
+    const run = await r.runId();
+    const events = (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+    return activityTypes(events).includes('readResource') ? run : undefined;
+  });
+  await quiet(w);
 
   const before = w.calls.length;
   const watched = ['ensureVersionedDeployment', 'awaitVersionRegistered', 'describeRouting', ...routingCalls];
   const resyncs = w.callsOf('ensureDeploymentsExist').length;
-  await r.spec(desired(2, 'v2')); // a duplicate
-  await r.spec(desired(2, 'v9')); // same generation, another build
+  await w.wake(); // a duplicate: the resourceVersion the runs read
+  await w.wake();
   // Signals to one workflow ID are handled in order, across runs: once the resync after them has run, they were seen.
   await r.latest().signal(messages.resync);
   await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
+  await sleep(300);
+  // The resync's own read, and the first read of each run that began since (the limit is tiny): none for the hints.
+  expect(w.calls.slice(before).filter((c) => c.name === 'readResource')).toHaveLength(1 + (await runsAfter(r, runBefore)));
+
+  // Another resourceVersion with the same generation and another build (what a read could never take as new).
+  const reads = w.callsOf('readResource').length;
+  w.setSpec(desired(2, 'v9'));
+  await w.wake();
+  await eventually('the read', () => w.callsOf('readResource').length > reads);
   await sleep(300);
 
   const s = await r.status();

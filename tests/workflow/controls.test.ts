@@ -66,7 +66,7 @@ async function startRollout(label: string, extra: Partial<Timings> = {}): Promis
   return {
     world,
     handle,
-    spec: (d) => handle().signal(messages.specChanged, d),
+    spec: (d) => world.applySpec(d),
     status,
     history: () => handle().query(messages.history),
     control: (name, req = {}) => handle().executeUpdate(messages.updates[name] as UpdateDefinition<RolloutStatus, [Request]>, { args: [req] }),
@@ -427,7 +427,16 @@ test('7b. controls sent as updates while the run keeps continuing as new are nev
   await r.control('promote', { identity: 'alice' });
   await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
   expect((await r.history()).filter((e) => e.kind === 'control').map((e) => e.what)).toEqual([...Array.from({ length: 10 }, () => ['pause', 'resume']).flat(), 'promote']);
-  await keepHistory(client, r.handle().workflowId, 'controls-v3-updates-continue-as-new');
+  // The replay fixture: a run that took updates in the Manual wait and continued as new from it.
+  let waited: string | undefined;
+  for (let run: string | undefined = [...runs][0]; run && !waited; ) {
+    const events = (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
+    const next = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+    if (next && events.some((e) => e.workflowExecutionUpdateAcceptedEventAttributes)) waited = run;
+    run = next;
+  }
+  expect(waited).toBeDefined();
+  await keepHistory(r.world, 'updates-continue-as-new', waited);
 }, 240_000);
 
 // ---- rollback and retry ----
@@ -478,7 +487,7 @@ test('8. rollback after v2 became current: v1 current at once (no ramp), routing
   expect(w.current).toBe('v2');
   expect(again.lastAbortReason).toBeUndefined();
   await eventually('a status without routing', () => w.statuses.at(-1)?.routing === undefined && w.statuses.at(-1)?.currentVersion?.buildID === 'v2');
-  await keepHistory(client, r.handle().workflowId, 'controls-v3-rollback-retry');
+  await keepHistory(r.world, 'rollback-retry');
 });
 
 test('9. the spec back on v1 within rollbackWindow: v1 current at once, no gate, no ramp, even under Manual with a gate', async () => {
@@ -573,7 +582,7 @@ test('11. while someone else holds the manager identity the rollout waits (Pause
   const s = await r.until('held', (s) => s.reason === 'ManagerIdentityHeld');
   expect(s).toMatchObject({ phase: 'Paused', reason: 'ManagerIdentityHeld', paused: true, managerHeldBy: 'alice', current: 'v1' });
   expect(s.message).toContain('alice');
-  // Routing unchanged: the write, which claims on the way (patch routing-v9, no claim activity), was refused.
+  // Routing unchanged: the write, which claims on the way (no claim activity), was refused.
   expect([w.current, w.ramping]).toEqual(['v1', undefined]);
   expect(w.callsOf('claimManager')).toEqual([]);
   expect(argsOf(w, 'setCurrent')).toEqual(expect.arrayContaining([['v2']]));
@@ -586,7 +595,7 @@ test('11. while someone else holds the manager identity the rollout waits (Pause
   await event(w, 'ManagerIdentityHandedBack');
   expect(reasons(w)).toContain('ManagerIdentityHeld');
   expect(w.managerOurs).toBe(true); // claimed again by the write after the hand-back
-  await keepHistory(client, r.handle().workflowId, 'controls-v3-manager-identity');
+  await keepHistory(r.world, 'manager-identity');
 });
 
 test('11b. an abort while someone else holds the manager identity before the final routing change takes effect at once: v2 never current', async () => {
@@ -629,7 +638,7 @@ describe('12. analysis at the end of a step', () => {
     expect(w.sequence(['setCurrent'], 'v2')).toEqual([]);
     const written = await eventually('lastAnalysis on the resource', () => [...w.statuses].reverse().find((st) => st.lastAnalysis));
     expect(written.lastAnalysis).toContain('20 of 50 failed');
-    await keepHistory(client, r.handle().workflowId, 'controls-v3-analysis-abort');
+    await keepHistory(r.world, 'analysis-abort');
   });
 
   test('healthy (0 of 50) promotes v2 to current', async () => {
@@ -664,7 +673,7 @@ describe('12. analysis at the end of a step', () => {
     const done = await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
     expect(done.paused).toBe(false);
     expect(w.current).toBe('v2');
-    await keepHistory(client, r.handle().workflowId, 'controls-v3-analysis-inconclusive-resume');
+    await keepHistory(r.world, 'analysis-inconclusive-resume');
   });
 });
 

@@ -5,13 +5,14 @@
  * action is tied to the resource's UID.
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure } from '@temporalio/common';
+import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
+import { activityTypes } from '../../scripts/history.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
@@ -57,7 +58,7 @@ async function startRollout(label: string, extra: Partial<Timings> = {}): Promis
     world,
     owner,
     handle,
-    spec: (d) => handle().signal(messages.specChanged, { ...d, uid: owner.uid }),
+    spec: (d) => world.applySpec(d),
     until: (what, probe) =>
       eventually(what, async () => {
         const s = await handle().query(messages.status);
@@ -90,30 +91,51 @@ const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args
 const noTaskFailures = async (r: Rollout) => expect(await r.taskFailures()).toEqual([]);
 const progressive = (steps: { rampPercentage: number; pauseDuration?: string }[]) => ({ strategy: 'Progressive' as const, steps });
 
-test('malformed signals and odd specs never fail a workflow task; the rollout goes on', async () => {
+test('malformed messages never fail a workflow task, and none is acted on: a spec comes only from a read; the rollout goes on', async () => {
   const r = await startRollout('malformed');
   const h = r.handle();
+  const w = r.world;
   const raw = (name: string, ...args: unknown[]) => client.workflow.getHandle(h.workflowId).signal(name, ...args);
+  const v9 = desired(1, 'v9');
+  // specChanged is a wake-up: whatever it carries, nothing of it is taken (the resource has no spec yet).
   await raw('specChanged', 'v2');
   await raw('specChanged', {});
-  await raw('specChanged', { ...desired(1, 'v1'), generation: 'one' });
-  await raw('specChanged', { ...desired(1, 'v1'), spec: { ...desired(1, 'v1').spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } });
+  await raw('specChanged', { ...v9, generation: 'one' });
+  await raw('specChanged', { ...v9, spec: { ...v9.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } });
   await raw('specChanged', null);
+  // A whole, valid spec as the payload (what the watcher once sent), named for this very object: still only a hint.
+  await raw('specChanged', { ...v9, uid: r.owner.uid, resourceVersion: 'rv-999' });
   await raw('deploymentObserved', 42);
   await raw('deploymentObserved', { buildId: 7 });
   await raw('pause', { reason: 12 });
   await raw('resume', 'now');
   await raw('promote', { full: 'yes', buildId: 3 });
   await raw('abort', [1, 2]);
+  // A deletion that names no object is refused; so is one with a uid that is no string.
   await raw('deleted', 'soon');
+  await raw('deleted');
+  await raw('deleted', { uid: 42 });
   await raw('resync', { what: 'ever' });
-  // And then a good spec rolls out as usual.
+  // Signals are handled in order: once the deletions after them are refused, the hints have been seen; they woke
+  // the workflow, which read the resource (its first read, then at least one more) and found no spec.
+  await eventually('the deletions refused', () => w.events.filter((e) => e.reason === 'ControlRefused' && e.message.startsWith('deleted')).length === 3);
+  await eventually('a read the hints asked for', () => w.callsOf('readResource').length >= 2);
+  const before = await h.query(messages.status);
+  expect(before).toMatchObject({ phase: 'Pending', deprecated: [] });
+  expect([before.current, before.target, before.generation]).toEqual([undefined, undefined, undefined]);
+  const acted = ['adoptOrApplyDeployment', 'ensureVersionedDeployment', 'awaitVersionRegistered', 'setRamping', 'setCurrent', 'routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'removeFinalizer'];
+  expect(w.calls.filter((c) => acted.includes(c.name))).toEqual([]);
+  expect((await h.describe()).status.name).toBe('RUNNING');
+
+  // And then a good spec, applied to the resource, rolls out as usual; v9 never does.
   await r.spec(desired(2, 'v1'));
   const s = await r.until('v1 current', (s) => s.phase === 'Ready' && s.current === 'v1');
   expect(s.generation).toBe(2);
-  expect(r.world.events.filter((e) => e.reason === 'ControlRefused').length).toBeGreaterThanOrEqual(4);
+  expect(w.deployments.has('v9')).toBe(false);
+  expect(w.calls.filter((c) => c.args.includes('v9'))).toEqual([]);
+  expect(w.events.filter((e) => e.reason === 'ControlRefused').length).toBeGreaterThanOrEqual(4);
   await noTaskFailures(r);
-  await keepHistory(client, r.handle().workflowId, 'core-v2-malformed-signals');
+  await keepHistory(w, 'malformed-messages');
 });
 
 describe('editing spec.rollout of the build being rolled out', () => {
@@ -129,7 +151,7 @@ describe('editing spec.rollout of the build being rolled out', () => {
       ['v2', 60],
     ]);
     await noTaskFailures(r);
-    await keepHistory(client, r.handle().workflowId, 'core-v2-edit-steps');
+    await keepHistory(r.world, 'edit-steps');
   });
 
   test('Progressive → Manual: waits for promote where the ramp is', async () => {
@@ -205,7 +227,7 @@ test('a lost "available" signal: the backstop read finds the Deployment availabl
   await r.spec(desired(2, 'v2'));
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(argsOf(r.world, 'readDeployment')).toContainEqual(['v2']);
-  await keepHistory(client, r.handle().workflowId, 'core-v2-lost-signal');
+  await keepHistory(r.world, 'lost-signal');
 });
 
 test('a permanent error shows as Blocked with its message and a Warning; a new spec tries again', async () => {
@@ -219,7 +241,7 @@ test('a permanent error shows as Blocked with its message and a Warning; a new s
   r.world.failWith.delete('ensureVersionedDeployment');
   await r.spec(desired(3, 'v2'));
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
-  await keepHistory(client, r.handle().workflowId, 'core-v2-blocked');
+  await keepHistory(r.world, 'blocked');
 });
 
 /** v1 current, then v2 whose registration wait reaches a 3 s deadline: its first attempt refused, the next held heartbeating `check`. */
@@ -318,16 +340,123 @@ describe("the resource's UID", () => {
     expect((await r.handle().describe()).status.name).toBe('RUNNING');
   });
 
-  test('a spec of a new object under the same name: the old one is cleaned up, then a new lifecycle starts', async () => {
+  test('a deleted signal for this object while the apiserver says it is not being deleted deletes nothing', async () => {
+    const r = await withCurrentV1('uid-not-deleting');
+    const reads = r.world.callsOf('readResource').length;
+    await r.handle().signal(messages.deleted, { uid: r.owner.uid });
+    await eventually('the read it asked for', () => r.world.callsOf('readResource').length > reads);
+    const rounds = r.world.callsOf('ensureDeploymentsExist').length;
+    await r.handle().signal(messages.resync);
+    await eventually('a resync', () => r.world.callsOf('ensureDeploymentsExist').length > rounds);
+    expect(r.world.calls.filter((c) => ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'].includes(c.name))).toEqual([]);
+    expect(await r.handle().query(messages.status)).toMatchObject({ phase: 'Ready', current: 'v1' });
+    expect((await r.handle().describe()).status.name).toBe('RUNNING');
+  });
+
+  test('a new object under the same name: the old lifecycle is cleaned up, then the workflow continues as new for it', async () => {
     const r = await withCurrentV1('uid-new');
+    const w = r.world;
     const firstRun = (await r.handle().describe()).runId;
-    const newUid = randomUUID();
-    await r.handle().signal(messages.specChanged, { ...desired(1, 'v5'), uid: newUid });
-    await eventually('the old lifecycle cleaned up', () => r.world.callsOf('removeFinalizer').length === 1);
+    const successor = { ...r.owner, uid: randomUUID(), kind: 'TemporalWorkerDeployment' as const };
+    // The old object went (its finalizer removed by hand) and a namesake holds the name, with a spec of its own.
+    w.resourceUid = successor.uid;
+    w.successor = successor;
+    await w.applySpec(desired(1, 'v5')); // the watcher's hint names the namesake
+    await eventually('the old lifecycle cleaned up', () => w.callsOf('removeFinalizer').length === 1);
+    const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'];
+    expect(w.sequence(cleanup)).toEqual(cleanup);
     await eventually('a new run', async () => (await r.handle().describe()).runId !== firstRun);
+    // The old run continued as new for the object findSuccessor read, not for anything a message said.
+    const first = await client.workflow.getHandle(r.handle().workflowId, firstRun).fetchHistory();
+    const continued = first.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+    expect(continued).toBeTruthy();
+    const [input] = (continued!.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p));
+    expect(input?.owner).toEqual(successor);
+    expect(input?.state).toBeUndefined();
+    expect(w.callsOf('findSuccessor')).toHaveLength(1);
+    // The new lifecycle rolls out the namesake's spec from scratch, after the old one was cleaned up.
     const s = await r.until('v5 current in the new lifecycle', (s) => s.current === 'v5' && s.phase === 'Ready');
     expect(s.generation).toBe(1);
-    await keepHistory(client, r.handle().workflowId, 'core-v2-new-lifecycle', firstRun);
+    expect(s.deprecated).toEqual([]);
+    expect(w.calls.findIndex((c) => c.name === 'ensureVersionedDeployment' && c.args[0] === 'v5')).toBeGreaterThan(w.calls.findIndex((c) => c.name === 'removeFinalizer'));
+    expect([...w.deployments.keys()]).toEqual(['v5']);
+    await noTaskFailures(r);
+    await keepHistory(w, 'new-lifecycle', firstRun);
+  });
+});
+
+describe('a run that is not its owner\'s touches nothing', () => {
+  const names = (w: FakeWorld) => [...new Set(w.calls.map((c) => c.name))];
+
+  test('an owner never read as itself (another live object holds the name): the run touches nothing and continues as new for that object', async () => {
+    const owner = { namespace: 'shop', name: `not-ours-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId);
+    const live = { ...owner, uid: randomUUID(), kind: 'TemporalWorkerDeployment' as const };
+    w.resourceUid = live.uid;
+    w.setSpec(desired(1, 'v1'));
+    const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    workflowIds.push(workflowId);
+    const first = client.workflow.getHandle(workflowId, started.firstExecutionRunId);
+    await eventually('the first run to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
+    const events = (await first.fetchHistory()).events ?? [];
+    // One read, and nothing else: no write, no report, no Event, no local activity.
+    expect(activityTypes(events)).toEqual(['readResource']);
+    expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+    const continued = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
+    const [input] = (continued?.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p));
+    expect(input?.owner).toEqual(live);
+    expect(input?.state).toBeUndefined();
+    // The next run reads that object as itself and serves it, as the watcher's run for it would.
+    const s = await eventually('v1 current for the live object', async () => {
+      const st = await client.workflow.getHandle<typeof RolloutWorkflow>(workflowId).query(messages.status);
+      return st.phase === 'Ready' && st.current === 'v1' ? st : undefined;
+    });
+    expect(s.generation).toBe(1);
+    expect(w.callsOf('removeFinalizer')).toEqual([]);
+  });
+
+  test('an owner that does not exist: the run ends at once, after one read', async () => {
+    const owner = { namespace: 'shop', name: `absent-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId);
+    w.resourceGone = true;
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    workflowIds.push(workflowId);
+    expect(await handle.result()).toBeUndefined();
+    expect(names(w)).toEqual(['readResource']);
+    expect(w.statuses).toEqual([]);
+  });
+
+  test('a workflow ID that is not its owner\'s: the run ends at once, touching nothing, not even a read', async () => {
+    const owner = { namespace: 'shop', name: `by-hand-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const w = worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name));
+    w.setSpec(desired(1, 'v1'));
+    const workflowId = `by-hand-${randomUUID().slice(0, 8)}`;
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    workflowIds.push(workflowId);
+    expect(await handle.result()).toBeUndefined();
+    expect(w.calls).toEqual([]);
+    expect(w.statuses).toEqual([]);
+  });
+
+  test('a state in a start request is ignored: the run starts from what it reads', async () => {
+    const owner = { namespace: 'shop', name: `forged-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId);
+    // A forged state: v0 current, a deletion under way.
+    const forged = { owner, deprecated: [], phase: 'Ready', reason: 'RolloutComplete', message: 'forged', since: new Date().toISOString(), deleting: true, deployments: {}, timings, current: { buildId: 'v0' } };
+    await client.workflow.start('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings, state: forged }] });
+    workflowIds.push(workflowId);
+    await w.applySpec(desired(1, 'v1'));
+    const s = await eventually('v1 current', async () => {
+      const st = await client.workflow.getHandle<typeof RolloutWorkflow>(workflowId).query(messages.status);
+      return st.phase === 'Ready' && st.current === 'v1' ? st : undefined;
+    });
+    expect(s.deprecated).toEqual([]);
+    expect(w.calls.filter((c) => c.args.includes('v0'))).toEqual([]);
+    expect(w.callsOf('removeFinalizer')).toEqual([]);
+    expect((await client.workflow.getHandle(workflowId).describe()).status.name).toBe('RUNNING');
   });
 });
 
@@ -396,9 +525,11 @@ test('a 3-day wait beside a draining version stays far below the history limit (
   await r.handle().signal(messages.resync);
   await eventually('a resync round', () => r.world.callsOf('deleteStrayDeployments').length > strays);
   const afterResync = await settle();
-  // The watcher's hourly specChanged, which the workflow ignores.
-  await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
+  // The watcher's hourly hint (its resync: the resourceVersion the workflow read), which asks for no read.
+  const reads = r.world.callsOf('readResource').length;
+  await r.world.wake();
   const afterSpec = await settle();
+  expect(r.world.callsOf('readResource')).toHaveLength(reads);
   // A resync round as the timer starts it costs its timer (started, fired) instead of the signal: the same count.
   const perHour = 2 * (afterResync - before) + (afterSpec - afterResync);
   const threeDays = 72 * perHour;
@@ -417,7 +548,7 @@ describe('deletion with pinned executions open', () => {
     await r.spec(withDrain(1, 'v1'));
     await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
     r.world.openExecutions.set('v1', 3);
-    await r.handle().signal(messages.deleted);
+    await r.world.deleteResource();
     await r.handle().result();
     expect(r.world.events).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'OpenExecutionsStranded', message: expect.stringContaining('3 on v1') }));
     expect(r.world.callsOf('awaitDrained')).toEqual([]);
@@ -428,7 +559,7 @@ describe('deletion with pinned executions open', () => {
     await r.spec(withDrain(1, 'v1', '1h'));
     await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
     r.world.openExecutions.set('v1', 2);
-    await r.handle().signal(messages.deleted);
+    await r.world.deleteResource();
     await r.until('waiting for drainage', (s) => s.phase === 'Deleting' && s.message.includes('pinned executions to finish'));
     expect(r.world.callsOf('deleteOwnedDeployments')).toEqual([]);
     expect(r.world.callsOf('routeAway')).toHaveLength(1);
@@ -444,7 +575,7 @@ describe('deletion with pinned executions open', () => {
     await r.spec(withDrain(1, 'v1', '2s'));
     await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
     r.world.openExecutions.set('v1', 1);
-    await r.handle().signal(messages.deleted);
+    await r.world.deleteResource();
     const result = (await r.handle().result()) as { problems: string[] };
     expect(result.problems).toEqual([expect.stringContaining('wait up to 2s for the versions to drain')]);
     expect(r.world.callsOf('removeFinalizer')).toHaveLength(1);

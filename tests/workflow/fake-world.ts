@@ -14,7 +14,7 @@ import type { KubeEvent, Report } from '../../activities/kubernetes/activities.j
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
-import { deploymentObserved } from '../../workflows/messages.js';
+import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
 import type { RolloutInput, RolloutWorkflow } from '../../workflows/rollout.js';
 import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
 
@@ -85,7 +85,7 @@ export class FakeWorld {
   versionStatusInFlight = 0;
   /** The conflict token: changed by every routing or manager write that changes something, as the server's is. */
   routingToken = 1;
-  /** The options of each setRamping / setCurrent (patch routing-v9). */
+  /** The options of each setRamping / setCurrent (their conflict tokens and claims). */
   readonly routingOptions: RoutingCallOptions[] = [];
   /** Writes that carried a stale token; describes and claims the real activity would have made. */
   staleTokens = 0;
@@ -104,7 +104,7 @@ export class FakeWorld {
   constructor(
     readonly owner: Owner,
     readonly workflowId: string,
-    private readonly client: Client,
+    readonly client: Client,
   ) {}
 
   private resourceVersion = 0;
@@ -119,6 +119,57 @@ export class FakeWorld {
   readonly openExecutions = new Map<string, number>();
   /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
   resourceGone = false;
+  /** The resource as the apiserver has it (what readResource answers): its spec, set by `applySpec`. */
+  spec?: Desired;
+  /** The UID the apiserver has under the owner's name (another: a namesake replaced it). */
+  resourceUid?: string;
+  /** The resource has a deletionTimestamp (`deleteResource`). */
+  resourceDeleting = false;
+  /** A live object under the name with another UID (what findSuccessor answers). */
+  successor?: Owner;
+  /** Bumped by every change of the resource: its resourceVersion. */
+  private specVersion = 0;
+
+  /** The resource's resourceVersion as read. */
+  get resourceRevision(): string {
+    return `rv-${this.specVersion}`;
+  }
+
+  /** `kubectl apply`: the resource's spec becomes `d`, and the watcher wakes the workflow (a hint, not the spec). */
+  async applySpec(d: Desired): Promise<void> {
+    this.setSpec(d);
+    await this.wake();
+  }
+
+  /** The resource's spec becomes `d` (a new resourceVersion) with no word to the workflow (a watch event missed). */
+  setSpec(d: Desired): void {
+    this.spec = d;
+    this.specVersion++;
+  }
+
+  /** What the watcher sends for the resource as it is now: which object, its generation and resourceVersion. */
+  hint(): SpecChangedHint {
+    const d = this.spec;
+    return {
+      uid: this.resourceUid ?? this.owner.uid,
+      kind: d?.kind ?? this.owner.kind ?? 'TemporalWorkerDeployment',
+      generation: d?.generation ?? 1,
+      resourceVersion: this.resourceRevision,
+      ...(d ? { connectionVersion: d.connectionVersion } : {}),
+    };
+  }
+
+  /** The watcher's wake-up, `hint` (default: the resource as it is now; sent again, a duplicate). */
+  async wake(hint: SpecChangedHint = this.hint()): Promise<void> {
+    await this.client.workflow.getHandle(this.workflowId).signal(specChanged, hint);
+  }
+
+  /** `kubectl delete` of a resource with our finalizer: it is being deleted, and the watcher says so (of the object under the name now). */
+  async deleteResource(): Promise<void> {
+    this.resourceDeleting = true;
+    this.specVersion++;
+    await this.client.workflow.getHandle(this.workflowId).signal(deleted, { uid: this.resourceUid ?? this.owner.uid });
+  }
   /** The watcher's signals are lost: the workflow learns of a Deployment only by reading it. */
   signalsLost = false;
 
@@ -311,6 +362,20 @@ export class FakeWorlds {
         return !w.resourceGone;
       },
       resourceExists: async (owner) => !kube(owner, 'resourceExists', []).resourceGone,
+      readResource: async (owner) => {
+        const w = kube(owner, 'readResource', []);
+        if (w.resourceGone) return { found: false as const };
+        const uid = w.resourceUid ?? owner.uid;
+        const kind = w.spec?.kind ?? owner.kind ?? 'TemporalWorkerDeployment';
+        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
+      },
+      // As the activity: a live object under the name other than the owner's own (none while it is being deleted).
+      findSuccessor: async (owner) => {
+        const w = kube(owner, 'findSuccessor', []);
+        const next = w.successor;
+        if (!next || w.resourceGone || next.uid === owner.uid) return undefined;
+        return next.uid === (w.resourceUid ?? w.owner.uid) && w.resourceDeleting ? undefined : next;
+      },
       recordEvent: async (owner, event) => {
         this.of(owner).events.push(event);
       },
@@ -459,6 +524,9 @@ export class FakeWorlds {
       },
       deleteWorkerDeployment: async (t) => {
         temporal(t, 'deleteWorkerDeployment', []).versions.clear();
+      },
+      cancelGate: async (t, workflowId) => {
+        temporal(t, 'cancelGate', [workflowId]);
       },
       runGate: async (t, gate: GateRun) => {
         const w = temporal(t, 'runGate', [gate.buildId, gate]);

@@ -5,22 +5,26 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
+import { rolloutWorkflowId } from '../../api/names.js';
 import { temporalBinary } from '../../scripts/servers/servers.js';
-import { deleted } from '../../workflows/messages.js';
+import type { RolloutInput } from '../../workflows/rollout.js';
+import type { FakeWorld } from './fake-world.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
 
 /**
- * Deletes the resource (so the history ends with the deletion path too), waits for the workflow to complete,
- * then writes the history of `runId` (default: the latest run) to `<name>.json` if that file does not exist.
+ * Deletes the world's resource the way the apiserver and the watcher do (`world.deleteResource()`: a
+ * deletionTimestamp the workflow reads, and the `deleted` wake-up), so the history ends with the deletion path
+ * too; waits for the workflow to complete, then writes the history of `runId` (default: the latest run) to
+ * `<name>.json` if that file does not exist.
  */
-export async function keepHistory(client: Client, workflowId: string, name: string, runId?: string): Promise<void> {
+export async function keepHistory(world: FakeWorld, name: string, runId?: string): Promise<void> {
+  const { client, workflowId } = world;
   const latest = client.workflow.getHandle(workflowId);
   if ((await latest.describe()).status.name === 'RUNNING') {
-    await latest.signal(deleted);
+    await world.deleteResource();
     await latest.result();
   }
   const file = `${dir}${name}.json`;
@@ -35,6 +39,17 @@ export async function keepHistory(client: Client, workflowId: string, name: stri
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, json.endsWith('\n') ? json : `${json}\n`);
   console.log(`wrote the replay fixture ${file}; commit it`);
+}
+
+/**
+ * The workflow ID a recorded RolloutWorkflow history ran under (a history does not carry it): its owner's, read off
+ * the run's input. A replay must be given it: a run under any other ID ends at once, touching nothing.
+ */
+export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): string {
+  const [input] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
+  const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
+  return rolloutWorkflowId(owner.namespace, owner.name);
 }
 
 /** The summary the Web UI shows for a history event (an activity, a timer, a local activity's marker). */

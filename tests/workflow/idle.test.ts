@@ -1,13 +1,13 @@
 /**
- * An idle rollout costs almost nothing: its resync round (does the resource exist, are its Deployments there,
- * any strays) runs as local activities inside the one workflow task its timer or signal brings, so a round is
- * two Temporal calls instead of three activities and their tasks (`patched('lean-v4')`). RolloutWorkflow on the
- * real dev server, its activities played by ./fake-world.ts.
+ * An idle rollout costs little: its resync round reads the resource (an activity, as every read), and then its
+ * repairs (are its Deployments there, any strays) and their report run as local activities inside the one workflow
+ * task the read's result brings. RolloutWorkflow on the real dev server, its activities played by ./fake-world.ts.
  */
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import proto, { type temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
+import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Timings } from '../../workflows/state.js';
@@ -50,14 +50,14 @@ function settled(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
   return events.every((x) => !x.activityTaskScheduledEventAttributes || closed.has(String(x.eventId)));
 }
 
-test('a resync round is one workflow task: its reads and its repair run as local activities', async () => {
+test('a resync round is one read and one workflow task: its repairs and their report run as local activities', async () => {
   const owner = { namespace: 'shop', name: `idle-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId);
   const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
   workflowIds.push(workflowId);
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 to be current', async () => {
     const s = await handle.query(messages.status);
     return s.phase === 'Ready' && s.current === 'v1' ? s : undefined;
@@ -83,16 +83,17 @@ test('a resync round is one workflow task: its reads and its repair run as local
 
   const round = (await events()).slice(before);
   const scheduled = round.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
-  expect(scheduled).not.toContain('resourceExists');
-  expect(scheduled).not.toContain('ensureDeploymentsExist');
-  expect(scheduled).not.toContain('deleteStrayDeployments');
-  // The recreation's Event too (patch `report-v8`: its task schedules no activity, so the report is local).
-  expect(scheduled).not.toContain('report');
-  // All of it in the one task the signal brought: three reads and repairs, and the report.
+  // The read, and nothing else: no repair, and the recreation's Event goes out locally (its task schedules no activity).
+  expect(scheduled).toEqual(['readResource']);
+  // Everything after it in the one task its result brought: the two repairs, and the report.
+  const readDone = round.findIndex((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
+  expect(readDone).toBeGreaterThan(0);
   const markers = round.flatMap((e, i) => (e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED ? [i] : []));
-  expect(markers).toHaveLength(4);
-  const tasksUntilLastMarker = round.slice(0, markers.at(-1)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+  expect(markers).toHaveLength(3);
+  expect(markers[0]).toBeGreaterThan(readDone);
+  expect(activityTypes(round.slice(readDone))).toEqual(['ensureDeploymentsExist', 'deleteStrayDeployments', 'report']);
+  const tasksUntilLastMarker = round.slice(readDone, markers.at(-1)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   expect(tasksUntilLastMarker).toHaveLength(1);
 
-  await keepHistory(client, workflowId, 'lean-v4-resync');
+  await keepHistory(world, 'resync');
 });

@@ -1,5 +1,5 @@
 /**
- * Patch `report-v8` against the real dev server (activities played by the fake world): a report whose workflow
+ * Local reports against the real dev server (activities played by the fake world): a report whose workflow
  * task schedules nothing else runs as a local activity; one that rides with an activity stays an activity; a
  * local report that fails goes again as an activity, and the status arrives once the apiserver answers.
  */
@@ -8,7 +8,6 @@ import { fileURLToPath } from 'node:url';
 import proto, { type temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
 import type { Report } from '../../activities/kubernetes/activities.js';
-import * as messages from '../../workflows/messages.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory, summaryOf } from './fixtures.js';
@@ -38,11 +37,11 @@ async function start() {
 }
 
 test('a Progressive rollout reports with local activities where its task schedules nothing else, and with activities where it does', async () => {
-  const { world, handle, history } = await start();
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  const { world, history } = await start();
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const steps = [{ rampPercentage: 25, pauseDuration: '1s' }];
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
 
   const events = await history();
@@ -62,14 +61,14 @@ test('a Progressive rollout reports with local activities where its task schedul
 
 test('a local report that fails goes again as an activity, and the status arrives once the apiserver answers', async () => {
   const { world, handle, history } = await start();
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const before = (await history()).length;
 
   // The apiserver goes away for the step's Ramping report.
   const unreachable = new Error('kube-apiserver unreachable: connect ECONNREFUSED');
   world.failWith.set('report', ([report]) => ((report as Report).status?.phase === 'Ramping' ? unreachable : undefined));
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
   // The step's Ramping report rides with its timer only: local, failing, then again as an activity.
   const failedLocal = (e: HistoryEvent) => isLocalReport(e) && !!e.markerRecordedEventAttributes?.failure;
   await eventually('a report scheduled as an activity after a local attempt failed', async () => {
@@ -85,7 +84,7 @@ test('a local report that fails goes again as an activity, and the status arrive
   expect(summaryOf(after[failed]!)).toMatch(/^write the status: Ramping/);
   expect(after.slice(failed).some(isReportActivity)).toBe(true);
   expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
-  await keepHistory(rig.client, handle.workflowId, 'report-v8-local-failed');
+  await keepHistory(world, 'local-report-failed');
 });
 
 // The reporter chooses local or activity by the history length of the task that scheduled an activity. While a
@@ -97,7 +96,7 @@ test('a local report that outlasts workflow task heartbeats, with a signal meanw
   // A short workflow task timeout: a local activity past 80 % of it makes the worker heartbeat the task.
   const handle = await rig.start(owner, { workflowTaskTimeout: '1s' });
   const history = async () => (await handle.fetchHistory()).events ?? [];
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
 
   // The step's Ramping report (local: its task schedules only the step's timer) is held.
@@ -109,13 +108,13 @@ test('a local report that outlasts workflow task heartbeats, with a signal meanw
     holding = true;
     return held;
   };
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
   await eventually('the Ramping report held', () => holding, 30_000);
   // The new spec arrives while it is held: the server hands it over when the worker heartbeats the task, and the
   // flow schedules its work in that task; the report resolves in a later one, once that task heartbeated too.
   const isSignal = (e: HistoryEvent) => !!e.workflowExecutionSignaledEventAttributes;
   const signals = (await history()).filter(isSignal).length;
-  await handle.signal(messages.specChanged, desired(3, 'v3'));
+  await world.applySpec(desired(3, 'v3'));
   await eventually('a task took the new spec and heartbeated', async () => {
     const events = await history();
     const signalled = events.filter(isSignal)[signals];
@@ -126,8 +125,8 @@ test('a local report that outlasts workflow task heartbeats, with a signal meanw
 
   const events = await history();
   expect(events.some((e) => isLocalReport(e) && summaryOf(e)?.startsWith('write the status: Ramping'))).toBe(true);
-  // Replayed from its history, as a worker that lost its cache does: the same commands.
-  await Worker.runReplayHistory({ workflowsPath }, { events });
+  // Replayed from its history, as a worker that lost its cache does (under its own workflow ID): the same commands.
+  await Worker.runReplayHistory({ workflowsPath }, { events }, handle.workflowId);
   expect(await handle.describe().then((d) => d.status.name)).toBe('RUNNING');
-  await keepHistory(rig.client, handle.workflowId, 'report-v8-heartbeats');
+  await keepHistory(world, 'local-report-heartbeats');
 });

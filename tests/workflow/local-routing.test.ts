@@ -1,5 +1,5 @@
 /**
- * Patch `routing-local-v12` against the real dev server (activities played by the fake world): a rollout's ramps
+ * Local routing writes against the real dev server (activities played by the fake world): a rollout's ramps
  * run as local activities, inside the workflow task that decided them (a set-current stays an activity), and one
  * that fails or is deferred there goes again as an activity without losing the step.
  */
@@ -7,7 +7,6 @@ import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { temporal } from '@temporalio/proto';
 import { activityTypes, completedActivities, isDeferred, localActivityType, scheduledActivityType } from '../../scripts/history.js';
-import * as messages from '../../workflows/messages.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory } from './fixtures.js';
@@ -30,22 +29,22 @@ const steps = [
 ];
 
 test('a Progressive rollout’s ramps run inside their workflow tasks (local activities); its set-currents are activities', async () => {
-  const { world, handle, history } = await start();
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  const { world, history } = await start();
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
 
   expect(world.sequence(routing)).toEqual(['setCurrent', 'setRamping', 'setRamping', 'setCurrent']);
   const events = await history();
   expect(events.map(localActivityType).filter((n) => n && routing.includes(n))).toEqual(['setRamping', 'setRamping']);
   expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setCurrent']);
-  await keepHistory(rig.client, handle.workflowId, 'routing-local-v12-progressive');
+  await keepHistory(world, 'local-routing-progressive');
 });
 
 test('a ramp that fails inside the workflow task goes again as an activity: the step is made once, and the rollout goes on', async () => {
-  const { world, handle, history } = await start();
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  const { world, history } = await start();
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const local: boolean[] = [];
   world.failWith.set('setRamping', ([, percentage]) => {
@@ -53,7 +52,7 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
     if (percentage === 50) local.push(isLocal);
     return percentage === 50 && isLocal ? new Error('unavailable (local)') : undefined;
   });
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
 
   // Two local attempts, then the activity.
@@ -68,8 +67,8 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
 });
 
 test('a ramp deferred by a busy budget goes as an activity at once, not retried locally; its next try is local again', async () => {
-  const { world, handle, history } = await start();
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  const { world, history } = await start();
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const tries: string[] = [];
   // Inside the task the ramp to 25 % is deferred (what the activity answers while the budget is busy).
@@ -81,7 +80,7 @@ test('a ramp deferred by a busy budget goes as an activity at once, not retried 
     if (tries.filter((t) => t === 'activity').length === 1) return ApplicationFailure.create({ type: 'ManagerIdentityHeld', message: 'held by ops', nonRetryable: true, details: ['ops'] });
     return undefined;
   });
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
   await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 60_000);
 
   // Deferred, the activity; tried again: inside the task first (a deferral is no failure, which would send the

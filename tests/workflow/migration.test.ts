@@ -1,8 +1,8 @@
 /**
- * Adoption of a worker deployment temporal-worker-controller managed (patch `adopt-v6`), against the real dev server
+ * Adoption of a worker deployment temporal-worker-controller managed, against the real dev server
  * with the fake world: the other controller's current version runs the spec's template, so it is the spec's build —
  * no Deployment rendered, no ramp, no routing change — and its older version is sunset like ours; a later template
- * rolls out as usual and sunsets the adopted build too. The first run's history is the replay fixture of the patch.
+ * rolls out as usual and sunsets the adopted build too. The first run's history is a replay fixture (adopt-twc).
  */
 import { randomUUID } from 'node:crypto';
 import * as messages from '../../workflows/messages.js';
@@ -35,7 +35,7 @@ async function migrated(label: string, v1MatchesTemplate = true) {
 
 test('an unchanged template is the adopted build: no Deployment rendered, no ramp; v0 sunset; a new template rolls out and sunsets the adopted build', async () => {
   const { world, handle, until } = await migrated('adopt');
-  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await world.applySpec({ ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   const ready = await until('the adopted v1 current', (s) => s.phase === 'Ready' && s.current === '1.0.0-bb22');
   expect(ready.target).toBeUndefined();
   expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
@@ -54,25 +54,24 @@ test('an unchanged template is the adopted build: no Deployment rendered, no ram
   expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-aa11')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
 
   // A new generation of the same template is still the adopted build: nothing happens.
-  await handle.signal(messages.specChanged, { ...desired(2, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await world.applySpec({ ...desired(2, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   await until('generation 2 taken', (s) => s.generation === 2);
   expect(world.callsOf('ensureVersionedDeployment')).toHaveLength(0);
   expect((await handle.query(messages.status)).current).toBe('1.0.0-bb22');
 
   // A new template: a new build, rolled out through its step; the adopted v1 is sunset.
-  await handle.signal(messages.specChanged, { ...desired(3, 'g2', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await world.applySpec({ ...desired(3, 'g2', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   await until('g2 current', (s) => s.phase === 'Ready' && s.current === 'g2');
   expect(world.callsOf('setRamping').map((c) => c.args)).toEqual([['g2', 50]]);
   world.versions.set('1.0.0-bb22', 'Drained');
   await until('v1 sunset', (s) => s.deprecated.length === 0);
   expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
-  await keepHistory(rig.client, handle.workflowId, 'adopt-v6-twc');
-  await keepHistory(rig.client, handle.workflowId, 'apply-v11-adopt');
+  await keepHistory(world, 'adopt-twc');
 });
 
 test('a changed template at migration: the new build rolls out from the adopted current, which is then sunset', async () => {
   const { world, handle, until } = await migrated('changed', false);
-  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await world.applySpec({ ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   await until('g1 current', (s) => s.phase === 'Ready' && s.current === 'g1');
   expect(world.callsOf('setRamping').map((c) => c.args)).toEqual([['g1', 50]]);
   expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['g1']);
@@ -81,9 +80,9 @@ test('a changed template at migration: the new build rolls out from the adopted 
 });
 
 test('a template that could not be compared (the dry run refused): a Warning Event says why a new version rolls out', async () => {
-  const { world, handle, until } = await migrated('unchecked', false);
+  const { world, until } = await migrated('unchecked', false);
   for (const [buildId, f] of world.foreign) world.foreign.set(buildId, { ...f, templateUnchecked: 'admission webhook "quota" denied the request' });
-  await handle.signal(messages.specChanged, { ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
+  await world.applySpec({ ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   await until('g1 current', (s) => s.phase === 'Ready' && s.current === 'g1');
   const warning = await eventually('the Warning Event', () => world.events.find((e) => e.reason === 'AdoptionTemplateUnchecked'));
   expect(warning).toMatchObject({ type: 'Warning', message: expect.stringContaining('admission webhook "quota" denied the request') });
@@ -93,20 +92,20 @@ test('adoption is looked for once, before the first rollout: a lifecycle with no
   const owner = { namespace: 'shop', name: `plain-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const world = rig.world(owner);
   const handle = await rig.start(owner);
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');
-  await handle.signal(messages.specChanged, desired(2, 'v2'));
+  await world.applySpec(desired(2, 'v2'));
   await eventually('v2 current', async () => (await handle.query(messages.status)).current === 'v2');
   expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
-  // The first Deployment came with the adoption check, one activity (apply-v11); v2's had no check before it.
+  // The first Deployment came with the adoption check, one activity; v2's had no check before it.
   const { events } = await rig.client.workflow.getHandle(handle.workflowId).fetchHistory();
   const scheduled = (events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
   expect(scheduled.filter((n) => /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n))).toEqual(['adoptOrApplyDeployment', 'ensureVersionedDeployment']);
   expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['v1', 'v2']);
-  await keepHistory(rig.client, handle.workflowId, 'apply-v11-first-apply');
+  await keepHistory(world, 'first-apply');
 });
 
-test('a new spec while the first apply is in flight (apply-v11): the Deployment ends with the spec in force', async () => {
+test('a new spec while the first apply is in flight: the Deployment ends with the spec in force', async () => {
   const owner = { namespace: 'shop', name: `inflight-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const world = rig.world(owner);
   let release!: () => void;
@@ -117,12 +116,12 @@ test('a new spec while the first apply is in flight (apply-v11): the Deployment 
     return held;
   };
   const handle = await rig.start(owner);
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await eventually('the first apply held', () => holding);
   world.applyHold = undefined;
   // Three replicas instead of two, same template: the re-apply runs at once, the held apply of generation 1 lands after it.
   const more = desired(2, 'v1');
-  await handle.signal(messages.specChanged, { ...more, spec: { ...more.spec, replicas: 3 } });
+  await world.applySpec({ ...more, spec: { ...more.spec, replicas: 3 } });
   await eventually('generation 2 re-applied', () => world.callsOf('ensureVersionedDeployment').some((c) => c.args[1] === 2));
   release();
   await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');

@@ -10,6 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { taskCostSinks, workflowInterceptorModules } from '../../worker/controller.js';
 import { RateBudget } from '../../worker/rate-budget.js';
 import { historyFromJson } from '../../scripts/history.js';
+import { rolloutWorkflowIdOf } from './fixtures.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
@@ -17,10 +18,13 @@ const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.m
 test('every committed history replays without a determinism error', async () => {
   const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : [];
   expect(files.length).toBeGreaterThan(0);
-  const histories = files.map((f) => ({
-    workflowId: basename(f, '.json'),
-    history: historyFromJson(JSON.parse(readFileSync(join(dir, f), 'utf8'))),
-  }));
+  // Each under the workflow ID it ran under (its owner's): the workflow checks it before it does anything.
+  const histories = files.map((f) => {
+    const history = historyFromJson(JSON.parse(readFileSync(join(dir, f), 'utf8')));
+    return { name: basename(f, '.json'), workflowId: rolloutWorkflowIdOf(history), history };
+  });
+  const nameOf = new Map(histories.map((h) => [h.workflowId, h.name]));
+  expect(nameOf.size).toBe(files.length); // one history per rollout: a failure names its file
   for (const { history } of histories) expect(history.events?.length).toBeGreaterThan(0);
   const failures: string[] = [];
   let replayed = 0;
@@ -28,7 +32,7 @@ test('every committed history replays without a determinism error', async () => 
   const replaying = { workflowsPath, interceptors: { workflowModules: workflowInterceptorModules }, sinks: taskCostSinks(new RateBudget(1000)) };
   for await (const result of Worker.runReplayHistories(replaying, histories)) {
     replayed++;
-    if (result.error) failures.push(`${result.workflowId}: ${result.error.message}`);
+    if (result.error) failures.push(`${nameOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
   }
   expect(failures).toEqual([]);
   expect(replayed).toBe(files.length);

@@ -4,14 +4,9 @@
  * Deployment becomes available through `deploymentObserved` signals. No time skipping: pauses and sunset
  * delays are a second or two.
  */
-import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
-import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { fileURLToPath } from 'node:url';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
-import { temporalBinary } from '../../scripts/servers/servers.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
@@ -19,11 +14,8 @@ import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type Fak
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 
-const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
-const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 const taskQueue = `rollout-workflow-test-${randomUUID().slice(0, 8)}`;
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
-const fixture = fileURLToPath(new URL('../replay/histories/all-at-once-v1-v2-deployment-first.json', import.meta.url));
 
 let rig: FakeRig;
 let client: Client;
@@ -66,7 +58,7 @@ async function startRollout(label: string): Promise<Rollout> {
   return {
     world,
     handle,
-    spec: (d) => handle.signal(messages.specChanged, d),
+    spec: (d) => world.applySpec(d),
     status,
     until: async (what, probe) =>
       eventually(what, async () => {
@@ -147,20 +139,10 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   expect(w.callsOf('ensureDeploymentsExist').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1'))).toEqual([]);
   expect([...w.deployments.keys()]).toEqual(['v2']);
 
-  // 12 (recording half): a finished run's history is the committed replay fixture.
-  await r.handle.signal(messages.deleted);
-  await r.handle.result();
-  if (!existsSync(fixture)) {
-    // `temporal workflow show --output json`: the format histories downloaded from any server have.
-    // (The SDK's historyToJSON cannot be used: it fails with two protobufjs copies installed.)
-    const json = execFileSync(temporalBinary(), ['workflow', 'show', '--workflow-id', r.handle.workflowId, '--address', address, '--namespace', namespace, '--output', 'json'], {
-      encoding: 'utf8',
-    });
-    const events = (JSON.parse(json) as { events: unknown[] }).events.length;
-    mkdirSync(dirname(fixture), { recursive: true });
-    writeFileSync(fixture, json.endsWith('\n') ? json : `${json}\n`);
-    console.log(`wrote the replay fixture ${fixture} (${events} events); commit it`);
-  }
+  // 12 (recording half): a finished run's history (the resource deleted) is a committed replay fixture, the one
+  // `npm run bench:replay` replays by default (scripts/bench-replay.ts).
+  await keepHistory(w, 'all-at-once-v1-v2');
+  expect((await r.handle.describe()).status.name).toBe('COMPLETED');
 });
 
 test('3. Progressive 10/50/90: ramps in order, each held for its pause, then current', async () => {
@@ -184,7 +166,7 @@ test('3. Progressive 10/50/90: ramps in order, each held for its pause, then cur
   // The resource showed each step.
   const shown = w.statuses.filter((st) => st.phase === 'Ramping').map((st) => st.targetVersion?.rampPercentage);
   expect([...new Set(shown)]).toEqual([10, 50, 90]);
-  await keepHistory(client, r.handle.workflowId, 'core-v2-progressive');
+  await keepHistory(r.world, 'progressive');
 });
 
 test('4. pause stops the step clock; the status says Paused; resume carries on with the time left', async () => {
@@ -219,7 +201,7 @@ test('4. pause stops the step clock; the status says Paused; resume carries on w
   expect(promoted.at - resumedAt).toBeGreaterThanOrEqual(1000);
   expect(promoted.at - ramp.at - (resumedAt - pausedAt)).toBeGreaterThanOrEqual(1800);
   expect(argsOf(w, 'setRamping')).toEqual([['v2', 50]]);
-  await keepHistory(client, r.handle.workflowId, 'core-v2-pause-resume');
+  await keepHistory(r.world, 'pause-resume');
 });
 
 test('5. promote ends a step without pauseDuration; promote {full:true} skips the remaining steps', async () => {
@@ -246,7 +228,7 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
     ['v2', 50],
   ]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
-  await keepHistory(client, r.handle.workflowId, 'core-v2-promote');
+  await keepHistory(r.world, 'promote');
 });
 
 test('5b. a pause while a step awaits promotion shows Paused; resume returns to AwaitingPromotion; promote still ends it', async () => {
@@ -276,7 +258,7 @@ test('6. Manual: no routing call for the new version until promote', async () =>
   await r.handle.signal(messages.promote);
   await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(w.sequence(routingCalls, 'v2')).toEqual(['setCurrent']);
-  await keepHistory(client, r.handle.workflowId, 'core-v2-manual');
+  await keepHistory(r.world, 'manual');
 });
 
 test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, phase Aborted', async () => {
@@ -302,7 +284,7 @@ test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, ph
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual([]);
   expect((await r.status()).phase).toBe('Aborted');
-  await keepHistory(client, r.handle.workflowId, 'core-v2-abort');
+  await keepHistory(r.world, 'abort');
 });
 
 test('7b. an abort that arrives while the target is being made current is refused: status and routing agree', async () => {
@@ -333,7 +315,7 @@ test('8. a newer spec with another build supersedes the ramping target', async (
   expect(indexOf(w, 'clearRampIf', 'v2')).toBeLessThan(indexOf(w, 'setCurrent', 'v3'));
   expect(w.ramping).toBeUndefined();
   expect(w.current).toBe('v3');
-  await keepHistory(client, r.handle.workflowId, 'core-v2-supersede');
+  await keepHistory(r.world, 'supersede');
 });
 
 describe('9. a failed gate', () => {
@@ -355,9 +337,10 @@ describe('9. a failed gate', () => {
       workflowType: 'smokeTest',
       taskQueue: 'example',
       input: { orders: 3 },
-      workflowId: `glidepath-gate/shop/${w.owner.name}/v2/rollout`,
+      // Per lifecycle (the uid), generation (2) and run of a gate in it (the first).
+      workflowId: `glidepath-gate/shop/${w.owner.name}/${w.owner.uid}/v2/rollout/2.1`,
     });
-    await keepHistory(client, r.handle.workflowId, 'core-v2-gate-abort');
+    await keepHistory(r.world, 'gate-abort');
   });
 
   test('with policy Pause waits; resume runs it again, and a pass carries on', async () => {
@@ -375,7 +358,7 @@ describe('9. a failed gate', () => {
     await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
     expect(w.callsOf('runGate')).toHaveLength(2);
     expect(indexOf(w, 'setCurrent', 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
-    await keepHistory(client, r.handle.workflowId, 'core-v2-gate-pause');
+    await keepHistory(r.world, 'gate-pause');
   });
 });
 
@@ -385,11 +368,14 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
   await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 50 }] }));
   await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
 
-  await r.handle.signal(messages.deleted);
+  await w.deleteResource();
   await r.handle.result();
   // The pods go before the versions: the server deletes a version only once it no longer sees its pollers.
   const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'];
   expect(w.sequence(cleanup)).toEqual(cleanup);
+  // The `deleted` signal only woke it: it cleaned up once it had read that the resource is being deleted.
+  expect(w.sequence(['readResource', ...cleanup]).slice(-cleanup.length - 1)).toEqual(['readResource', ...cleanup]);
+  expect(argsOf(w, 'findSuccessor')).toEqual([[]]);
   expect(argsOf(w, 'scaleOwnedDeployments')).toEqual([[0]]);
   expect(w.deployments.size).toBe(0);
   expect(w.current).toBeUndefined();
@@ -399,18 +385,36 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
   expect((await r.handle.describe()).status.name).toBe('COMPLETED');
 });
 
-test('11. a stale or duplicate specChanged (same or older generation) is ignored', async () => {
+test('11. a duplicate hint (the resourceVersion last read) asks for no read; a read of the same or an older generation changes nothing', async () => {
   const r = await startRollout('stale');
   const w = r.world;
   await r.spec(desired(2, 'v1', { strategy: 'AllAtOnce' }));
   await r.until('v1 to be current', (s) => s.current === 'v1' && s.phase === 'Ready');
+  const reads = () => w.callsOf('readResource').length;
+  const rounds = () => w.callsOf('ensureDeploymentsExist').length;
+  /** A resync round (which reads the resource itself, once); signals are handled in order, so those before it were seen. */
+  const resync = async () => {
+    const before = rounds();
+    await r.handle.signal(messages.resync);
+    await eventually('a resync', () => rounds() > before);
+  };
 
-  await r.spec(desired(2, 'v1', { strategy: 'AllAtOnce' })); // a duplicate
-  await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce' })); // same generation, other build
-  await r.spec(desired(1, 'v3', { strategy: 'AllAtOnce' })); // older
-  // Signals are handled in order: once the resync they precede has run, they have been seen.
-  await r.handle.signal(messages.resync);
-  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > 0);
+  // The watcher sends the hint it sent before (a relist, a restart): the workflow has read that resourceVersion.
+  const readBefore = reads();
+  await w.wake();
+  await w.wake();
+  await resync();
+  expect(reads()).toBe(readBefore + 1); // the resync's own read, none for the hints
+
+  // What the apiserver answers at another resourceVersion, each read on a hint of its own: the same generation (a
+  // metadata edit), the same generation with another build, an older generation (a lagging read).
+  for (const stale of [desired(2, 'v1', { strategy: 'AllAtOnce' }), desired(2, 'v2', { strategy: 'AllAtOnce' }), desired(1, 'v3', { strategy: 'AllAtOnce' })]) {
+    const n = reads();
+    w.setSpec(stale);
+    await w.wake();
+    await eventually(`a read of generation ${stale.generation} (${stale.buildId})`, () => reads() > n);
+  }
+  await resync();
 
   const s = await r.status();
   expect(s).toMatchObject({ phase: 'Ready', current: 'v1', generation: 2, deprecated: [] });
@@ -418,7 +422,8 @@ test('11. a stale or duplicate specChanged (same or older generation) is ignored
   expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([['v1', 2]]);
   expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1']]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
-  expect(argsOf(w, 'ensureDeploymentsExist')).toEqual([[['v1']]]);
+  expect(argsOf(w, 'ensureDeploymentsExist')).toEqual([[['v1']], [['v1']]]);
+  expect(w.deployments.has('v2') || w.deployments.has('v3')).toBe(false);
 });
 
 test('a promote sent while nothing awaits it does not approve a later Manual rollout', async () => {

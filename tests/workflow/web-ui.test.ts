@@ -1,9 +1,9 @@
 /**
  * What the Temporal Web UI reads of a RolloutWorkflow, against the real dev server (activities played by the fake
  * world): its current details (the `__temporal_workflow_metadata` query) say where the rollout stands, every
- * activity and timer in its history has a summary, the version left draining is counted once (patch
- * `web-ui-v5`), and Events go out with the status writes (patch `report-v7`). The run's history is the replay
- * fixture of those patches. tests/integration/web-ui.test.ts looks at
+ * activity and timer in its history has a summary, the version left draining is counted once, and Events go out
+ * with the status writes. The run's history is a replay fixture (progressive-sunset-resync).
+ * tests/integration/web-ui.test.ts looks at
  * the same in a browser.
  */
 import { randomUUID } from 'node:crypto';
@@ -20,11 +20,10 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   const world = rig.world(owner);
   // As the watcher starts it.
   const handle = await rig.start(owner, { staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
-  const { workflowId } = handle;
   const details = async () => ((await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
   const detailsSay = (what: string, pattern: RegExp) => eventually(`the current details to say ${what}`, async () => ((await details()).match(pattern) ? details() : undefined), 30_000);
 
-  await handle.signal(messages.specChanged, desired(1, 'v1'));
+  await world.applySpec(desired(1, 'v1'));
   await detailsSay('v1 is current', /^\*\*v1 current since \d\d:\d\d:\d\d UTC\*\*/);
   world.openExecutions.set('v1', 3);
 
@@ -32,7 +31,7 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
     { rampPercentage: 25, pauseDuration: '3s' },
     { rampPercentage: 75, pauseDuration: '1s' },
   ];
-  await handle.signal(messages.specChanged, desired(2, 'v2', { strategy: 'Progressive', steps }));
+  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
   const ramping = await detailsSay('v2 ramps, with the time left', /^\*\*v2 ramping 25 % — step 1 of 2, [0-3]s left \(until \d\d:\d\d:\d\d UTC\); v1 current\*\*/);
   expect(ramping).toContain('\n\nRamping: step 1 of 2: ramp 25% for 3s');
 
@@ -62,16 +61,17 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   expect(timers.map(summaryOf)).toEqual(expect.arrayContaining(['step 1/2: ramp 25% for 3s', 'step 2/2: ramp 75% for 1s', 'delete v1 after sunset.deleteDelay']));
   expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['make v2 current', 'count executions pinned to v1', 'wait for v1 to drain', 'scale v1 to 0']));
   const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-  // Patch `routing-local-v12`: the ramps are local activities, their markers summarised as the activities were.
+  // The ramps are local activities, their markers summarised as the activities were.
   expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%']));
-  // Patch `report-v7`: the Events go out with the status writes, in `report` activities.
+  // The Events go out with the status writes, in `report` activities.
   expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain('recordEvent');
   expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown']));
-  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource', 'recreate missing Deployments', 'delete stray Deployments']));
-  // Reports: activities, or (patch `report-v8`) local activities in a task that schedules nothing else.
+  // The resync's repairs are local; its read of the resource (as every read) an activity, summarised as well.
+  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['recreate missing Deployments', 'delete stray Deployments']));
+  expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource']));
+  expect(markers.map(summaryOf)).not.toContain('read the resource');
+  // Reports: activities, or local activities in a task that schedules nothing else.
   expect([...activities, ...markers].map(summaryOf)).toEqual(expect.arrayContaining([expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]));
 
-  await keepHistory(rig.client, workflowId, 'web-ui-v5-progressive');
-  await keepHistory(rig.client, workflowId, 'report-v7-progressive');
-  await keepHistory(rig.client, workflowId, 'report-v8-progressive');
+  await keepHistory(world, 'progressive-sunset-resync');
 });
