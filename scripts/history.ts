@@ -6,6 +6,8 @@ import { createRequire } from 'node:module';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
+import { rolloutWorkflowId } from '../api/names.js';
+import type { RolloutInput } from '../workflows/rollout.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -117,4 +119,15 @@ export function historyFromJson(json: unknown): History {
   const root = protoRequire('./root') as { lookupType(name: string): unknown };
   const { fromJson } = protoRequire('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, options?: object): History };
   return fromJson(root.lookupType('temporal.api.history.v1.History'), json, { ignoreUnknownFields: true });
+}
+
+/**
+ * The workflow ID a recorded RolloutWorkflow history ran under (a history does not carry it): its owner's, read off
+ * the run's input. A replay must be given it: a run under any other ID ends at once, touching nothing.
+ */
+export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): string {
+  const [input] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
+  const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
+  return rolloutWorkflowId(owner.namespace, owner.name);
 }

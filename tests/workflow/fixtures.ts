@@ -7,9 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { rolloutWorkflowId } from '../../api/names.js';
 import { temporalBinary } from '../../scripts/servers/servers.js';
-import type { RolloutInput } from '../../workflows/rollout.js';
 import type { FakeWorld } from './fake-world.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
@@ -39,17 +37,6 @@ export async function keepHistory(world: FakeWorld, name: string, runId?: string
   mkdirSync(dir, { recursive: true });
   writeFileSync(file, json.endsWith('\n') ? json : `${json}\n`);
   console.log(`wrote the replay fixture ${file}; commit it`);
-}
-
-/**
- * The workflow ID a recorded RolloutWorkflow history ran under (a history does not carry it): its owner's, read off
- * the run's input. A replay must be given it: a run under any other ID ends at once, touching nothing.
- */
-export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): string {
-  const [input] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
-  if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
-  const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
-  return rolloutWorkflowId(owner.namespace, owner.name);
 }
 
 /** The summary the Web UI shows for a history event (an activity, a timer, a local activity's marker). */

@@ -10,7 +10,7 @@ import { Worker } from '@temporalio/worker';
 import { taskCostSinks, workflowInterceptorModules } from '../../worker/controller.js';
 import { RateBudget } from '../../worker/rate-budget.js';
 import { historyFromJson } from '../../scripts/history.js';
-import { rolloutWorkflowIdOf } from './fixtures.js';
+import { rolloutWorkflowIdOf } from '../../scripts/history.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
