@@ -44,6 +44,9 @@ export default {
     },
   ],
   testTimeout: 120_000,
+  // Every tier has passed or failed by then; a handle left open (a gRPC channel retrying a server the teardown
+  // stopped) must not hold CI until its time runs out.
+  forceExit: true,
   // Two cores: test files run one at a time, so timing checks measure Glidepath, not contention.
   maxWorkers: 1,
 };
