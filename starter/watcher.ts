@@ -22,6 +22,7 @@ import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type Con
 import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
+import { createFirstDeployment } from './first-deployment.js';
 import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
@@ -123,6 +124,7 @@ export class Watcher {
   private readonly custom: k8s.CustomObjectsApi;
   /** The same Kubernetes adapters the activities use (Events). */
   private readonly kube: KubernetesActivities;
+  private readonly apps: k8s.AppsV1Api;
   private readonly retry: RetryScheduler;
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
@@ -152,6 +154,7 @@ export class Watcher {
     this.log = options.log ?? (() => {});
     this.custom = kc.makeApiClient(k8s.CustomObjectsApi);
     this.kube = createKubernetesActivities(kc);
+    this.apps = kc.makeApiClient(k8s.AppsV1Api);
     this.retry = new RetryScheduler({
       backoff: options.retryBackoff,
       onRetry: (key, err, delayMs) => this.log(`${key} failed, retrying in ${delayMs} ms: ${(err as Error).message}`),
@@ -615,26 +618,17 @@ export class Watcher {
 
   /**
    * The first Deployment of a resource no workflow has handled yet (no finalizer of ours, no status) whose name has
-   * no Deployment at all, applied beside the workflow's start instead of after its first task and an activity:
-   * `kubectl apply` to a Deployment in one apiserver round trip instead of about 250 ms. It is the Deployment the
-   * workflow's first activity applies in that case (`adoptOrApplyDeployment`: nothing to adopt, apply the target),
-   * rendered and applied by the same code, so the workflow's apply changes nothing and every decision after stays
-   * the workflow's. Best effort: a failed apply is logged, and the workflow applies it.
-   *
-   * The finalizer patch goes first, as a fence: it carries the resourceVersion seen, so a replica with a stale cache
-   * gets 409 and applies nothing (the workflow may have applied a newer template); the 409 is retried as any failure.
+   * no Deployment at all, created beside the workflow's start (see first-deployment.ts: created, never applied
+   * over, fenced by the finalizer patch). Best effort: a failed create is logged, and the workflow applies it.
    */
   private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired): Promise<void> {
     this.firstApplies++;
+    const started = performance.now();
     try {
-      await this.addFinalizer(obj);
-      const started = performance.now();
-      try {
-        await this.kube.ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
-        this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, ms: Math.round(performance.now() - started) });
-      } catch (err) {
-        this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not applied at first sight (the workflow applies it): ${(err as Error).message}`);
-      }
+      // Rejects when the fence is refused: retried as any failure.
+      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => this.addFinalizer(obj) });
+      if (typeof outcome !== 'string') this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`);
+      else this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, outcome, ms: Math.round(performance.now() - started) });
     } finally {
       this.firstApplies--;
     }

@@ -133,6 +133,8 @@ export class RolloutContext {
   }
   /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
   readonly removing = new Set<string>();
+  /** Builds whose Deployment the watcher says changed since the last read: a wait reads them (the word is not the truth). */
+  readonly deploymentsChanged = new Set<string>();
   /** The final routing change of a rollout is in flight: an abort now is refused. */
   promoting = false;
   private statusDirty = false;

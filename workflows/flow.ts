@@ -165,6 +165,14 @@ async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, 
   const spec = ctx.state.desired!.buildId;
   const differs = spec !== buildId ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry` : '';
   const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
+  // Its pods are read, not remembered: routing goes back only to a Deployment that serves (made whole first if not).
+  const read = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
+  observe(ctx, read);
+  if (!ctx.state.deployments[buildId]?.exists || (read.availableReplicas ?? 0) === 0) {
+    ctx.transition('Deploying', 'Deploying', `${buildId} has no available pods: applying its Deployment before routing goes back to it`);
+    await ensureDeployment(ctx, buildId);
+    await waitUntilAvailable(ctx, buildId);
+  }
   await makeCurrent(ctx, sunsets, buildId, { reason: 'RolledBack', message, ignorePause: true });
   if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) {
     try {

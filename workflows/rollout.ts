@@ -15,7 +15,6 @@ import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import * as messages from './messages.js';
 import { Sunsets } from './sunset.js';
 import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus, type Timings } from './state.js';
-import { observe } from './waiting.js';
 
 export interface RolloutInput {
   owner: Owner;
@@ -100,7 +99,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       const obs = input as DeploymentObservation;
       if (typeof obs?.buildId !== 'string' || typeof obs.exists !== 'boolean') throw new Error('not a Deployment observation');
       if (obs.ownerUid && obs.ownerUid !== owner.uid) return;
-      observe(ctx, obs);
+      // A wake-up: a wait on this build reads its Deployment (the same resourceVersion as last read: nothing new).
+      const read = state().deployments[obs.buildId];
+      if (!read?.resourceVersion || read.resourceVersion !== obs.resourceVersion || read.exists !== obs.exists) ctx.deploymentsChanged.add(obs.buildId);
       const live = !ctx.removing.has(obs.buildId) && [state().current?.buildId, state().target?.buildId, ...state().deprecated.map((v) => v.buildId)].includes(obs.buildId);
       if (!obs.exists && live && !state().deleting) state().resyncDue = true;
     }),

@@ -1,16 +1,21 @@
 /**
  * Waiting on Kubernetes. Signals wake the workflow; the truth is read: the watcher's `deploymentObserved`
- * ends a wait within milliseconds, and a backstop read with backoff (1s, 2s, 4s … `recheckMaxMs`) ends it
- * when a signal was lost. Reads happen only while something waits: an idle resource costs none.
+ * makes a wait read the Deployment at once, and a backstop read with backoff (1s, 2s, 4s … `recheckMaxMs`)
+ * reads it when a signal was lost. Only reads are folded into the state, and only while something waits: an
+ * idle resource costs none.
  */
 import { formatDuration } from '../api/duration.js';
 import type { RolloutContext } from './context.js';
 import { isPaused, newerObservation, recheckDelay } from './decisions.js';
 import type { DeploymentObservation } from './state.js';
 
-/** Folds an observation (from a signal or a read) into the state: an older one never overwrites a newer one. */
+/**
+ * Folds a read (or an apply's answer) into the state: an older one never overwrites a newer one, and a Deployment
+ * of another incarnation of the resource under the same name is not this one's.
+ */
 export function observe(ctx: RolloutContext, obs: DeploymentObservation): void {
-  ctx.state.deployments[obs.buildId] = newerObservation(ctx.state.deployments[obs.buildId], obs);
+  const mine = obs.exists && (!obs.ownerUid || obs.ownerUid === ctx.owner.uid);
+  ctx.state.deployments[obs.buildId] = mine ? newerObservation(ctx.state.deployments[obs.buildId], obs) : { buildId: obs.buildId, name: obs.name, exists: false };
 }
 
 /** The Deployment has the replicas the spec asks for now, all available, at its latest generation. */
@@ -48,6 +53,7 @@ export async function waitUntilAvailable(ctx: RolloutContext, buildId: string): 
   const target = ctx.state.target!;
   let attempt = 0;
   let failed = ctx.state.reason === 'ProgressDeadlineExceeded';
+  const changed = () => ctx.deploymentsChanged.has(buildId);
   while (!isAvailable(ctx, buildId)) {
     if (isPaused(ctx.state)) {
       await waitWhilePaused(ctx);
@@ -55,16 +61,14 @@ export async function waitUntilAvailable(ctx: RolloutContext, buildId: string): 
     }
     const deadline = ctx.spec().progressDeadlineSeconds * 1000;
     const waited = target.availableWaitMs ?? 0;
-    const delay = recheckDelay(attempt++, ctx.state.timings.recheckMaxMs ?? 30_000);
+    const delay = recheckDelay(attempt, ctx.state.timings.recheckMaxMs ?? 30_000);
     const started = Date.now();
-    const ready = await ctx.wait(
-      () => isAvailable(ctx, buildId) || isPaused(ctx.state),
-      failed ? delay : Math.min(delay, deadline - waited),
-      `wait for ${buildId} to be available`,
-    );
+    const woken = await ctx.wait(() => changed() || isPaused(ctx.state), failed ? delay : Math.min(delay, deadline - waited), `wait for ${buildId} to be available`);
     target.availableWaitMs = waited + (Date.now() - started);
-    if (ready) continue;
+    if (isPaused(ctx.state)) continue;
+    if (!woken) attempt++; // the backstop read backs off; a wake-up reads at once
     ctx.checkpoint();
+    ctx.deploymentsChanged.delete(buildId);
     const obs = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
     observe(ctx, obs);
     if (!obs.exists) ctx.state.resyncDue = true; // deleted under us: the resync recreates it

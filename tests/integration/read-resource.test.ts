@@ -217,3 +217,47 @@ test("findSuccessor: a live namesake of the other kind, never the owner's own ob
   // A name with no object at all.
   expect(await reads.findSuccessor({ namespace, name: 'nobody', uid: 'gone' })).toBeUndefined();
 });
+
+/**
+ * A kubeconfig for the same apiserver whose requests for `from` go to `to`: the resource's kind (or its whole group)
+ * as an apiserver answers when its CRD is not served (missing, or being reinstalled), without touching the CRDs the
+ * other tests share.
+ */
+class UnservedKubeConfig extends SharedConnectionsKubeConfig {
+  constructor(private readonly from: string, private readonly to: string) {
+    super();
+    this.loadFromFile(process.env.KUBECONFIG!);
+  }
+
+  override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+    await super.applySecurityAuthentication(context);
+    context.setUrl(context.getUrl().replace(this.from, this.to));
+  }
+}
+
+test("a 404 from a kind the apiserver does not serve is an error, not 'gone'", async () => {
+  const obj = await create('TemporalWorkerDeployment', 'eta');
+  const owner = ownerOf(obj, 'TemporalWorkerDeployment');
+  const absent: Owner = { namespace, name: 'nobody', uid: 'uid-of-nobody', kind: 'TemporalWorkerDeployment' };
+  // Through the served paths: the object is there, and an absent one is gone (the 404 names it).
+  expect(await reads.readResource(owner)).toMatchObject({ found: true, uid: obj.metadata.uid });
+  expect(await reads.readResource(absent)).toEqual({ found: false });
+
+  const kindPath = `/apis/${group}/${version}/namespaces/${namespace}/${pluralOf('TemporalWorkerDeployment')}/`;
+  const unserved = {
+    // The group served (its other CRDs are installed), the resource's kind not.
+    'the kind': new UnservedKubeConfig(kindPath, kindPath.replace(`/${pluralOf('TemporalWorkerDeployment')}/`, '/temporalworkerdeploymentsunserved/')),
+    // No CRD of the group at all.
+    'the group': new UnservedKubeConfig(`/apis/${group}/`, `/apis/unserved.${group}/`),
+  };
+  for (const [what, config] of Object.entries(unserved)) {
+    const unservedReads = createResourceReads(config);
+    // The apiserver answers 404 for the object there and for one that is not: neither is "gone", both are a failure
+    // of the read (a teardown must never start on it).
+    for (const o of [owner, absent]) {
+      await expect(unservedReads.readResource(o).then((read) => ({ what, read }))).rejects.toMatchObject({ code: 404 });
+    }
+    // Nor is it "no successor": the search fails too.
+    await expect(unservedReads.findSuccessor({ ...owner, uid: 'an-older-uid' }).then((found) => ({ what, found }))).rejects.toMatchObject({ code: 404 });
+  }
+});

@@ -221,6 +221,22 @@ test('every accepted spec moves observedGeneration, also one that changes nothin
   expect(r.world.statuses.at(-1)?.phase).toBe('Ready');
 });
 
+test('a forged "available" observation is a wake-up: the wait reads the Deployment and goes on waiting until the read says so', async () => {
+  const r = await withCurrentV1('forged-available');
+  r.world.autoAvailable = false;
+  await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
+  await eventually('v2 applied', () => r.world.deployments.has('v2'));
+  const reads = () => argsOf(r.world, 'readDeployment').length;
+  const before = reads();
+  const forged = { ...r.world.observation('v2'), exists: true, generation: 1, observedGeneration: 1, replicas: 1, availableReplicas: 1, resourceVersion: '999999999' };
+  await r.handle().signal(messages.deploymentObserved, forged);
+  await eventually('the forged word was read against the Deployment', () => reads() > before);
+  expect((await r.handle().query(messages.status)).phase).not.toBe('AwaitingPromotion');
+  await r.world.makeAvailable('v2');
+  await r.until('awaiting promotion once the read says available', (s) => s.phase === 'AwaitingPromotion');
+  await noTaskFailures(r);
+});
+
 test('a lost "available" signal: the backstop read finds the Deployment available and the rollout completes', async () => {
   const r = await withCurrentV1('lost-signal');
   r.world.signalsLost = true;
