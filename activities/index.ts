@@ -3,6 +3,7 @@ import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
+import type { Timings } from '../workflows/state.js';
 import type { Charge } from './heartbeats.js';
 import { ignoreNotFound } from './kubernetes/client.js';
 import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
@@ -26,7 +27,7 @@ export { managerIdentityHeldType, permanentFailureType } from './errors.js';
  * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
  * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number } = {}) {
+export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number; timings?: Partial<Timings> } = {}) {
   const core = kc.makeApiClient(CoreV1Api);
   const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
@@ -37,11 +38,11 @@ export function createActivities(kc: k8s.KubeConfig, identity: string, options: 
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat, options.budgetWaitMs);
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
-    ...createResourceReads(kc),
+    ...createResourceReads(kc, options.timings),
     ...temporal,
     ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), options.chargeHeartbeat),
     ...createAnalysisActivities(connections),
-    ...createPinnedActivities(connections, identity),
+    ...createPinnedActivities(connections, identity, options.chargeHeartbeat),
   });
   return { activities, close: () => connections.closeAll() };
 }

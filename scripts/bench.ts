@@ -263,7 +263,7 @@ console.log(`apply → versioned Deployment exists:   p50 ${ms(pct(applyToDeploy
 console.log(`Deployment available → first ramp set:  p50 ${ms(pct(atOnce.availableToRouting, 50))}, p95 ${ms(pct(atOnce.availableToRouting, 95))}  (includes the workers' own start-up until they poll)`);
 console.log(`available and polling → routing changed: p50 ${ms(pct(atOnce.readyToRouting, 50))}, p95 ${ms(pct(atOnce.readyToRouting, 95))}  (n=${atOnce.readyToRouting.length})`);
 console.log(`step transition beyond its pause:      p50 ${ms(pct(atOnce.steps, 50))}, p95 ${ms(pct(atOnce.steps, 95))}  (n=${atOnce.steps.length}); the last (set current): p50 ${ms(pct(atOnce.lastSteps, 50))}, p95 ${ms(pct(atOnce.lastSteps, 95))}`);
-console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (a resync round every hour: one workflow task, its reads as local activities)`);
+console.log(`idle: history events per resource:     ${Math.max(...idleEvents)} in ${idleSeconds} s (a resync round every hour: a read of the resource as an activity, its repairs as local ones)`);
 console.log(`idle: Kubernetes writes (resources, Deployments, Events): ${writes} in ${idleSeconds} s`);
 // One at a time: each resource's v1 → v2 alone, as the floor's first figures are made (nothing else in flight).
 const alone: RolloutFigures[] = [];

@@ -29,7 +29,7 @@ import { Labels, managerName } from '../activities/kubernetes/versioned-deployme
 import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest, type SpecChangedHint } from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
-import type { Desired, Owner, RolloutStatus, Timings } from '../workflows/state.js';
+import type { Desired, Owner, RolloutStatus } from '../workflows/state.js';
 import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
@@ -40,8 +40,6 @@ export interface WatcherOptions {
   /** Client of the controller's own Temporal namespace, where RolloutWorkflows run. */
   client: Client;
   taskQueue: string;
-  /** Timings handed to new workflows (tests and demos shorten them). */
-  timings?: Partial<Timings>;
   /** Kubernetes namespaces to act on (default: all). Each gets its own informers, so a namespaced Role suffices. */
   namespaces?: string[];
   /** How often every cached resource's spec is sent again (default 1 hour). */
@@ -421,7 +419,7 @@ export class Watcher {
         this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [SpecChangedHint]>('RolloutWorkflow', {
           workflowId,
           taskQueue: this.options.taskQueue,
-          args: [{ owner, timings: this.options.timings }],
+          args: [{ owner }],
           ...webUiMetadata(owner),
           signal: specChanged,
           signalArgs: [hint],
@@ -559,7 +557,7 @@ export class Watcher {
       await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest]>('RolloutWorkflow', {
         workflowId,
         taskQueue: this.options.taskQueue,
-        args: [{ owner: { namespace: ns, name, uid, kind: kindOf(obj) }, timings: this.options.timings }],
+        args: [{ owner: { namespace: ns, name, uid, kind: kindOf(obj) } }],
         ...webUiMetadata({ namespace: ns, name, uid, kind: kindOf(obj) }),
         signal: deleted,
         signalArgs: [{ uid }],

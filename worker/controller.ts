@@ -155,7 +155,10 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const log = options.log ?? (() => {});
   const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs() });
+  // The workflows take their timings from this controller, in their read of the resource. Upserting an unregistered
+  // search attribute fails every workflow task: without them, rollouts run without.
+  const timings = searchAttributes ? options.timings : { ...options.timings, searchAttributes: false };
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs(), timings });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const fetchCredits = new HistoryFetchCredits(budget);
   const worker = await Worker.create({
@@ -190,8 +193,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
     kubeConfig: options.kubeConfig,
     client,
     taskQueue,
-    // Upserting an unregistered search attribute fails every workflow task: without them, rollouts run without.
-    timings: searchAttributes ? options.timings : { ...options.timings, searchAttributes: false },
     namespaces: options.namespaces,
     resyncIntervalMs: options.resyncIntervalMs,
     signalDeployments: options.signalDeployments,

@@ -105,6 +105,10 @@ export class RolloutContext {
   get temporal(): ActivityInterfaceFor<Activities> {
     return this.activities(temporalOptions);
   }
+  /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
+  get bulk(): ActivityInterfaceFor<Activities> {
+    return this.activities({ startToCloseTimeout: '30m', heartbeatTimeout: '30s', retry: attempts('10s') });
+  }
   /**
    * The resync's reads (and its rare repair), as local activities: an idle round is then one workflow task (its
    * timer) instead of three activities and their tasks, a few Temporal calls per hour.

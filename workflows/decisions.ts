@@ -10,74 +10,7 @@ import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
 import type { Desired, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
 
-const strategies = new Set(['AllAtOnce', 'Progressive', 'Manual']);
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
-
-/**
- * Why a `specChanged` payload cannot be used, or undefined when it can. The watcher sends only parsed specs,
- * but a signal can come from anyone (`temporal workflow signal`): what the workflow reads is checked here, so
- * no input can fail a workflow task.
- */
-export function problemWithDesired(x: unknown): string | undefined {
-  if (!isObject(x)) return 'the payload is not an object';
-  if (!Number.isInteger(x.generation)) return 'generation is not an integer';
-  if (typeof x.buildId !== 'string' || x.buildId === '') return 'buildId is not a non-empty string';
-  if (typeof x.connectionVersion !== 'string') return 'connectionVersion is not a string';
-  if (x.uid !== undefined && typeof x.uid !== 'string') return 'uid is not a string';
-  if (!isObject(x.connection) || typeof x.connection.hostPort !== 'string') return 'connection.hostPort is not a string';
-  const spec = x.spec;
-  if (!isObject(spec)) return 'spec is not an object';
-  if (!Number.isInteger(spec.replicas) || (spec.replicas as number) < 0) return 'spec.replicas is not an integer ≥ 0';
-  if (typeof spec.progressDeadlineSeconds !== 'number') return 'spec.progressDeadlineSeconds is not a number';
-  if (!isObject(spec.template)) return 'spec.template is not an object';
-  if (!isObject(spec.workerOptions) || typeof spec.workerOptions.temporalNamespace !== 'string') return 'spec.workerOptions.temporalNamespace is not a string';
-  if (!isObject(spec.sunset) || !isDuration(spec.sunset.scaledownDelay) || !isDuration(spec.sunset.deleteDelay)) return 'spec.sunset delays are not durations';
-  const rollout = spec.rollout;
-  if (!isObject(rollout) || !strategies.has(rollout.strategy as string)) return 'spec.rollout.strategy is not AllAtOnce, Progressive or Manual';
-  if (rollout.strategy === 'Progressive') {
-    const steps = rollout.steps;
-    if (!Array.isArray(steps) || steps.length === 0) return 'spec.rollout.steps: Progressive needs at least one step';
-    let last = 0;
-    for (const [i, step] of steps.entries()) {
-      if (!isObject(step) || typeof step.rampPercentage !== 'number' || step.rampPercentage <= last || step.rampPercentage >= 100) {
-        return `spec.rollout.steps[${i}].rampPercentage must be between 1 and 99 and above the previous step's`;
-      }
-      if (step.pauseDuration !== undefined && !isDuration(step.pauseDuration)) return `spec.rollout.steps[${i}].pauseDuration is not a duration`;
-      if (step.gate !== undefined && !isGate(step.gate)) return `spec.rollout.steps[${i}].gate has no workflowType`;
-      last = step.rampPercentage;
-    }
-  }
-  if (rollout.gate !== undefined && !isGate(rollout.gate)) return 'spec.rollout.gate has no workflowType';
-  if (rollout.rollbackWindow !== undefined && !isDuration(rollout.rollbackWindow)) return 'spec.rollout.rollbackWindow is not a duration';
-  const analysis = rollout.analysis;
-  if (analysis !== undefined) {
-    if (!isObject(analysis) || typeof analysis.maxFailurePercentage !== 'number') return 'spec.rollout.analysis.maxFailurePercentage is not a number';
-    if (analysis.maxFailureRatioToCurrent !== undefined && typeof analysis.maxFailureRatioToCurrent !== 'number') return 'spec.rollout.analysis.maxFailureRatioToCurrent is not a number';
-    if (analysis.minExecutions !== undefined && !Number.isInteger(analysis.minExecutions)) return 'spec.rollout.analysis.minExecutions is not an integer';
-    for (const key of ['maxWait', 'window'] as const) {
-      if (analysis[key] !== undefined && !isDuration(analysis[key])) return `spec.rollout.analysis.${key} is not a duration`;
-    }
-    if (analysis.workflowTypes !== undefined && (!Array.isArray(analysis.workflowTypes) || analysis.workflowTypes.some((t) => typeof t !== 'string'))) return 'spec.rollout.analysis.workflowTypes is not a list of strings';
-  }
-  if (spec.sunset.maxDrainDuration !== undefined && !isDuration(spec.sunset.maxDrainDuration)) return 'spec.sunset.maxDrainDuration is not a duration';
-  const onMaxDrain = spec.sunset.onMaxDrain;
-  if (onMaxDrain !== undefined && (!isObject(onMaxDrain) || !['Wait', 'Cancel', 'Terminate', 'Signal'].includes(onMaxDrain.action as string) || (onMaxDrain.action === 'Signal' && typeof onMaxDrain.signalName !== 'string'))) {
-    return 'spec.sunset.onMaxDrain.action is not Wait, Cancel, Terminate or Signal (with signalName)';
-  }
-  return undefined;
-}
-
-function isDuration(x: unknown): boolean {
-  if (typeof x !== 'string') return false;
-  try {
-    parseDuration(x);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-const isGate = (g: unknown) => isObject(g) && typeof g.workflowType === 'string' && (g.timeout === undefined || isDuration(g.timeout));
 
 /** What a new spec means for the versions the workflow knows. */
 export interface SpecDecision {

@@ -187,7 +187,7 @@ async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, 
 /** Moves the executions pinned to an aborted or rolled back build onto the current one (`rollout.onAbort.movePinned`). */
 export async function movePinned(ctx: RolloutContext, from: string, to: string, place?: TemporalPlace): Promise<void> {
   const moved = await ctx.call(`move executions pinned to ${from} onto ${to}`, () =>
-    ctx.temporal.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
+    ctx.bulk.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
   );
   ctx.event('Normal', 'PinnedExecutionsMoved', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`);
   ctx.record('transition', 'PinnedExecutionsMoved', 'glidepath', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`, from);

@@ -14,13 +14,12 @@ import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import * as messages from './messages.js';
 import { Sunsets } from './sunset.js';
-import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus, type Timings } from './state.js';
+import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus } from './state.js';
 
 export interface RolloutInput {
   owner: Owner;
   /** Carried across ContinueAsNew: taken only from the run this one continued from. */
   state?: RolloutState;
-  timings?: Partial<Timings>;
 }
 
 const now = () => new Date();
@@ -40,7 +39,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     since: now().toISOString(),
     deleting: false,
     deployments: {},
-    timings: { ...defaultTimings, ...input.timings },
+    timings: defaultTimings,
   };
   const ctx = new RolloutContext({ ...initial, timings: { ...defaultTimings, ...initial.timings } });
   const { owner } = ctx;
@@ -268,6 +267,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
     // replayed in another order than it ran (a nondeterminism error).
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
+    if (read.timings) state().timings = { ...defaultTimings, ...read.timings }; // the controller's, not the start request's
     const decision = planRead(state(), read);
     if (decision.kind === 'unconfirmed') {
       // Another live object holds the name: it is this workflow's to serve (its next run reads it itself).
@@ -481,7 +481,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
       return;
     }
-    if (first !== 'read') return continueAsNew<typeof RolloutWorkflow>({ owner: first, timings: state().timings });
+    if (first !== 'read') return continueAsNew<typeof RolloutWorkflow>({ owner: first });
     break;
   }
   void housekeepingScope.run(() => Promise.all([resyncLoop(), reapplyLoop(), readLoop()])).catch(() => undefined);
@@ -539,7 +539,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       log.warn('could not look for a new object under the name', { error: err.message });
       break;
     }
-    if (next) return continueAsNew<typeof RolloutWorkflow>({ owner: next, timings: state().timings });
+    if (next) return continueAsNew<typeof RolloutWorkflow>({ owner: next });
     if (!state().successorHinted) break;
   }
   if (result.problems.length) log.warn('deleted with problems', { problems: result.problems });

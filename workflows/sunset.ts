@@ -182,7 +182,7 @@ export class Sunsets {
     const verb = { Cancel: 'cancel', Terminate: 'terminate', Signal: `signal ${onMaxDrain?.signalName}` }[action];
     ctx.event('Warning', 'MaxDrainReached', `${before} executions still pinned to ${buildId} after ${maxDrainDuration} of draining: ${verb} them`);
     const done = await ctx.call(`${verb} the executions pinned to ${buildId}`, () =>
-      ctx.temporal.actOnPinned(where, buildId, { kind: action, ...(onMaxDrain?.signalName ? { signalName: onMaxDrain.signalName } : {}) }, `${buildId} drained for longer than sunset.maxDrainDuration (${maxDrainDuration})`),
+      ctx.bulk.actOnPinned(where, buildId, { kind: action, ...(onMaxDrain?.signalName ? { signalName: onMaxDrain.signalName } : {}) }, `${buildId} drained for longer than sunset.maxDrainDuration (${maxDrainDuration})`),
     );
     version.maxDrainActed = true;
     const after = await open();

@@ -314,12 +314,6 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       return (await applyStatus(owner, status)) === 'written';
     },
 
-    /** Whether the resource (this UID) still exists: a workflow whose resource vanished unseen cleans up and ends. */
-    async resourceExists(owner: Owner): Promise<boolean> {
-      const current = (await ignoreNotFound(custom.getNamespacedCustomObject(resourceApi(owner)))) as k8s.KubernetesObject | undefined;
-      return current?.metadata?.uid === owner.uid;
-    },
-
     /**
      * Records a core/v1 Event on the resource (what `kubectl describe twd` shows). Best effort and never
      * throws: Events are advisory (client-go's recorder drops them too), and a terminating namespace or an

@@ -7,11 +7,14 @@ import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../../api/kinds.js';
-import type { Desired, Owner } from '../../workflows/state.js';
-import { ignoreNotFound, statusCode } from './client.js';
+import type { Desired, Owner, Timings } from '../../workflows/state.js';
+import { statusCode } from './client.js';
 
-/** What the apiserver says of a workflow's resource (by namespace, name and kind): the truth the workflow acts on. */
-export type ResourceRead =
+/**
+ * What the apiserver says of a workflow's resource (by namespace, name and kind): the truth the workflow acts on;
+ * with the controller's own timings, so that they too come from the controller and not from a start request.
+ */
+export type ResourceRead = { timings?: Partial<Timings> } & (
   | { found: false }
   | {
       found: true;
@@ -25,13 +28,15 @@ export type ResourceRead =
       desired?: Desired;
       /** Why not, when `desired` is absent. */
       problem?: string;
-    };
+    }
+);
 
 type RawObject = k8s.KubernetesObject & { spec?: unknown };
 
 const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
 
-export function createResourceReads(kc: k8s.KubeConfig) {
+export function createResourceReads(kc: k8s.KubeConfig, timings?: Partial<Timings>) {
+  const configured = timings ? { timings } : {};
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   /**
    * The object, or undefined when the apiserver says that object is not found. A 404 that does not name it (the
@@ -51,15 +56,15 @@ export function createResourceReads(kc: k8s.KubeConfig) {
     const { plural, clusterScoped } = connectionKinds[ref.kind];
     let obj: unknown;
     try {
-      obj = await ignoreNotFound(
-        clusterScoped
-          ? custom.getClusterCustomObject({ group, version, plural, name: ref.name })
-          : custom.getNamespacedCustomObject({ group, version, namespace, plural, name: ref.name }),
-      );
+      obj = await (clusterScoped
+        ? custom.getClusterCustomObject({ group, version, plural, name: ref.name })
+        : custom.getNamespacedCustomObject({ group, version, namespace, plural, name: ref.name }));
     } catch (err) {
+      // Missing only when the 404 names it (a kind not served is a failure of the read, as for the resource).
+      if (statusCode(err) === 404 && notFoundName(err) === ref.name) obj = undefined;
       // A namespaced install's Role grants nothing cluster-scoped: the resource is told why, as the watcher tells it.
-      if (clusterScoped && statusCode(err) === 403) return clusterConnectionsUnreadable(ref.name, namespace);
-      throw err;
+      else if (clusterScoped && statusCode(err) === 403) return clusterConnectionsUnreadable(ref.name, namespace);
+      else throw err;
     }
     return connectionFromObject(obj, ref, namespace);
   };
@@ -69,7 +74,7 @@ export function createResourceReads(kc: k8s.KubeConfig) {
     async readResource(owner: Owner): Promise<ResourceRead> {
       const kind = owner.kind ?? 'TemporalWorkerDeployment';
       const obj = await getResource(kind, owner.namespace, owner.name);
-      if (!obj) return { found: false };
+      if (!obj) return { found: false, ...configured };
       const meta = obj.metadata ?? {};
       const read = {
         found: true as const,
@@ -78,6 +83,7 @@ export function createResourceReads(kc: k8s.KubeConfig) {
         resourceVersion: meta.resourceVersion ?? '',
         generation: meta.generation ?? 0,
         deleting: !!meta.deletionTimestamp,
+        ...configured,
       };
       const result = await desiredOf({ ...obj, kind }, kind, connection);
       return result.ok ? { ...read, desired: result.desired } : { ...read, problem: result.problem };

@@ -5,9 +5,11 @@
  * visibility lists as Running on the version at the time of the call.
  */
 import { randomUUID } from 'node:crypto';
+import { Context } from '@temporalio/activity';
 import { isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { GrpcStatus, PermanentError } from '../errors.js';
+import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import { logWarning } from '../log.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { versionFilter } from './analysis.js';
@@ -30,20 +32,25 @@ const concurrency = 10;
 /** An execution that closed (or went) since visibility listed it: nothing left to do to it. */
 const isGone = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
 
-/** Runs `act` on every item, `concurrency` at a time; the number of items it returned true for. */
-async function eachLimited<T>(items: T[], act: (item: T) => Promise<boolean>): Promise<number> {
+/**
+ * Runs `act` on every item, `concurrency` at a time, heartbeating as it goes (thousands take longer than one call's
+ * timeout: the workflow bounds the whole by its heartbeat instead); the number of items it returned true for.
+ */
+async function eachLimited<T>(items: T[], heartbeat: (done: number) => void, act: (item: T) => Promise<boolean>): Promise<number> {
   let next = 0;
   let done = 0;
   const lane = async () => {
     while (next < items.length) {
       if (await act(items[next++]!)) done++;
+      heartbeat(next);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
   return done;
 }
 
-export function createPinnedActivities(connections: TemporalConnections, identity: string) {
+export function createPinnedActivities(connections: TemporalConnections, identity: string, chargeHeartbeat: Charge = () => {}) {
+  const heartbeat = () => chargedHeartbeat(Context.current(), chargeHeartbeat);
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
@@ -85,7 +92,7 @@ export function createPinnedActivities(connections: TemporalConnections, identit
       const svc = await service(t);
       const executions = await runningOn(t, buildId);
       const namespace = t.temporalNamespace;
-      const acted = await eachLimited(executions, async (workflowExecution) => {
+      const acted = await eachLimited(executions, heartbeat(), async (workflowExecution) => {
         try {
           if (action.kind === 'Terminate') await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
           else if (action.kind === 'Cancel') await svc.requestCancelWorkflowExecution({ namespace, workflowExecution, reason, identity, requestId: randomUUID() });
@@ -108,7 +115,7 @@ export function createPinnedActivities(connections: TemporalConnections, identit
       const svc = await service(t);
       const executions = await runningOn(t, fromBuildId);
       if (executions.length > 0) logWarning(`moving ${executions.length} running executions of ${t.deploymentName} from ${fromBuildId} to ${toBuildId}: ${reason}`);
-      const moved = await eachLimited(executions, async (workflowExecution) => {
+      const moved = await eachLimited(executions, heartbeat(), async (workflowExecution) => {
         try {
           await svc.updateWorkflowExecutionOptions({
             namespace: t.temporalNamespace,

@@ -241,7 +241,7 @@ test("a 404 from a kind the apiserver does not serve is an error, not 'gone'", a
   const absent: Owner = { namespace, name: 'nobody', uid: 'uid-of-nobody', kind: 'TemporalWorkerDeployment' };
   // Through the served paths: the object is there, and an absent one is gone (the 404 names it).
   expect(await reads.readResource(owner)).toMatchObject({ found: true, uid: obj.metadata.uid });
-  expect(await reads.readResource(absent)).toEqual({ found: false });
+  expect(await reads.readResource(absent)).toMatchObject({ found: false });
 
   const kindPath = `/apis/${group}/${version}/namespaces/${namespace}/${pluralOf('TemporalWorkerDeployment')}/`;
   const unserved = {
@@ -260,4 +260,8 @@ test("a 404 from a kind the apiserver does not serve is an error, not 'gone'", a
     // Nor is it "no successor": the search fails too.
     await expect(unservedReads.findSuccessor({ ...owner, uid: 'an-older-uid' }).then((found) => ({ what, found }))).rejects.toMatchObject({ code: 404 });
   }
+  // The connection's kind not served: a failure of the read too, not "the connection is missing".
+  const connectionPath = `/namespaces/${namespace}/temporalconnections/`;
+  const noConnections = createResourceReads(new UnservedKubeConfig(connectionPath, connectionPath.replace('/temporalconnections/', '/temporalconnectionsunserved/')));
+  await expect(noConnections.readResource(owner)).rejects.toMatchObject({ code: 404 });
 });

@@ -190,6 +190,9 @@ test('routing writes with our last conflict token need no describe; a stale one 
   await countedConnections.closeAll();
 });
 
+/** Runs an activity as the worker would (it heartbeats). */
+const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> => new MockActivityEnvironment().run(fn, ...args);
+
 test('a routing write inside a workflow task is deferred, unmade, while the budget would make it wait; as an activity, or with the budget free, it is made', async () => {
   const { t, deploymentName, taskQueue } = fresh('deferred');
   await startWorker(deploymentName, taskQueue, 'A');
@@ -208,36 +211,36 @@ test('a routing write inside a workflow task is deferred, unmade, while the budg
 test('actOnPinned terminates, signals and cancels the running executions on a version; again, it is a no-op', async () => {
   const { t, deploymentName, taskQueue } = fresh('act');
   await startWorker(deploymentName, taskQueue, 'A', { hold: '5m' });
-  await expect(pinned.actOnPinned(t, 'A', { kind: 'Signal' }, 'no name')).rejects.toThrow(/signalName/);
+  await expect(inActivity(pinned.actOnPinned, t, 'A', { kind: 'Signal' }, 'no name')).rejects.toThrow(/signalName/);
 
   const terminated = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
   await runningCount(t, 'A', 2);
-  expect(await pinned.actOnPinned(t, 'A', { kind: 'Terminate' }, 'bad rollout')).toEqual({ matched: 2, acted: 2 });
+  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Terminate' }, 'bad rollout')).toEqual({ matched: 2, acted: 2 });
   for (const h of terminated) {
     expect((await h.describe()).status.name).toBe('TERMINATED');
     const last = (await h.fetchHistory()).events?.at(-1);
     expect(last?.workflowExecutionTerminatedEventAttributes?.reason).toBe('bad rollout');
   }
   // Whether visibility still lists them or not, nothing is acted on twice and nothing fails.
-  expect((await pinned.actOnPinned(t, 'A', { kind: 'Terminate' }, 'bad rollout')).acted).toBe(0);
+  expect((await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Terminate' }, 'bad rollout')).acted).toBe(0);
   await runningCount(t, 'A', 0);
 
   const signalled = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
   await runningCount(t, 'A', 2);
-  expect(await pinned.actOnPinned(t, 'A', { kind: 'Signal', signalName: 'finish' }, 'finish early')).toEqual({ matched: 2, acted: 2 });
+  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Signal', signalName: 'finish' }, 'finish early')).toEqual({ matched: 2, acted: 2 });
   for (const h of signalled) expect(await h.result()).toBe('A');
   await runningCount(t, 'A', 0);
 
   const cancelled = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
   await runningCount(t, 'A', 2);
-  expect(await pinned.actOnPinned(t, 'A', { kind: 'Cancel' }, 'abort')).toEqual({ matched: 2, acted: 2 });
+  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Cancel' }, 'abort')).toEqual({ matched: 2, acted: 2 });
   for (const h of cancelled) {
     const err = await h.result().catch((e: unknown) => e);
     expect(err).toBeInstanceOf(WorkflowFailedError);
     expect((err as WorkflowFailedError).cause).toBeInstanceOf(CancelledFailure);
   }
   await runningCount(t, 'A', 0);
-  expect(await pinned.actOnPinned(t, 'A', { kind: 'Cancel' }, 'abort')).toEqual({ matched: 0, acted: 0 });
+  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Cancel' }, 'abort')).toEqual({ matched: 0, acted: 0 });
 });
 
 test('movePinned moves executions pinned to a bad build onto a good one, where they complete', async () => {
@@ -254,7 +257,7 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
     await eventually('holding on B', async () => (await h.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) || undefined);
   }
 
-  expect(await pinned.movePinned(t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2 });
+  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2 });
   // Visibility lists them on A at once (the override is their effective version): B's drain no longer waits on them.
   await runningCount(t, 'B', 0);
   await runningCount(t, 'A', 2);
@@ -266,7 +269,7 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
     expect(await h.result()).toBe('A');
   }
   await runningCount(t, 'A', 0);
-  expect(await pinned.movePinned(t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0 });
+  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0 });
 }, 300_000);
 
 test('runGate: a cancelled activity cancels its gate workflow; a worker shutdown leaves it running for the retry', async () => {

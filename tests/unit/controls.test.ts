@@ -1,5 +1,5 @@
 import { parseControl, planRetry, planRollback, problemWithControl, problemWithRollbackTo } from '../../workflows/controls.js';
-import { analysisVerdict, planSpecChange, problemWithDesired } from '../../workflows/decisions.js';
+import { analysisVerdict, planSpecChange } from '../../workflows/decisions.js';
 import type { Desired, RolloutState } from '../../workflows/state.js';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 
@@ -174,17 +174,3 @@ describe('analysisVerdict', () => {
   });
 });
 
-describe('problemWithDesired: the new fields of a hand-sent specChanged', () => {
-  const base = desired(1, 'v1');
-  const withRollout = (rollout: Record<string, unknown>) => ({ ...base, spec: { ...base.spec, rollout: { ...base.spec.rollout, ...rollout } } });
-  const withSunset = (sunset: Record<string, unknown>) => ({ ...base, spec: { ...base.spec, sunset: { ...base.spec.sunset, ...sunset } } });
-  test.each<[string, unknown, string | undefined]>([
-    ['a parsed spec', base, undefined],
-    ['rollbackWindow', withRollout({ rollbackWindow: 'soon' }), 'spec.rollout.rollbackWindow is not a duration'],
-    ['analysis without a limit', withRollout({ analysis: { minExecutions: 3 } }), 'spec.rollout.analysis.maxFailurePercentage is not a number'],
-    ['analysis.maxWait', withRollout({ analysis: { maxFailurePercentage: 1, maxWait: 3 } }), 'spec.rollout.analysis.maxWait is not a duration'],
-    ['analysis.workflowTypes', withRollout({ analysis: { maxFailurePercentage: 1, workflowTypes: 'A' } }), 'spec.rollout.analysis.workflowTypes is not a list of strings'],
-    ['maxDrainDuration', withSunset({ maxDrainDuration: 'never' }), 'spec.sunset.maxDrainDuration is not a duration'],
-    ['onMaxDrain Signal without a name', withSunset({ onMaxDrain: { action: 'Signal' } }), 'spec.sunset.onMaxDrain.action is not Wait, Cancel, Terminate or Signal (with signalName)'],
-  ])('%s', (_, payload, expected) => expect(problemWithDesired(payload)).toBe(expected));
-});

@@ -12,7 +12,6 @@ import {
   isDrained,
   newerObservation,
   nextRampStep,
-  problemWithDesired,
   noPollersMessage,
   recheckDelay,
   isPaused,
@@ -454,38 +453,6 @@ describe('planSpecChange keeps each build’s own pod template', () => {
     expect(second.templates?.v1).toBe(v1.spec.template);
     expect(second.templates?.v2).toBe(v2.spec.template);
     expect(second.templates?.v1).not.toEqual(second.templates?.v2);
-  });
-});
-
-describe('problemWithDesired: what a signal may carry (no input can fail a workflow task)', () => {
-  const good = desired('v1', 1);
-  const progressive = { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 10, pauseDuration: '1m' }, { rampPercentage: 50 }] } } };
-  test.each<[string, unknown, string | undefined]>([
-    ['a parsed spec', good, undefined],
-    ['a Progressive spec', progressive, undefined],
-    ['nothing', undefined, 'the payload is not an object'],
-    ['a string', 'v2', 'the payload is not an object'],
-    ['no generation', { ...good, generation: 'one' }, 'generation is not an integer'],
-    ['an empty build ID', { ...good, buildId: '' }, 'buildId is not a non-empty string'],
-    ['no spec', { ...good, spec: null }, 'spec is not an object'],
-    ['negative replicas', { ...good, spec: { ...good.spec, replicas: -1 } }, 'spec.replicas is not an integer ≥ 0'],
-    ['an unknown strategy', { ...good, spec: { ...good.spec, rollout: { strategy: 'Canary' } } }, 'spec.rollout.strategy is not AllAtOnce, Progressive or Manual'],
-    ['Progressive without steps', { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive' } } }, 'spec.rollout.steps: Progressive needs at least one step'],
-    [
-      'steps going down',
-      { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } },
-      "spec.rollout.steps[1].rampPercentage must be between 1 and 99 and above the previous step's",
-    ],
-    [
-      'a pause that is not a duration',
-      { ...good, spec: { ...good.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 5, pauseDuration: 'soon' }] } } },
-      'spec.rollout.steps[0].pauseDuration is not a duration',
-    ],
-    ['a gate without a workflow type', { ...good, spec: { ...good.spec, rollout: { strategy: 'AllAtOnce', gate: {} } } }, 'spec.rollout.gate has no workflowType'],
-    ['sunset delays that are not durations', { ...good, spec: { ...good.spec, sunset: { scaledownDelay: 1, deleteDelay: '1h' } } }, 'spec.sunset delays are not durations'],
-    ['no connection', { ...good, connection: undefined }, 'connection.hostPort is not a string'],
-  ])('%s', (_name, input, problem) => {
-    expect(problemWithDesired(input)).toBe(problem);
   });
 });
 

@@ -61,11 +61,11 @@ interface Rollout {
 async function startRollout(label: string): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId);
+  const world = worlds.create(owner, workflowId, timings);
   const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
     taskQueue,
     workflowId,
-    args: [{ owner, timings }],
+    args: [{ owner }],
   });
   workflowIds.push(workflowId);
   const latest = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);

@@ -58,8 +58,8 @@ const signals = { pause: messages.pause, resume: messages.resume, abort: message
 async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId);
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings: { ...timings, ...extra } }] });
+  const world = worlds.create(owner, workflowId, { ...timings, ...extra });
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);
   const handle = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
   const status = () => handle().query(messages.status);

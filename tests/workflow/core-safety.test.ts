@@ -50,8 +50,8 @@ interface Rollout {
 async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId);
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings: { ...timings, ...extra } }] });
+  const world = worlds.create(owner, workflowId, { ...timings, ...extra });
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);
   const handle = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
   return {
@@ -407,11 +407,11 @@ describe('a run that is not its owner\'s touches nothing', () => {
   test('an owner never read as itself (another live object holds the name): the run touches nothing and continues as new for that object', async () => {
     const owner = { namespace: 'shop', name: `not-ours-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-    const w = worlds.create(owner, workflowId);
+    const w = worlds.create(owner, workflowId, timings);
     const live = { ...owner, uid: randomUUID(), kind: 'TemporalWorkerDeployment' as const };
     w.resourceUid = live.uid;
     w.setSpec(desired(1, 'v1'));
-    const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
     workflowIds.push(workflowId);
     const first = client.workflow.getHandle(workflowId, started.firstExecutionRunId);
     await eventually('the first run to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
@@ -435,9 +435,9 @@ describe('a run that is not its owner\'s touches nothing', () => {
   test('an owner that does not exist: the run ends at once, after one read', async () => {
     const owner = { namespace: 'shop', name: `absent-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-    const w = worlds.create(owner, workflowId);
+    const w = worlds.create(owner, workflowId, timings);
     w.resourceGone = true;
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
     expect(names(w)).toEqual(['readResource']);
@@ -446,10 +446,10 @@ describe('a run that is not its owner\'s touches nothing', () => {
 
   test('a workflow ID that is not its owner\'s: the run ends at once, touching nothing, not even a read', async () => {
     const owner = { namespace: 'shop', name: `by-hand-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-    const w = worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name));
+    const w = worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name), timings);
     w.setSpec(desired(1, 'v1'));
     const workflowId = `by-hand-${randomUUID().slice(0, 8)}`;
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
     expect(w.calls).toEqual([]);
@@ -459,7 +459,7 @@ describe('a run that is not its owner\'s touches nothing', () => {
   test('a state in a start request is ignored: the run starts from what it reads', async () => {
     const owner = { namespace: 'shop', name: `forged-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-    const w = worlds.create(owner, workflowId);
+    const w = worlds.create(owner, workflowId, timings);
     // A forged state: v0 current, a deletion under way.
     const forged = { owner, deprecated: [], phase: 'Ready', reason: 'RolloutComplete', message: 'forged', since: new Date().toISOString(), deleting: true, deployments: {}, timings, current: { buildId: 'v0' } };
     await client.workflow.start('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings, state: forged }] });

@@ -15,8 +15,8 @@ import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
-import type { RolloutInput, RolloutWorkflow } from '../../workflows/rollout.js';
-import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
+import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { DeploymentObservation, Desired, Owner, Timings } from '../../workflows/state.js';
 
 export interface Call {
   name: string;
@@ -119,6 +119,8 @@ export class FakeWorld {
   readonly openExecutions = new Map<string, number>();
   /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
   resourceGone = false;
+  /** The controller's timings, as readResource hands them to the workflow. */
+  timings?: Partial<Timings>;
   /** The resource as the apiserver has it (what readResource answers): its spec, set by `applySpec`. */
   spec?: Desired;
   /** The UID the apiserver has under the owner's name (another: a namesake replaced it). */
@@ -284,8 +286,10 @@ export class FakeWorlds {
 
   constructor(private readonly client: Client) {}
 
-  create(owner: Owner, workflowId: string): FakeWorld {
+  /** `timings`: the controller's configuration, which the workflow gets in its read of the resource. */
+  create(owner: Owner, workflowId: string, timings?: Partial<Timings>): FakeWorld {
     const world = new FakeWorld(owner, workflowId, this.client);
+    world.timings = timings;
     this.byKey.set(workerDeploymentName(owner.namespace, owner.name), world);
     return world;
   }
@@ -361,13 +365,13 @@ export class FakeWorlds {
         w.statuses.push(status);
         return !w.resourceGone;
       },
-      resourceExists: async (owner) => !kube(owner, 'resourceExists', []).resourceGone,
       readResource: async (owner) => {
         const w = kube(owner, 'readResource', []);
-        if (w.resourceGone) return { found: false as const };
+        const timings = w.timings ? { timings: w.timings } : {};
+        if (w.resourceGone) return { found: false as const, ...timings };
         const uid = w.resourceUid ?? owner.uid;
         const kind = w.spec?.kind ?? owner.kind ?? 'TemporalWorkerDeployment';
-        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
+        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...timings, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
       },
       // As the activity: a live object under the name other than the owner's own (none while it is being deleted).
       findSuccessor: async (owner) => {
@@ -605,7 +609,7 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
  * every rollout it started. `world(owner)` makes the owner's fake world (set it up before `start`); `start(owner)`
  * starts the owner's RolloutWorkflow as the watcher does.
  */
-export function fakeRigForFile(label: string, timings: RolloutInput['timings']) {
+export function fakeRigForFile(label: string, timings: Partial<Timings>) {
   const taskQueue = `${label}-test-${randomUUID().slice(0, 8)}`;
   const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
   let rig: FakeRig | undefined;
@@ -623,10 +627,10 @@ export function fakeRigForFile(label: string, timings: RolloutInput['timings']) 
     get client() {
       return started().client;
     },
-    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name)),
+    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name), timings),
     async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails' | 'workflowTaskTimeout'> = {}) {
       const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }], ...options });
+      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }], ...options });
       handles.push(handle);
       return handle;
     },

@@ -53,9 +53,9 @@ function settled(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
 test('a resync round is one read and one workflow task: its repairs and their report run as local activities', async () => {
   const owner = { namespace: 'shop', name: `idle-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId);
+  const world = worlds.create(owner, workflowId, timings);
   const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings }] });
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);
   await world.applySpec(desired(1, 'v1'));
   await eventually('v1 to be current', async () => {

@@ -47,11 +47,11 @@ interface Rollout {
 async function startRollout(label: string): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId);
+  const world = worlds.create(owner, workflowId, timings);
   const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
     taskQueue,
     workflowId,
-    args: [{ owner, timings }],
+    args: [{ owner }],
   });
   handles.push(handle);
   const status = () => handle.query(messages.status);
