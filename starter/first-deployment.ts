@@ -5,12 +5,16 @@
  *
  * It is fenced on the resource's resourceVersion without waiting on the fence: the Deployment is created (never
  * applied over anything: it cannot overwrite the workflow's newer apply) while the finalizer patch, which
- * carries the resourceVersion seen, goes out beside it. If the patch is refused (this replica's cache was stale),
- * what it created is deleted unless someone wrote it since (preconditions: its uid and resourceVersion).
+ * carries the resourceVersion seen, goes out beside it. If the patch is refused because the object moved on (409,
+ * or 404), the resource is read again: what was created is kept when the object still asks for that build (another
+ * replica, or the workflow, wrote it meanwhile), else deleted unless it changed since (uid and resourceVersion).
  */
 import * as k8s from '@kubernetes/client-node';
+import { computeBuildId } from '../api/build-id.js';
+import { group, version } from '../api/common.js';
+import { parseWorkerResource, pluralOf, type ResourceKind } from '../api/kinds.js';
 import type { Desired } from '../workflows/state.js';
-import { asApply, statusCode } from '../activities/kubernetes/client.js';
+import { asApply, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
 import { managerName, renderVersionedDeployment, type Owner } from '../activities/kubernetes/versioned-deployment.js';
 
 export interface FirstDeployment {
@@ -18,6 +22,8 @@ export interface FirstDeployment {
   desired: Desired;
   /** The finalizer patch carrying the resourceVersion seen: rejects when the object moved on. */
   fence: () => Promise<void>;
+  /** The build the object asks for now, read from the apiserver (undefined: gone, replaced or being deleted). */
+  buildIdNow: () => Promise<string | undefined>;
 }
 
 /** `created` (and fenced), `exists` (someone made it first: left alone), or why it was not created. */
@@ -37,7 +43,8 @@ export async function createFirstDeployment(apps: k8s.AppsV1Api, input: FirstDep
   const [fence, created] = await Promise.allSettled([input.fence(), create]);
   if (fence.status === 'rejected') {
     const made = created.status === 'fulfilled' ? created.value : undefined;
-    if (made) await undo(apps, made);
+    const movedOn = statusCode(fence.reason) === 409 || statusCode(fence.reason) === 404;
+    if (made && movedOn && (await input.buildIdNow()) !== desired.buildId) await undo(apps, made);
     throw fence.reason;
   }
   if (created.status === 'rejected') return { notCreated: (created.reason as Error)?.message ?? String(created.reason) };
@@ -51,5 +58,19 @@ async function undo(apps: k8s.AppsV1Api, made: k8s.V1Deployment): Promise<void> 
     await apps.deleteNamespacedDeployment({ name: name!, namespace: namespace!, body: { preconditions: { uid, resourceVersion } } });
   } catch (err) {
     if (statusCode(err) !== 409 && statusCode(err) !== 404) throw err; // changed since, or gone: not ours to undo
+  }
+}
+
+/** The build the object (`meta`'s uid) asks for now, read from the apiserver: undefined when gone, replaced or being deleted. */
+export async function buildIdNow(custom: k8s.CustomObjectsApi, kind: ResourceKind, meta: k8s.V1ObjectMeta): Promise<string | undefined> {
+  const { namespace = '', name = '', uid } = meta;
+  const now = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name }))) as k8s.KubernetesObject | undefined;
+  if (!now || now.metadata?.uid !== uid || now.metadata?.deletionTimestamp) return undefined;
+  const parsed = parseWorkerResource(now, kind);
+  if (!parsed.ok) return undefined;
+  try {
+    return computeBuildId(parsed.resource.spec.template, parsed.resource.spec.workerOptions.unsafeCustomBuildID);
+  } catch {
+    return undefined; // an invalid custom build ID: no build is wanted
   }
 }

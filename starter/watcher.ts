@@ -22,7 +22,7 @@ import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type Con
 import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
-import { createFirstDeployment } from './first-deployment.js';
+import { buildIdNow, createFirstDeployment } from './first-deployment.js';
 import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
 import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
@@ -624,7 +624,7 @@ export class Watcher {
     const started = performance.now();
     try {
       // Rejects when the fence is refused: retried as any failure.
-      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => this.addFinalizer(obj) });
+      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => this.addFinalizer(obj), buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}) });
       if (typeof outcome !== 'string') this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`);
       else this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, outcome, ms: Math.round(performance.now() - started) });
     } finally {

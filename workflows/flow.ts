@@ -169,9 +169,11 @@ async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, 
   const read = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
   observe(ctx, read);
   if (!ctx.state.deployments[buildId]?.exists || (read.availableReplicas ?? 0) === 0) {
+    // Not Glidepath's to render (adopted): nothing to apply, so routing does not go to it.
+    if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId]) throw new Blocked(`roll back to ${buildId}`, 'its Deployment has no available pods, and it is not one Glidepath applies');
     ctx.transition('Deploying', 'Deploying', `${buildId} has no available pods: applying its Deployment before routing goes back to it`);
     await ensureDeployment(ctx, buildId);
-    await waitUntilAvailable(ctx, buildId);
+    await waitUntilAvailable(ctx, buildId, { ignorePause: true }); // a rollback is not held by a pause
   }
   await makeCurrent(ctx, sunsets, buildId, { reason: 'RolledBack', message, ignorePause: true });
   if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) {

@@ -99,9 +99,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (typeof obs?.buildId !== 'string' || typeof obs.exists !== 'boolean') throw new Error('not a Deployment observation');
       if (obs.ownerUid && obs.ownerUid !== owner.uid) return;
       // A wake-up: a wait on this build reads its Deployment (the same resourceVersion as last read: nothing new).
+      const known = [state().current?.buildId, state().target?.buildId, ...state().deprecated.map((v) => v.buildId)].includes(obs.buildId);
       const read = state().deployments[obs.buildId];
-      if (!read?.resourceVersion || read.resourceVersion !== obs.resourceVersion || read.exists !== obs.exists) ctx.deploymentsChanged.add(obs.buildId);
-      const live = !ctx.removing.has(obs.buildId) && [state().current?.buildId, state().target?.buildId, ...state().deprecated.map((v) => v.buildId)].includes(obs.buildId);
+      if (known && (!read?.resourceVersion || read.resourceVersion !== obs.resourceVersion || read.exists !== obs.exists)) ctx.deploymentsChanged.add(obs.buildId);
+      const live = !ctx.removing.has(obs.buildId) && known;
       if (!obs.exists && live && !state().deleting) state().resyncDue = true;
     }),
   );
@@ -267,7 +268,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
     // replayed in another order than it ran (a nondeterminism error).
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
-    if (read.timings) state().timings = { ...defaultTimings, ...read.timings }; // the controller's, not the start request's
+    state().timings = { ...defaultTimings, ...read.timings }; // the controller's, not the start request's
     const decision = planRead(state(), read);
     if (decision.kind === 'unconfirmed') {
       // Another live object holds the name: it is this workflow's to serve (its next run reads it itself).

@@ -49,13 +49,14 @@ export async function waitWhilePaused(ctx: RolloutContext, opts: { promoteEnds?:
  * Waits until the target's Deployment is available. The progress deadline (from the spec in force, paused
  * time excluded) turns the phase to Failed, and the wait goes on: the rollout continues if it becomes available.
  */
-export async function waitUntilAvailable(ctx: RolloutContext, buildId: string): Promise<void> {
+export async function waitUntilAvailable(ctx: RolloutContext, buildId: string, opts: { ignorePause?: boolean } = {}): Promise<void> {
   const target = ctx.state.target!;
   let attempt = 0;
   let failed = ctx.state.reason === 'ProgressDeadlineExceeded';
   const changed = () => ctx.deploymentsChanged.has(buildId);
+  const paused = () => !opts.ignorePause && isPaused(ctx.state);
   while (!isAvailable(ctx, buildId)) {
-    if (isPaused(ctx.state)) {
+    if (paused()) {
       await waitWhilePaused(ctx);
       continue;
     }
@@ -63,15 +64,15 @@ export async function waitUntilAvailable(ctx: RolloutContext, buildId: string): 
     const waited = target.availableWaitMs ?? 0;
     const delay = recheckDelay(attempt, ctx.state.timings.recheckMaxMs ?? 30_000);
     const started = Date.now();
-    const woken = await ctx.wait(() => changed() || isPaused(ctx.state), failed ? delay : Math.min(delay, deadline - waited), `wait for ${buildId} to be available`);
+    const woken = await ctx.wait(() => changed() || paused(), failed ? delay : Math.min(delay, deadline - waited), `wait for ${buildId} to be available`);
     target.availableWaitMs = waited + (Date.now() - started);
-    if (isPaused(ctx.state)) continue;
+    if (paused()) continue;
     if (!woken) attempt++; // the backstop read backs off; a wake-up reads at once
     ctx.checkpoint();
     ctx.deploymentsChanged.delete(buildId);
     const obs = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
     observe(ctx, obs);
-    if (!obs.exists) ctx.state.resyncDue = true; // deleted under us: the resync recreates it
+    if (!ctx.state.deployments[buildId]?.exists) ctx.state.resyncDue = true; // deleted under us: the resync recreates it
     if (!failed && !isAvailable(ctx, buildId) && target.availableWaitMs >= deadline) {
       failed = true;
       ctx.transition('Failed', 'ProgressDeadlineExceeded', `${buildId} not available after ${ctx.spec().progressDeadlineSeconds}s`, 'Warning');

@@ -36,27 +36,37 @@ const isGone = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcSta
  * Runs `act` on every item, `concurrency` at a time, heartbeating as it goes (thousands take longer than one call's
  * timeout: the workflow bounds the whole by its heartbeat instead); the number of items it returned true for.
  */
-async function eachLimited<T>(items: T[], heartbeat: (done: number) => void, act: (item: T) => Promise<boolean>): Promise<number> {
+async function eachLimited<T>(items: T[], progress: Progress, act: (item: T) => Promise<boolean>): Promise<number> {
   let next = 0;
   let done = 0;
   const lane = async () => {
-    while (next < items.length) {
+    while (next < items.length && !progress.cancelled.aborted) {
       if (await act(items[next++]!)) done++;
-      heartbeat(next);
+      progress.heartbeat(next);
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
+  if (progress.cancelled.aborted) throw progress.cancelled.reason; // a deletion or an abort: no more acted on
   return done;
 }
 
+/** The activity's heartbeat (which also delivers its cancellation) and that cancellation. */
+interface Progress {
+  heartbeat: (details?: unknown) => void;
+  cancelled: AbortSignal;
+}
+
 export function createPinnedActivities(connections: TemporalConnections, identity: string, chargeHeartbeat: Charge = () => {}) {
-  const heartbeat = () => chargedHeartbeat(Context.current(), chargeHeartbeat);
+  const progress = (): Progress => {
+    const ctx = Context.current();
+    return { heartbeat: chargedHeartbeat(ctx, chargeHeartbeat), cancelled: ctx.cancellationSignal };
+  };
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
 
   /** The executions visibility lists as Running on the version, with their run IDs (never a later run). */
-  async function runningOn(t: TemporalTarget, buildId: string): Promise<{ workflowId: string; runId: string }[]> {
+  async function runningOn(t: TemporalTarget, buildId: string, p: Progress): Promise<{ workflowId: string; runId: string }[]> {
     const svc = await service(t);
     const query = `${versionFilter(t, buildId)} AND ExecutionStatus = "Running"`;
     const found: { workflowId: string; runId: string }[] = [];
@@ -67,6 +77,7 @@ export function createPinnedActivities(connections: TemporalConnections, identit
         if (e.execution?.workflowId && e.execution.runId) found.push({ workflowId: e.execution.workflowId, runId: e.execution.runId });
       }
       nextPageToken = res.nextPageToken;
+      p.heartbeat();
       if (!nextPageToken?.length) break;
     }
     return found;
@@ -90,9 +101,10 @@ export function createPinnedActivities(connections: TemporalConnections, identit
     async actOnPinned(t: TemporalTarget, buildId: string, action: PinnedAction, reason: string): Promise<{ matched: number; acted: number }> {
       if (action.kind === 'Signal' && !action.signalName) throw new PermanentError('actOnPinned: a Signal action needs a signalName');
       const svc = await service(t);
-      const executions = await runningOn(t, buildId);
+      const p = progress();
+      const executions = await runningOn(t, buildId, p);
       const namespace = t.temporalNamespace;
-      const acted = await eachLimited(executions, heartbeat(), async (workflowExecution) => {
+      const acted = await eachLimited(executions, p, async (workflowExecution) => {
         try {
           if (action.kind === 'Terminate') await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
           else if (action.kind === 'Cancel') await svc.requestCancelWorkflowExecution({ namespace, workflowExecution, reason, identity, requestId: randomUUID() });
@@ -113,9 +125,10 @@ export function createPinnedActivities(connections: TemporalConnections, identit
      */
     async movePinned(t: TemporalTarget, fromBuildId: string, toBuildId: string, reason: string): Promise<{ matched: number; moved: number }> {
       const svc = await service(t);
-      const executions = await runningOn(t, fromBuildId);
+      const p = progress();
+      const executions = await runningOn(t, fromBuildId, p);
       if (executions.length > 0) logWarning(`moving ${executions.length} running executions of ${t.deploymentName} from ${fromBuildId} to ${toBuildId}: ${reason}`);
-      const moved = await eachLimited(executions, heartbeat(), async (workflowExecution) => {
+      const moved = await eachLimited(executions, p, async (workflowExecution) => {
         try {
           await svc.updateWorkflowExecutionOptions({
             namespace: t.temporalNamespace,

@@ -11,7 +11,7 @@ import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import { asMergePatch, SharedConnectionsKubeConfig, statusCode } from '../../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
-import { createFirstDeployment } from '../../starter/first-deployment.js';
+import { buildIdNow, createFirstDeployment } from '../../starter/first-deployment.js';
 import type { Desired, Owner } from '../../workflows/state.js';
 
 type Raw = k8s.KubernetesObject & { metadata: k8s.V1ObjectMeta };
@@ -57,8 +57,9 @@ async function firstSight(name: string): Promise<{ seen: Raw; owner: Owner; desi
 const fenceAt = (seen: Raw) => async () => {
   await custom.patchNamespacedCustomObject({ group, version, namespace, plural, name: seen.metadata.name!, body: { metadata: { finalizers: [finalizer], resourceVersion: seen.metadata.resourceVersion } } }, asMergePatch);
 };
-/** Someone else writes the resource after the watcher's view was taken: that view is stale now. */
-const moveOn = (name: string) => custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { labels: { moved: 'on' } } } }, asMergePatch);
+/** Someone else writes the resource after the watcher's view was taken: that view is stale now (a new build: a new image). */
+const moveOn = (name: string, image?: string) =>
+  custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { labels: { moved: 'on' } }, ...(image ? { spec: { template: { spec: { containers: [{ name: 'w', image }] } } } } : {}) } }, asMergePatch);
 const deploymentOf = (owner: Owner, buildId: string) => apps.readNamespacedDeployment({ name: versionedDeploymentName(owner.name, buildId), namespace }).catch((err: unknown) => {
   if (statusCode(err) === 404) return undefined;
   throw err;
@@ -66,7 +67,7 @@ const deploymentOf = (owner: Owner, buildId: string) => apps.readNamespacedDeplo
 
 test('a fresh view: created with the fence on, and the workflow\'s own apply of it changes nothing', async () => {
   const { seen, owner, desired } = await firstSight('fresh');
-  expect(await createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen) })).toBe('created');
+  expect(await createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).toBe('created');
   const made = await deploymentOf(owner, desired.buildId);
   expect(made?.metadata?.labels).toMatchObject({ 'glidepath.dev/owner-uid': owner.uid });
   const again = await createKubernetesActivities(kc).ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
@@ -74,10 +75,10 @@ test('a fresh view: created with the fence on, and the workflow\'s own apply of 
   expect(((await custom.getNamespacedCustomObject({ group, version, namespace, plural, name: 'fresh' })) as Raw).metadata.finalizers).toEqual([finalizer]);
 });
 
-test('a stale view: the fence is refused, and the Deployment it created is deleted again', async () => {
+test('a stale view of an object that asks for another build now: the fence is refused, and the Deployment it created is deleted again', async () => {
   const { seen, owner, desired } = await firstSight('stale');
-  await moveOn('stale');
-  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen) })).rejects.toMatchObject({ code: 409 });
+  await moveOn('stale', 'stale:2');
+  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
   const left = await deploymentOf(owner, desired.buildId);
   expect(left === undefined || left.metadata?.deletionTimestamp !== undefined).toBe(true);
 });
@@ -87,10 +88,27 @@ test('a stale view beside the workflow\'s newer apply: nothing is overwritten an
   // The workflow applied this build already, at 3 replicas (a newer spec than the watcher saw).
   await createKubernetesActivities(kc).ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template, replicas: 3 });
   const before = await deploymentOf(owner, desired.buildId);
-  await moveOn('newer');
-  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen) })).rejects.toMatchObject({ code: 409 });
+  await moveOn('newer', 'newer:2');
+  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
   const after = await deploymentOf(owner, desired.buildId);
   expect(after?.metadata?.resourceVersion).toBe(before?.metadata?.resourceVersion);
   expect(after?.spec?.replicas).toBe(3);
   expect(after?.metadata?.deletionTimestamp).toBeUndefined();
+});
+
+test('two replicas at once, one fence refused: the build the object still asks for keeps its Deployment', async () => {
+  const { seen, owner, desired } = await firstSight('twice');
+  const input = { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) };
+  const outcomes = await Promise.allSettled([createFirstDeployment(apps, input), createFirstDeployment(apps, input)]);
+  expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1); // one fence passes; the other is refused (409)
+  const kept = await deploymentOf(owner, desired.buildId);
+  expect(kept?.metadata?.deletionTimestamp).toBeUndefined();
+  expect(kept?.metadata?.labels).toMatchObject({ 'glidepath.dev/owner-uid': owner.uid });
+});
+
+test('a stale view of an object that still asks for this build (only its labels changed): the Deployment is kept', async () => {
+  const { seen, owner, desired } = await firstSight('relabelled');
+  await moveOn('relabelled');
+  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
+  expect((await deploymentOf(owner, desired.buildId))?.metadata?.deletionTimestamp).toBeUndefined();
 });

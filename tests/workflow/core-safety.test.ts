@@ -230,7 +230,8 @@ test('a forged "available" observation is a wake-up: the wait reads the Deployme
   const before = reads();
   const forged = { ...r.world.observation('v2'), exists: true, generation: 1, observedGeneration: 1, replicas: 1, availableReplicas: 1, resourceVersion: '999999999' };
   await r.handle().signal(messages.deploymentObserved, forged);
-  await eventually('the forged word was read against the Deployment', () => reads() > before);
+  // Two reads: the first one's answer (not available) was acted on, and the wait came round again.
+  await eventually('the forged word was read against the Deployment, and the wait went on', () => reads() >= before + 2);
   expect((await r.handle().query(messages.status)).phase).not.toBe('AwaitingPromotion');
   await r.world.makeAvailable('v2');
   await r.until('awaiting promotion once the read says available', (s) => s.phase === 'AwaitingPromotion');
