@@ -138,6 +138,18 @@ async function gateRanOnce(name: string, gateId: string, v2: string): Promise<vo
   expect(await env.client.workflow.getHandle(gateId).result()).toBe(v2);
 }
 
+/**
+ * v2 current, one gate run ever, and the rollout's one wait on it: cut off by the kill, retried by the new process
+ * (attempt ≥ 2), which completed with the gate's outcome.
+ */
+async function rolledOutAfterOneGateRun(name: string, gateId: string, v2: string): Promise<void> {
+  await v2Current(name, v2);
+  await gateRanOnce(name, gateId, v2);
+  const attempts = await runGateAttempts(name);
+  expect(attempts).toEqual([{ attempt: expect.any(Number), outcome: 'completed' }]);
+  expect(attempts[0]!.attempt).toBeGreaterThanOrEqual(2);
+}
+
 test('a gate runs once when the controller is SIGKILLed during it: the restarted controller waits on the running gate', async () => {
   const name = 'gate-running';
   const { v2, gateId } = await gating(name);
@@ -154,12 +166,7 @@ test('a gate runs once when the controller is SIGKILLed during it: the restarted
 
   // The gate ends now: every gate execution of the resource that runs (one, if the retry started none of its own).
   for (const run of await gateRuns(name)) if (run.status.name === 'RUNNING') await env.client.workflow.getHandle(run.workflowId).signal('finish');
-  await v2Current(name, v2);
-
-  await gateRanOnce(name, gateId, v2);
-  const attempts = await runGateAttempts(name);
-  expect(attempts).toEqual([{ attempt: expect.any(Number), outcome: 'completed' }]);
-  expect(attempts[0]!.attempt).toBeGreaterThanOrEqual(2);
+  await rolledOutAfterOneGateRun(name, gateId, v2);
 }, 10 * 60_000);
 
 test('a gate runs once when it ended while the SIGKILLed controller was down: the restarted controller reads its outcome', async () => {
@@ -171,11 +178,5 @@ test('a gate runs once when it ended while the SIGKILLed controller was down: th
   await env.client.workflow.getHandle(gateId).signal('finish');
   await eventually('the gate completed', async () => (await env.client.workflow.getHandle(gateId).describe()).status.name === 'COMPLETED', 30_000, 100);
   await startController();
-  await v2Current(name, v2);
-
-  await gateRanOnce(name, gateId, v2);
-  // The wait on the gate was cut off by the kill and retried by the new process, which found the gate's outcome.
-  const attempts = await runGateAttempts(name);
-  expect(attempts).toEqual([{ attempt: expect.any(Number), outcome: 'completed' }]);
-  expect(attempts[0]!.attempt).toBeGreaterThanOrEqual(2);
+  await rolledOutAfterOneGateRun(name, gateId, v2);
 }, 10 * 60_000);
