@@ -15,7 +15,7 @@ import { analyse } from './analysis.js';
 import { firstVersionRouting, gateKey, isPaused, nextRampStep, noPollersMessage, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
 import { passGate } from './gates.js';
 import type { Sunsets } from './sunset.js';
-import { observe, waitUntilAvailable, waitWhilePaused } from './waiting.js';
+import { observe, readDeployment, waitUntilAvailable, waitWhilePaused } from './waiting.js';
 
 const now = () => new Date();
 
@@ -166,8 +166,7 @@ async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, 
   const differs = spec !== buildId ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry` : '';
   const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
   // Its pods are read, not remembered: routing goes back only to a Deployment that serves (made whole first if not).
-  const read = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
-  observe(ctx, read);
+  const read = await readDeployment(ctx, buildId);
   if (!ctx.state.deployments[buildId]?.exists || (read.availableReplicas ?? 0) === 0) {
     // Not Glidepath's to render (adopted): nothing to apply, so routing does not go to it.
     if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId]) throw new Blocked(`roll back to ${buildId}`, 'its Deployment has no available pods, and it is not one Glidepath applies');

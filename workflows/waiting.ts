@@ -18,6 +18,13 @@ export function observe(ctx: RolloutContext, obs: DeploymentObservation): void {
   ctx.state.deployments[obs.buildId] = mine ? newerObservation(ctx.state.deployments[obs.buildId], obs) : { buildId: obs.buildId, name: obs.name, exists: false };
 }
 
+/** Reads the build's Deployment and folds the read into the state; returns what was read. */
+export async function readDeployment(ctx: RolloutContext, buildId: string): Promise<DeploymentObservation> {
+  const read = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
+  observe(ctx, read);
+  return read;
+}
+
 /** The Deployment has the replicas the spec asks for now, all available, at its latest generation. */
 export function isAvailable(ctx: RolloutContext, buildId: string): boolean {
   const d = ctx.state.deployments[buildId];
@@ -70,8 +77,7 @@ export async function waitUntilAvailable(ctx: RolloutContext, buildId: string, o
     if (!woken) attempt++; // the backstop read backs off; a wake-up reads at once
     ctx.checkpoint();
     ctx.deploymentsChanged.delete(buildId);
-    const obs = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
-    observe(ctx, obs);
+    await readDeployment(ctx, buildId);
     if (!ctx.state.deployments[buildId]?.exists) ctx.state.resyncDue = true; // deleted under us: the resync recreates it
     if (!failed && !isAvailable(ctx, buildId) && target.availableWaitMs >= deadline) {
       failed = true;
