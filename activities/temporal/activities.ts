@@ -10,6 +10,7 @@ import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../error
 import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
 import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
+import { pinnedRunningOn } from './pinned.js';
 import { describeDeploymentSettled, describeVersionSettled, isNamespaceNotFound, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
@@ -374,9 +375,7 @@ export function createTemporalActivities(
       const status: VersionStatus = res ? versionStatusName(res.workerDeploymentVersionInfo?.status) : 'NotRegistered';
       if (status !== 'Inactive' && status !== 'NotRegistered') return status;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
-      const open = await client.workflow.count(
-        `TemporalWorkerDeploymentVersion = "${t.deploymentName}:${buildId}" AND ExecutionStatus = "Running"`,
-      );
+      const open = await client.workflow.count(pinnedRunningOn(t, buildId));
       return open.count > 0 ? 'Draining' : status;
     },
 

@@ -8,6 +8,7 @@ import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { isDrained } from '../../workflows/decisions.js';
 import { chargedHeartbeat, type Charge } from '../heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
+import { pinnedRunningOn } from './pinned.js';
 
 
 export function createDrainageActivities(
@@ -31,12 +32,12 @@ export function createDrainageActivities(
       }
     },
 
-    /** Running executions on each version (visibility), by build ID. */
+    /** Running executions pinned to each version (visibility), by build ID. */
     async countOpenExecutions(t: TemporalTarget, buildIds: string[]): Promise<Record<string, number>> {
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       const open: Record<string, number> = {};
       for (const buildId of buildIds) {
-        const { count } = await client.workflow.count(`TemporalWorkerDeploymentVersion = "${t.deploymentName}:${buildId}" AND ExecutionStatus = "Running"`);
+        const { count } = await client.workflow.count(pinnedRunningOn(t, buildId));
         open[buildId] = count;
       }
       return open;

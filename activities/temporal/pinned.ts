@@ -23,37 +23,41 @@ export interface PinnedAction {
   signalName?: string;
 }
 
-/** Listing is bounded per call (10 pages of 1000): a retry or the next call takes the rest. */
+/** Listed a page at a time, each acted on before the next is fetched: every one is reached, however many. */
 const pageSize = 1000;
-const maxPages = 10;
 /** Calls in flight at once: thousands of executions finish in seconds without flooding the server. */
 const concurrency = 10;
+
+/**
+ * The running executions pinned to the version: AutoUpgrade ones on it move on with routing by themselves, and are
+ * never cancelled, terminated, signalled or re-pinned here.
+ */
+export const pinnedRunningOn = (t: TemporalTarget, buildId: string) => `${versionFilter(t, buildId)} AND TemporalWorkflowVersioningBehavior = "Pinned" AND ExecutionStatus = "Running"`;
 
 /** An execution that closed (or went) since visibility listed it: nothing left to do to it. */
 const isGone = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
 
-/**
- * Runs `act` on every item, `concurrency` at a time, heartbeating as it goes (thousands take longer than one call's
- * timeout: the workflow bounds the whole by its heartbeat instead); the number of items it returned true for.
- */
+type Execution = { workflowId: string; runId: string };
+
+/** The activity's heartbeat (which also delivers its cancellation) and that cancellation. */
+interface Progress {
+  heartbeat: (details?: unknown) => void;
+  cancelled: AbortSignal;
+}
+
+/** Runs `act` on every item, `concurrency` at a time, heartbeating as it goes; the number it returned true for. */
 async function eachLimited<T>(items: T[], progress: Progress, act: (item: T) => Promise<boolean>): Promise<number> {
   let next = 0;
   let done = 0;
   const lane = async () => {
     while (next < items.length && !progress.cancelled.aborted) {
       if (await act(items[next++]!)) done++;
-      progress.heartbeat(next);
+      progress.heartbeat();
     }
   };
   await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, lane));
   if (progress.cancelled.aborted) throw progress.cancelled.reason; // a deletion or an abort: no more acted on
   return done;
-}
-
-/** The activity's heartbeat (which also delivers its cancellation) and that cancellation. */
-interface Progress {
-  heartbeat: (details?: unknown) => void;
-  cancelled: AbortSignal;
 }
 
 export function createPinnedActivities(connections: TemporalConnections, identity: string, chargeHeartbeat: Charge = () => {}) {
@@ -65,22 +69,27 @@ export function createPinnedActivities(connections: TemporalConnections, identit
     return (await connections.get(t)).workflowService;
   }
 
-  /** The executions visibility lists as Running on the version, with their run IDs (never a later run). */
-  async function runningOn(t: TemporalTarget, buildId: string, p: Progress): Promise<{ workflowId: string; runId: string }[]> {
+  /**
+   * Acts on every running execution pinned to the version, a page at a time (thousands take longer than one call's
+   * timeout: the workflow bounds the whole by its heartbeat instead). Visibility pages by a token, so acting on a page
+   * does not move the next one. Returns how many were listed and how many `act` returned true for.
+   */
+  async function eachPinned(t: TemporalTarget, buildId: string, act: (e: Execution) => Promise<boolean>): Promise<{ matched: number; acted: number }> {
     const svc = await service(t);
-    const query = `${versionFilter(t, buildId)} AND ExecutionStatus = "Running"`;
-    const found: { workflowId: string; runId: string }[] = [];
+    const p = progress();
+    const query = pinnedRunningOn(t, buildId);
+    let matched = 0;
+    let acted = 0;
     let nextPageToken: Uint8Array | undefined;
-    for (let page = 0; page < maxPages; page++) {
+    do {
       const res = await svc.listWorkflowExecutions({ namespace: t.temporalNamespace, pageSize, nextPageToken, query });
-      for (const e of res.executions ?? []) {
-        if (e.execution?.workflowId && e.execution.runId) found.push({ workflowId: e.execution.workflowId, runId: e.execution.runId });
-      }
-      nextPageToken = res.nextPageToken;
+      const page = (res.executions ?? []).flatMap((e) => (e.execution?.workflowId && e.execution.runId ? [{ workflowId: e.execution.workflowId, runId: e.execution.runId }] : []));
+      matched += page.length;
+      acted += await eachLimited(page, p, act);
       p.heartbeat();
-      if (!nextPageToken?.length) break;
-    }
-    return found;
+      nextPageToken = res.nextPageToken?.length ? res.nextPageToken : undefined;
+    } while (nextPageToken);
+    return { matched, acted };
   }
 
   return {
@@ -88,7 +97,7 @@ export function createPinnedActivities(connections: TemporalConnections, identit
     async countPinned(t: TemporalTarget, buildId: string): Promise<number> {
       const { count } = await (await service(t)).countWorkflowExecutions({
         namespace: t.temporalNamespace,
-        query: `${versionFilter(t, buildId)} AND ExecutionStatus = "Running"`,
+        query: pinnedRunningOn(t, buildId),
       });
       return Number(count ?? 0);
     },
@@ -101,10 +110,8 @@ export function createPinnedActivities(connections: TemporalConnections, identit
     async actOnPinned(t: TemporalTarget, buildId: string, action: PinnedAction, reason: string): Promise<{ matched: number; acted: number }> {
       if (action.kind === 'Signal' && !action.signalName) throw new PermanentError('actOnPinned: a Signal action needs a signalName');
       const svc = await service(t);
-      const p = progress();
-      const executions = await runningOn(t, buildId, p);
       const namespace = t.temporalNamespace;
-      const acted = await eachLimited(executions, p, async (workflowExecution) => {
+      return eachPinned(t, buildId, async (workflowExecution) => {
         try {
           if (action.kind === 'Terminate') await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
           else if (action.kind === 'Cancel') await svc.requestCancelWorkflowExecution({ namespace, workflowExecution, reason, identity, requestId: randomUUID() });
@@ -115,7 +122,6 @@ export function createPinnedActivities(connections: TemporalConnections, identit
           throw err;
         }
       });
-      return { matched: executions.length, acted };
     },
 
     /**
@@ -125,10 +131,8 @@ export function createPinnedActivities(connections: TemporalConnections, identit
      */
     async movePinned(t: TemporalTarget, fromBuildId: string, toBuildId: string, reason: string): Promise<{ matched: number; moved: number }> {
       const svc = await service(t);
-      const p = progress();
-      const executions = await runningOn(t, fromBuildId, p);
-      if (executions.length > 0) logWarning(`moving ${executions.length} running executions of ${t.deploymentName} from ${fromBuildId} to ${toBuildId}: ${reason}`);
-      const moved = await eachLimited(executions, p, async (workflowExecution) => {
+      logWarning(`moving the running executions of ${t.deploymentName} pinned to ${fromBuildId} to ${toBuildId}: ${reason}`);
+      const { matched, acted } = await eachPinned(t, fromBuildId, async (workflowExecution) => {
         try {
           await svc.updateWorkflowExecutionOptions({
             namespace: t.temporalNamespace,
@@ -150,7 +154,7 @@ export function createPinnedActivities(connections: TemporalConnections, identit
           throw err;
         }
       });
-      return { matched: executions.length, moved };
+      return { matched, moved: acted };
     },
   };
 }

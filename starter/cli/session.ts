@@ -9,7 +9,7 @@ import { group, version } from '../../api/common.js';
 import { resourceKinds, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { ignoreNotFound } from '../../activities/kubernetes/client.js';
-import { versionFilter } from '../../activities/temporal/analysis.js';
+import { pinnedRunningOn } from '../../activities/temporal/pinned.js';
 import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
 import { status as statusQuery } from '../../workflows/messages.js';
 import type { RolloutStatus, TemporalPlace } from '../../workflows/state.js';
@@ -127,7 +127,7 @@ export class Session {
     const connection = await this.workers().get(target);
     // A deadline: a worker's Temporal that does not answer costs a `?`, not a hung status.
     const { count } = await withTimeout(
-      connection.workflowService.countWorkflowExecutions({ namespace: place.temporalNamespace, query: `${versionFilter(target, buildId)} AND ExecutionStatus = "Running"` }),
+      connection.workflowService.countWorkflowExecutions({ namespace: place.temporalNamespace, query: pinnedRunningOn(target, buildId) }),
       countTimeoutMs,
     );
     return Number(count ?? 0);

@@ -243,6 +243,26 @@ test('actOnPinned terminates, signals and cancels the running executions on a ve
   expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Cancel' }, 'abort')).toEqual({ matched: 0, acted: 0 });
 });
 
+test('"pinned" means pinned: AutoUpgrade executions on the same version are not counted, terminated or moved', async () => {
+  const { t, deploymentName, taskQueue } = fresh('autoupgrade');
+  await startWorker(deploymentName, taskQueue, 'A', { hold: '5m' });
+  await startWorker(deploymentName, taskQueue, 'B', { hold: '5m' });
+  await eventually('A current', () => temporal.setCurrent(t, 'A').then(() => true));
+  const pinnedOnes = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
+  const autoUpgrade = await Promise.all([1, 2].map(() => client.workflow.start('exampleWork', { taskQueue, workflowId: `auto-${randomUUID()}`, versioningOverride: 'AUTO_UPGRADE' })));
+  // All four run on A (visibility), two of them pinned.
+  await eventually('4 running on A', async () => (await client.workflow.count(`TemporalWorkerDeploymentVersion = "${deploymentName}:A" AND ExecutionStatus = "Running"`)).count === 4);
+  await runningCount(t, 'A', 2);
+
+  expect(await inActivity(pinned.movePinned, t, 'A', 'B', 'A is bad')).toEqual({ matched: 2, moved: 2 });
+  for (const h of autoUpgrade) expect((await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned).toBeFalsy();
+  await runningCount(t, 'B', 2);
+  expect(await inActivity(pinned.actOnPinned, t, 'B', { kind: 'Terminate' }, 'bad rollout')).toEqual({ matched: 2, acted: 2 });
+  for (const h of pinnedOnes) expect((await h.describe()).status.name).toBe('TERMINATED');
+  for (const h of autoUpgrade) expect((await h.describe()).status.name).toBe('RUNNING');
+  for (const h of autoUpgrade) await h.terminate('test done');
+}, 300_000);
+
 test('movePinned moves executions pinned to a bad build onto a good one, where they complete', async () => {
   const { t, deploymentName, taskQueue } = fresh('move');
   await startWorker(deploymentName, taskQueue, 'A', { hold: '5m' });
