@@ -52,12 +52,22 @@ export function alreadyRead(state: RolloutState, hint: unknown): boolean {
 export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connection, temporalNamespace: d.spec.workerOptions.temporalNamespace });
 
 /**
+ * Whether resourceVersion `a` is newer than `b`: compared as numbers when both are (etcd's are), else any change
+ * counts as newer (the apiserver's are opaque, and a read is never older than the one before it).
+ */
+export function newerVersion(a: string, b: string): boolean {
+  const [na, nb] = [Number(a), Number(b)];
+  if (a !== '' && b !== '' && Number.isSafeInteger(na) && Number.isSafeInteger(nb)) return na > nb;
+  return a !== b;
+}
+
+/**
  * Folds a new spec into the state: the same build re-applies, a new build becomes the target (superseding
  * an in-flight one), a deprecated build brought back stops being sunset.
  */
 export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
   const known = state.desired;
-  if (known && (desired.generation < known.generation || (desired.generation === known.generation && desired.connectionVersion === known.connectionVersion))) {
+  if (known && (desired.generation < known.generation || (desired.generation === known.generation && !newerVersion(desired.connectionVersion, known.connectionVersion)))) {
     return { state, reapply: false, ignored: true };
   }
   const next: RolloutState = { ...state, desired, deprecated: [...state.deprecated] };

@@ -101,6 +101,12 @@ describe('planSpecChange', () => {
       expected: { reapply: true, deprecated: [] },
     },
     {
+      name: 'same generation with a newer numeric connectionVersion re-applies the current build',
+      before: state({ desired: desired('v1', 3, { connectionVersion: '99' }), current }),
+      spec: desired('v1', 3, { connectionVersion: '120' }),
+      expected: { reapply: true, deprecated: [] },
+    },
+    {
       name: 'a new generation of the current build that changes nothing live does not re-apply',
       before: state({ desired: desired('v1', 3), current }),
       spec: desired('v1', 4),
@@ -441,6 +447,12 @@ describe('renderStatus', () => {
     // What is rendered is a valid status for the CRD.
     expect(() => TemporalWorkerDeploymentStatus.parse(status)).not.toThrow();
   });
+});
+
+test('planSpecChange: the same generation with an older connectionVersion (by order, not by inequality) is ignored', () => {
+  const before = state({ desired: desired('v1', 3, { connectionVersion: '120' }), current: { buildId: 'v1', since: earlier } });
+  expect(planSpecChange(before, desired('v1', 3, { connectionVersion: '99' }), now)).toMatchObject({ ignored: true, reapply: false });
+  expect(planSpecChange(before, desired('v1', 3, { connectionVersion: '120' }), now)).toMatchObject({ ignored: true });
 });
 
 describe('planSpecChange keeps each build’s own pod template', () => {
