@@ -11,8 +11,9 @@ import type { ControlName } from '../workflows/messages.js';
 export const annotationPrefix = 'glidepath.dev/';
 
 /**
- * The controls an annotation may ask for, in the order they run when several are set at once: what makes the
- * rollout go first (retry, resume, promote), then what holds or stops it (pause, abort, rollback).
+ * The controls an annotation may ask for. Several run in the order they were set (see `inSetOrder`); those set at
+ * once (one `kubectl annotate` or `apply`) in this order: what makes the rollout go first (retry, resume, promote),
+ * then what holds or stops it (pause, abort, rollback).
  */
 export const annotationControls = ['retry', 'resume', 'promote', 'pause', 'abort', 'rollback'] as const satisfies readonly ControlName[];
 export type AnnotationControl = (typeof annotationControls)[number];
@@ -71,6 +72,20 @@ export function controlsOf(annotations: Record<string, string> | undefined): Ann
     if (value !== undefined) out.push({ control, key, value, request: parseValue(control, value) });
   }
   return out;
+}
+
+/**
+ * The controls in the order they were set: by the resourceVersion the watcher first saw each at, then by when its
+ * setter last wrote (`setter`: managedFields, second precision, so it tells managers apart), then the fixed order.
+ */
+export function inSetOrder(controls: AnnotatedControl[], seenAt: (c: AnnotatedControl) => string | undefined, setter: (c: AnnotatedControl) => Setter | undefined): AnnotatedControl[] {
+  const rv = (c: AnnotatedControl) => {
+    const n = Number(seenAt(c));
+    return Number.isSafeInteger(n) ? n : Number.MAX_SAFE_INTEGER;
+  };
+  const time = (c: AnnotatedControl) => Date.parse(setter(c)?.time ?? '') || 0;
+  const fixed = (c: AnnotatedControl) => annotationControls.indexOf(c.control);
+  return [...controls].sort((a, b) => rv(a) - rv(b) || time(a) - time(b) || fixed(a) - fixed(b));
 }
 
 /** Who last set an annotation, read off `metadata.managedFields`. */

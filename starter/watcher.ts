@@ -30,7 +30,7 @@ import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, t
 import { staticDetails, staticSummary } from '../workflows/details.js';
 import type { RolloutWorkflow } from '../workflows/rollout.js';
 import type { Desired, Owner, RolloutStatus } from '../workflows/state.js';
-import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
+import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, inSetOrder, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
 import { makeTrimmedInformer, trimDeployment, trimResource } from './trimmed-cache.js';
@@ -474,7 +474,9 @@ export class Watcher {
     this.sightings.set(m.uid!, now);
     this.retry.schedule(`controls ${m.namespace}/${m.name} (${m.uid})`, async () => {
       const latest = this.latest(obj);
-      for (const c of controlsOf(latest.metadata?.annotations)) await this.runControl(latest, c, buildId);
+      const meta = latest.metadata ?? {};
+      const seen = (c: AnnotatedControl) => this.sightings.get(meta.uid!)?.get(`${c.key}=${c.value}`)?.resourceVersion;
+      for (const c of inSetOrder(controlsOf(meta.annotations), seen, (c) => annotationSetter(meta.managedFields, c.key))) await this.runControl(latest, c, buildId);
     });
   }
 

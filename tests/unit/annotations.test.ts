@@ -4,6 +4,7 @@ import {
   annotationRequestId,
   annotationSetter,
   controlsOf,
+  inSetOrder,
   parseValue,
   refusalReason,
   removalPatch,
@@ -35,6 +36,26 @@ describe('controlsOf', () => {
   test('several at once run in a fixed order: what makes the rollout go, then what holds or stops it', () => {
     const all = Object.fromEntries(['rollback', 'abort', 'pause', 'promote', 'resume', 'retry'].map((c) => [`glidepath.dev/${c}`, '']));
     expect(controlsOf(all).map((c) => c.control)).toEqual(['retry', 'resume', 'promote', 'pause', 'abort', 'rollback']);
+  });
+});
+
+describe('inSetOrder', () => {
+  const both = controlsOf({ 'glidepath.dev/pause': 'look', 'glidepath.dev/resume': '' });
+  const [pause, resume] = [both.find((c) => c.control === 'pause'), both.find((c) => c.control === 'resume')];
+  const noSetter = () => undefined;
+
+  test('pause seen before resume: pause runs first, so the rollout ends resumed', () => {
+    const seen = (c: AnnotatedControl) => (c.control === 'pause' ? '100' : '105');
+    expect(inSetOrder([resume!, pause!], seen, noSetter).map((c) => c.control)).toEqual(['pause', 'resume']);
+  });
+
+  test('seen at once, set by two managers: the earlier writer first', () => {
+    const at = (c: AnnotatedControl) => ({ manager: c.control === 'pause' ? 'argocd' : 'kubectl-annotate', time: c.control === 'pause' ? '2026-01-01T10:00:05Z' : '2026-01-01T10:00:01Z' });
+    expect(inSetOrder([pause!, resume!], () => '7', at).map((c) => c.control)).toEqual(['resume', 'pause']);
+  });
+
+  test('set at once by one writer: the fixed order', () => {
+    expect(inSetOrder([pause!, resume!], () => '7', noSetter).map((c) => c.control)).toEqual(['resume', 'pause']);
   });
 });
 
