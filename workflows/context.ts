@@ -72,7 +72,13 @@ const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attemp
  * server nothing listens on makes each attempt wait for its connection).
  */
 const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', scheduleToCloseTimeout: '30s', retry: attempts('5s') };
-const localOptions: LocalActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
+/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task; `localFirst` then uses an activity. */
+const localOptions: LocalActivityOptions = {
+  scheduleToCloseTimeout: '10s',
+  startToCloseTimeout: '5s',
+  retry: { initialInterval: '200ms', maximumAttempts: 3 },
+  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
+};
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
 /** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
@@ -229,6 +235,19 @@ export class RolloutContext {
    * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
    * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
    */
+  /**
+   * A call as a local activity (in the workflow task: no extra task on the quiet path), made again as an activity
+   * when the local one failed within its bound.
+   */
+  async localFirst<T>(summary: string, call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
+    try {
+      return await this.withSummary(summary, () => call(this.local));
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      return this.withSummary(summary, () => call(this.kube));
+    }
+  }
+
   withSummary<T>(summary: string, fn: () => T): T {
     const outer = this.summaryNow;
     this.summaryNow = summary;

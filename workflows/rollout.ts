@@ -351,12 +351,11 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         // watcher ran): it must not be healed forever.
         await readOwner();
         if (state().deleting) return;
-        const kube = () => ctx.local;
-        const recreated = await ctx.withSummary('recreate missing Deployments', () => kube().ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() }));
+        const recreated = await ctx.localFirst('recreate missing Deployments', (kube) => kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() }));
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
         const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(state())];
-        const removed = await ctx.withSummary('delete stray Deployments', () => kube().deleteStrayDeployments(owner, live));
+        const removed = await ctx.localFirst('delete stray Deployments', (kube) => kube.deleteStrayDeployments(owner, live));
         for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
       }, () => void (state().resyncDue = true));
     }

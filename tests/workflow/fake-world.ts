@@ -75,6 +75,8 @@ export class FakeWorld {
   readonly moved: { from: string; to: string; count: number }[] = [];
   /** Results runGate hands out, first to last; then every gate passes. */
   gateResults: { passed: boolean; message: string }[] = [];
+  /** The next this many resync repairs fail (an apiserver brownout). */
+  brownout = 0;
   /** A newly applied Deployment becomes available on its own (as pods come up). */
   autoAvailable = true;
   /** The status a version gets when it stops being current or ramping (the test flips it to Drained). */
@@ -327,6 +329,7 @@ export class FakeWorlds {
       },
       ensureDeploymentsExist: async (input) => {
         const w = kube(input.owner, 'ensureDeploymentsExist', [input.versions.map((v) => v.buildId)]);
+        if (w.brownout > 0 && w.brownout--) throw new Error('the apiserver is not answering');
         const recreated: string[] = [];
         for (const v of input.versions) {
           if (w.deployments.has(v.buildId)) continue;

@@ -97,3 +97,22 @@ test('a resync round is one read and one workflow task: its repairs and their re
 
   await keepHistory(world, 'resync');
 });
+
+test('a resync in an apiserver brownout: the local repair gives up within its bound, and the repair is made as an activity', async () => {
+  const owner = { namespace: 'shop', name: `brownout-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const world = worlds.create(owner, workflowId, timings);
+  const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+  workflowIds.push(workflowId);
+  await world.applySpec(desired(1, 'v1'));
+  await eventually('v1 to be current', async () => ((await handle.query(messages.status)).current === 'v1' ? true : undefined));
+  world.deployments.delete('v1');
+  world.brownout = 3; // every local attempt fails
+  const before = world.callsOf('ensureDeploymentsExist').length;
+  await handle.signal(messages.resync);
+  await eventually('v1 recreated', () => world.deployments.has('v1'));
+  expect(world.callsOf('ensureDeploymentsExist').length - before).toBe(4); // three local attempts, then the activity
+  const scheduled = ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureDeploymentsExist');
+  expect(scheduled).toHaveLength(1);
+});
