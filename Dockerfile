@@ -42,7 +42,6 @@ ENV MALLOC_TRIM_THRESHOLD_=131072
 COPY --from=build /src/package.json ./
 COPY --from=build /src/node_modules node_modules
 COPY --from=build /src/dist dist
-COPY --from=build /src/worker/workflow-thread-watchdog.cjs worker/
 # Numeric, so `runAsNonRoot: true` can check it.
 USER 10001:10001
-ENTRYPOINT ["/usr/bin/tini", "--", "node", "--optimize-for-size", "--max-semi-space-size=4", "--require=./worker/workflow-thread-watchdog.cjs", "dist/worker/main.js"]
+ENTRYPOINT ["/usr/bin/tini", "--", "node", "--optimize-for-size", "--max-semi-space-size=4", "dist/worker/main.js"]

@@ -2,8 +2,7 @@
  * `npm run bench:replay [-- HISTORY [N]]`: how long the workflow thread takes to replay a rollout's history, the
  * work a workflow task does when its rollout was evicted from the cache (at 1,000 rollouts, most of them). Replays
  * a committed history (default `tests/replay/histories/all-at-once-v1-v2.json`) N times (default 60) in a worker
- * thread, as the controller's workflow thread does, once in a plain Node process and once with the process
- * settings' watchdog preload (`worker/workflow-thread-watchdog.cjs`), and prints the time per replay of each.
+ * thread, as the controller's workflow thread does, and prints the time per replay.
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -39,7 +38,7 @@ if (mode === '--thread' && !isMainThread) {
   const { file, n } = workerData as { file: string; n: number };
   console.log(JSON.stringify({ msPerReplay: await replay(file, n) }));
 } else if (mode === '--child') {
-  // One replay run in a worker thread of this process, which has (or has not) the preload.
+  // One replay run in a worker thread of this process.
   const load = `import('tsx/esm/api').then(({ register }) => (register(), import(${JSON.stringify(pathToFileURL(self).href)})))`;
   const thread = new Thread(load, { eval: true, argv: ['--thread'], workerData: { file: process.argv[3], n: Number(process.argv[4]) } });
   await new Promise((resolve, reject) => thread.on('exit', resolve).on('error', reject));
@@ -48,12 +47,7 @@ if (mode === '--thread' && !isMainThread) {
   const n = Number(process.argv[3] ?? 60);
   const events = (JSON.parse(readFileSync(file, 'utf8')) as { events: unknown[] }).events.length;
   console.log(`replaying ${file} (${events} events) ${n} times in a worker thread, as the controller's workflow thread does:`);
-  for (const [name, preload] of [
-    ["the SDK's timeout on each call into the sandbox (a thread started per call)", []],
-    ['with worker/workflow-thread-watchdog.cjs (the process settings)', ['--require=./worker/workflow-thread-watchdog.cjs']],
-  ] as const) {
-    const out = execFileSync(process.execPath, [...preload, '--import', 'tsx', self, '--child', file, String(n)], { cwd: root, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8' });
-    const { msPerReplay } = JSON.parse(out.trim().split('\n').at(-1)!) as { msPerReplay: number };
-    console.log(`  ${name}: ${msPerReplay.toFixed(1)} ms per replay`);
-  }
+  const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', file, String(n)], { cwd: root, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8' });
+  const { msPerReplay } = JSON.parse(out.trim().split('\n').at(-1)!) as { msPerReplay: number };
+  console.log(`  ${msPerReplay.toFixed(1)} ms per replay (the SDK's timeout on each call into the sandbox)`);
 }

@@ -208,11 +208,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     done,
     health() {
       const broken = failed();
-      const stuckMs = workflowThreadWatchdog()?.longestCallMs() ?? 0;
-      const live =
-        broken ? `the worker of task queue ${broken.options.taskQueue} failed`
-        : stuckMs > workflowCallLimitMs ? `the workflow thread has run one call for ${Math.round(stuckMs / 1000)} s (a workflow stuck in a loop?)`
-        : true;
+      const live = broken ? `the worker of task queue ${broken.options.taskQueue} failed` : true;
       const notRunning = workers.find((w) => w.getState() !== 'RUNNING');
       const watching = watcher.problems();
       const ready =
@@ -235,17 +231,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
       return stopping;
     },
   };
-}
-
-/**
- * How long one call into the workflow thread may run before the process is not live, where
- * ./workflow-thread-watchdog.cjs replaced the SDK's 5 s timeout of each call (the process settings preload it).
- */
-export const workflowCallLimitMs = 60_000;
-
-/** The workflow thread's watchdog, when the process was started with it. */
-function workflowThreadWatchdog(): { longestCallMs(): number } | undefined {
-  return (globalThis as Record<symbol, { longestCallMs(): number } | undefined>)[Symbol.for('glidepath.workflowThreadWatchdog')];
 }
 
 /**

@@ -12,9 +12,6 @@ export const controllerNodeOptions = [
   '--optimize-for-size',
   // The young generation's semi-spaces: 4 MB instead of 16 MB (the watcher's and activities' short-lived objects).
   '--max-semi-space-size=4',
-  // One watchdog for the workflow thread instead of a thread started for each call into it (the file says why).
-  // Relative to the working directory: the checkout's root, or the image's /app.
-  '--require=./worker/workflow-thread-watchdog.cjs',
 ] as const;
 
 export const controllerEnvironment = {
