@@ -5,7 +5,8 @@
  */
 import * as k8s from '@kubernetes/client-node';
 
-type Informer<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T>;
+/** An informer and its cache; `latestResourceVersion` is '' until its list has succeeded. */
+type Informer<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T> & { latestResourceVersion(): string };
 
 /**
  * An informer (as `k8s.makeInformer`) whose listed and watched objects pass through `trim` before they are cached

@@ -94,7 +94,8 @@ interface Sighting {
   /** The requestId once the workflow answered (taken or refused): only the removal is left. */
   done?: string;
 }
-type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T>;
+/** An informer and its cache; `latestResourceVersion` is '' until its list has succeeded. */
+type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T> & { latestResourceVersion(): string };
 
 /** The informers of one namespace, or of the whole cluster (namespace ''). */
 interface Scope {
@@ -136,8 +137,10 @@ export class Watcher {
   private stopped = false;
   /** First Deployments being applied at first sight (`applyFirstDeployment`). */
   private firstApplies = 0;
-  /** Every informer has listed once (see `start`). */
+  /** Every informer has listed once (see `start`): nothing is judged or written from a cache that has not. */
   private synced = false;
+  /** The informers whose list has succeeded. */
+  private readonly listed = new Set<Cache<k8s.KubernetesObject>>();
   /** Informers whose last list or watch failed, with the error (readiness says so). */
   private readonly failingWatches = new Map<Cache<k8s.KubernetesObject>, string>();
   private readonly log: NonNullable<WatcherOptions['log']>;
@@ -179,11 +182,24 @@ export class Watcher {
    */
   async start(): Promise<void> {
     if (await this.mayListClusterConnections()) this.clusterConnections = this.makeClusterConnections();
-    for (const informer of this.informers()) await informer.start();
-    this.synced = true;
-    this.resync();
+    for (const informer of this.informers()) {
+      await informer.start();
+      this.noteListed(informer);
+    }
     const every = this.options.resyncIntervalMs ?? defaultResyncIntervalMs;
     this.resyncTimer = setInterval(() => this.resync(), every).unref();
+  }
+
+  /**
+   * An informer's list succeeded (a failed one leaves it empty, not synced: it is listed again by `restartOnError`).
+   * Once every informer has, the watcher is synced and handles every cached resource.
+   */
+  private noteListed(informer: Cache<k8s.KubernetesObject>): void {
+    if (informer.latestResourceVersion() === '') return;
+    this.listed.add(informer);
+    if (this.synced || !this.informers().every((i) => this.listed.has(i))) return;
+    this.synced = true;
+    this.resync();
   }
 
   async stop(): Promise<void> {
@@ -219,7 +235,7 @@ export class Watcher {
       for (const item of list.items) item.kind ??= kind;
       return list;
     };
-    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => k8s.makeInformer(kc, `/apis/${group}/${version}${at}/${p}`, listCustom(p, kind));
+    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => new k8s.ListWatch(`/apis/${group}/${version}${at}/${p}`, new k8s.Watch(kc), listCustom(p, kind), false);
     const resourceInformerOf = (kind: ResourceKind) => makeTrimmedInformer(kc, `/apis/${group}/${version}${at}/${resourceKinds[kind].plural}`, listCustom(resourceKinds[kind].plural, kind), trimResource);
     const selector = `${Labels.managedBy}=${managerName}`;
     const scope: Scope = {
@@ -305,6 +321,7 @@ export class Watcher {
         const before = errors;
         // A start that lists without a new error is a watch working again.
         void informer.start().then(() => {
+          this.noteListed(informer);
           if (errors === before) this.failingWatches.delete(informer);
         }, () => {});
       }, delayMs).unref();
@@ -313,7 +330,7 @@ export class Watcher {
 
   /** Why the watcher cannot see everything now (a watch failing: a missing CRD, RBAC, the apiserver away), if so. */
   problems(): string | undefined {
-    if (this.failingWatches.size === 0) return undefined;
+    if (this.failingWatches.size === 0) return this.synced ? undefined : 'the informers have not all listed yet';
     const [first] = this.failingWatches.values();
     return `${this.failingWatches.size} watch(es) failing, e.g. ${first}`;
   }
@@ -334,11 +351,11 @@ export class Watcher {
   /** ClusterConnections, cluster-wide: a change re-handles every resource that names it, in any namespace. */
   private makeClusterConnections(): Cache<Resource> {
     const { plural: p } = connectionKinds.ClusterConnection;
-    const informer = k8s.makeInformer(this.options.kubeConfig, `/apis/${group}/${version}/${p}`, async () => {
+    const informer = new k8s.ListWatch(`/apis/${group}/${version}/${p}`, new k8s.Watch(this.options.kubeConfig), async () => {
       const list = (await this.custom.listClusterCustomObject({ group, version, plural: p })) as k8s.KubernetesListObject<Resource>;
       for (const item of list.items) item.kind ??= 'ClusterConnection';
       return list;
-    });
+    }, false);
     informer.on('add', (o) => this.onConnection(o, 'ClusterConnection'));
     informer.on('update', (o) => this.onConnection(o, 'ClusterConnection'));
     this.restartOnError(informer as Cache<k8s.KubernetesObject>);

@@ -268,8 +268,43 @@ describe('signals lost while Temporal was unreachable', () => {
       await watcher.stop();
       await env.client.workflow.getHandle(rolloutWorkflowId(namespace, name)).terminate('test over').catch(() => {});
     };
-    return { namespace, temporal, lines, create, specsReceived, cleanUp, connectionVersion };
+    return { watcher, namespace, temporal, lines, create, specsReceived, cleanUp, connectionVersion };
   }
+
+  test("an informer whose first list failed is not synced: nothing is judged or written from its empty cache until it lists", async () => {
+    /** Lists of TemporalConnections fail (404: the kind unserved) while `failing`; watches go through. */
+    class FailingConnectionLists extends k8s.KubeConfig {
+      failing = true;
+      failures = 0;
+      override async applySecurityAuthentication(context: k8s.RequestContext): Promise<void> {
+        await super.applySecurityAuthentication(context);
+        const url = context.getUrl();
+        if (this.failing && /\/temporalconnections(\?|$)/.test(url) && !url.includes('watch=')) {
+          this.failures++;
+          context.setUrl(url.replace('/temporalconnections', '/temporalconnectionsunserved'));
+        }
+      }
+    }
+    const kc = new FailingConnectionLists();
+    kc.loadFromFile(process.env.KUBECONFIG!);
+    const w = await bareWatcher('unlisted', { kubeConfig: kc, retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
+    try {
+      expect(w.watcher.problems()).toBeDefined(); // not ready: a watch failing, not every informer listed
+      await w.create('early');
+      const failed = kc.failures;
+      // Listed again and refused again since the resource exists (the first sight of it came and went).
+      await eventually('the list refused again', () => kc.failures > failed);
+      expect((await getTwd('early', w.namespace)).status).toBeUndefined();
+      kc.failing = false;
+      w.temporal.down = false;
+      await eventually('specChanged once the connections listed', async () => (await w.specsReceived('early')).length > 0);
+      expect(w.watcher.problems()).toBeUndefined();
+      const events = await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: w.namespace, fieldSelector: 'involvedObject.name=early' });
+      expect(events.items.filter((e) => e.reason === 'ConnectionNotFound')).toEqual([]);
+    } finally {
+      await w.cleanUp('early');
+    }
+  });
 
   test('a failed signal is retried with backoff until it gets through, without another Kubernetes event', async () => {
     const w = await bareWatcher('retry', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
