@@ -35,15 +35,13 @@ function dnsSafe(text: string): string {
 }
 
 /**
- * The versioned Deployment of a build: `<name>-<buildId>`, a DNS-1123 label of at most 63 characters.
- * When making it DNS-safe loses information (case, ".", "_") or it is too long, it ends in a hash of the
- * original, so `v1.2` and `v1_2` never share a Deployment.
- * @example versionedDeploymentName('orders', 'v1-ab12cd34ef56') === 'orders-v1-ab12cd34ef56'
+ * The versioned Deployment of a build: `<name>-<buildId>-<hash>`, a DNS-1123 label of at most 63 characters. The
+ * hash is of the name and the build ID apart, so no two resources' builds share a name (`web` + `api-v1` and
+ * `web-api` + `v1` read alike), nor do `v1.2` and `v1_2` once made DNS-safe; too long, the readable part is cut.
+ * @example versionedDeploymentName('orders', 'v1-ab12cd34ef56') === 'orders-v1-ab12cd34ef56-' + shortHash('orders\u0000v1-ab12cd34ef56')
  */
 export function versionedDeploymentName(name: string, buildId: string): string {
-  const original = `${name}-${buildId}`;
-  const full = dnsSafe(original);
-  if (full === original && full.length <= maxLabel) return full;
+  const full = dnsSafe(`${name}-${buildId}`);
   const suffix = shortHash(`${name}\u0000${buildId}`);
   if (full.length + suffix.length + 1 <= maxLabel) return `${full}-${suffix}`;
   return `${full.slice(0, maxLabel - suffix.length - 1).replace(/-+$/, '')}-${suffix}`;

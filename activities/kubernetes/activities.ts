@@ -123,13 +123,13 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   const ownedDeployments = async (owner: Owner) =>
     (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) })).items.filter((d) => isOwnedBy(d, owner));
   /**
-   * A build's Deployments, by their labels: one adopted from temporal-worker-controller keeps that controller's
-   * name. None labelled (nothing there yet): the name Glidepath gives it.
+   * A build's Deployments of this incarnation, by their labels (one adopted from temporal-worker-controller keeps
+   * that controller's name). Only these are scaled, updated or deleted: never one found by name alone.
    */
-  const deploymentsOfBuild = async (owner: Owner, buildId: string): Promise<{ name: string; found?: k8s.V1Deployment }[]> => {
+  const deploymentsOfBuild = async (owner: Owner, buildId: string): Promise<{ name: string; found: k8s.V1Deployment }[]> => {
     const labelSelector = `${Labels.workerDeployment}=${owner.name},${Labels.buildId}=${buildId}`;
     const found = (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector })).items.filter((d) => isOwnedBy(d, owner));
-    return found.length ? found.map((d) => ({ name: d.metadata!.name!, found: d })) : [{ name: versionedDeploymentName(owner.name, buildId) }];
+    return found.map((d) => ({ name: d.metadata!.name!, found: d }));
   };
   const resourceApi = (owner: Owner) => ({ group, version, namespace: owner.namespace, plural: pluralOf(owner.kind), name: owner.name });
   /** apps/v1 Deployments as raw JSON (CustomObjectsApi takes any group): a typed client would drop fields it does not know. */
@@ -279,8 +279,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           ...(spec.strategy !== undefined ? { strategy: spec.strategy } : {}),
         },
       };
-      for (const { name, found } of await deploymentsOfBuild(owner, buildId)) {
-        if (!found) return { buildId, name, exists: false };
+      for (const { name } of await deploymentsOfBuild(owner, buildId)) {
         const d = await ignoreNotFound(apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, asMergePatch));
         if (d) return observeDeployment(d);
       }

@@ -49,14 +49,9 @@ export function ownerReference(owner: Owner): k8s.V1OwnerReference {
   return { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
 }
 
-/**
- * Whether a Deployment belongs to this incarnation of the resource: its owner-uid label says so, or (made by
- * a Glidepath from before that label) it has no owner reference to another object.
- */
+/** Whether a Deployment belongs to this incarnation of the resource: its owner-uid label, and nothing else, says so. */
 export function isOwnedBy(d: k8s.V1Deployment, owner: Owner): boolean {
-  const uid = d.metadata?.labels?.[Labels.ownerUid];
-  if (uid !== undefined) return uid === owner.uid;
-  return (d.metadata?.ownerReferences ?? []).every((ref) => ref.uid === owner.uid);
+  return d.metadata?.labels?.[Labels.ownerUid] === owner.uid;
 }
 
 /** The env every worker container gets: where Temporal is and which version it is. */

@@ -419,7 +419,7 @@ describe('renderStatus', () => {
     ['a step index without a ramp is Inactive', { buildId: 'v2', generation: 2, stepIndex: 0 }, { status: 'Inactive', stepIndex: 0 }],
   ])('targetVersion: %s', (_name, target, expected) => {
     const status = renderStatus(state({ desired: desired('v2', 2), target }));
-    expect(status.targetVersion).toEqual({ buildID: 'v2', deploymentName: 'orders-v2', ...expected });
+    expect(status.targetVersion).toEqual({ buildID: 'v2', deploymentName: versionedDeploymentName('orders', 'v2'), ...expected });
   });
 
   test('versions: current, target and deprecated with their Deployment names, and the abort reason', () => {
@@ -435,11 +435,11 @@ describe('renderStatus', () => {
         aborted: { buildId: 'V2.0_rc', reason: 'gate Smoke failed', cause: 'GateFailed' },
       }),
     );
-    expect(status.currentVersion).toEqual({ buildID: 'v1', deploymentName: 'orders-v1', status: 'Current', since: earlier });
-    expect(status.targetVersion).toEqual({ buildID: 'v3', deploymentName: 'orders-v3', status: 'Inactive' });
+    expect(status.currentVersion).toEqual({ buildID: 'v1', deploymentName: versionedDeploymentName('orders', 'v1'), status: 'Current', since: earlier });
+    expect(status.targetVersion).toEqual({ buildID: 'v3', deploymentName: versionedDeploymentName('orders', 'v3'), status: 'Inactive' });
     expect(status.deprecatedVersions).toEqual([
       { buildID: 'V2.0_rc', deploymentName: versionedDeploymentName('orders', 'V2.0_rc'), status: 'Drained', deprecatedSince: earlier, drainedSince: iso(-hour) },
-      { buildID: 'v0', deploymentName: 'orders-v0', status: 'Draining', deprecatedSince: earlier },
+      { buildID: 'v0', deploymentName: versionedDeploymentName('orders', 'v0'), status: 'Draining', deprecatedSince: earlier },
     ]);
     // A build ID that is not DNS-safe gets a hashed, valid Deployment name, not the raw one.
     expect(status.deprecatedVersions?.[0]?.deploymentName).not.toBe('orders-V2.0_rc');

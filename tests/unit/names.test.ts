@@ -32,12 +32,12 @@ describe('rolloutWorkflowId', () => {
 
 describe('versionedDeploymentName', () => {
   test.each([
-    ['orders', 'v1-ab12cd34ef56', 'orders-v1-ab12cd34ef56'],
-    ['orders', 'latest-0123456789ab', 'orders-latest-0123456789ab'],
+    ['orders', 'v1-ab12cd34ef56', `orders-v1-ab12cd34ef56-${shortHash('orders\u0000v1-ab12cd34ef56')}`],
+    ['orders', 'latest-0123456789ab', `orders-latest-0123456789ab-${shortHash('orders\u0000latest-0123456789ab')}`],
     ['orders', 'v1.2-ab12cd34ef56', `orders-v1-2-ab12cd34ef56-${shortHash('orders\u0000v1.2-ab12cd34ef56')}`],
     ['orders', 'V2_RC1', `orders-v2-rc1-${shortHash('orders\u0000V2_RC1')}`],
     ['orders', 'a..__--b', `orders-a-b-${shortHash('orders\u0000a..__--b')}`],
-  ])('short names read "<name>-<buildId>", with a hash when made DNS-safe lossily (%s + %s → %s)', (name, buildId, expected) => {
+  ])('short names read "<name>-<buildId>-<hash of both>" (%s + %s → %s)', (name, buildId, expected) => {
     expect(versionedDeploymentName(name, buildId)).toBe(expected);
   });
 
@@ -73,6 +73,10 @@ describe('versionedDeploymentName', () => {
     ['long', 'z'.repeat(80), 'v1-abc'],
   ])('is deterministic (%s)', (_case, name, buildId) => {
     expect(versionedDeploymentName(name, buildId)).toBe(versionedDeploymentName(name, buildId));
+  });
+
+  test('two resources whose name and build read alike never share a Deployment', () => {
+    expect(versionedDeploymentName('web', 'api-v1')).not.toBe(versionedDeploymentName('web-api', 'v1'));
   });
 
   test('keeps a readable prefix of the name when cut', () => {

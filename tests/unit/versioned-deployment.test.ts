@@ -68,7 +68,7 @@ describe('renderVersionedDeployment', () => {
       apiVersion: 'apps/v1',
       kind: 'Deployment',
       metadata: {
-        name: 'hello-1-abc',
+        name: versionedDeploymentName('hello', '1-abc'),
         namespace: 'default',
         labels: {
           'glidepath.dev/worker-deployment': 'hello',
@@ -290,8 +290,8 @@ describe('isOwnedBy', () => {
     ['its owner-uid label is the owner', true, deployment({ [Labels.ownerUid]: 'uid-new' }, ['uid-new'])],
     ['its owner-uid label is another uid', false, deployment({ [Labels.ownerUid]: 'uid-old' }, ['uid-old'])],
     ['the label wins over an owner reference', false, deployment({ [Labels.ownerUid]: 'uid-old' }, ['uid-new'])],
-    ['unlabelled (older Glidepath), owner reference to the owner', true, deployment({}, ['uid-new'])],
-    ['unlabelled, no owner reference', true, deployment({})],
+    ['unlabelled, even with an owner reference to the owner', false, deployment({}, ['uid-new'])],
+    ['unlabelled, no owner reference (a namesake that is not ours)', false, deployment({})],
     ['unlabelled, owner reference to another uid', false, deployment({}, ['uid-old'])],
   ])('%s → owned: %s', (_case, owned, d) => {
     expect(isOwnedBy(d, owner)).toBe(owned);
