@@ -170,6 +170,9 @@ const optional = <K extends string>(key: K, value: string | undefined) => (value
 async function control(session: Session, inv: Extract<Invocation, { command: ControlName }>, colors: Colors): Promise<string> {
   const ref = resourceRef(session, inv.resource);
   const name = inv.command;
+  if (!(await session.mayControl(ref))) {
+    throw new CliError(`refused: Kubernetes does not let you patch ${ref.namespace}/${ref.name} (a ${name} needs the right its annotation needs: patch on the resource)`, ExitCode.Failed);
+  }
   const request: AnyControlRequest = { reason: inv.reason, identity: identity(session), requestId: randomUUID() };
   // A query first, for every control: with no controller running it fails within its short deadline and nothing
   // is sent, instead of an update left admitted on the server to take effect whenever a controller returns.

@@ -51,6 +51,21 @@ export class Session {
     return this.kubeLoaded;
   }
 
+  /**
+   * Whether Kubernetes lets the caller patch the resource (a SelfSubjectAccessReview, of either kind): a control
+   * needs the right its annotation needs. Temporal records whatever identity a client claims, so this is the check.
+   */
+  async mayControl(ref: ResourceRef): Promise<boolean> {
+    const auth = this.kube().kc.makeApiClient(k8s.AuthorizationV1Api);
+    for (const resource of Object.values(resourceKinds).map((k) => k.plural)) {
+      const review = await auth.createSelfSubjectAccessReview({
+        body: { spec: { resourceAttributes: { group, resource, verb: 'patch', namespace: ref.namespace, name: ref.name } } },
+      });
+      if (review.status?.allowed) return true;
+    }
+    return false;
+  }
+
   /** The controller's Temporal; a failure to connect says where it tried. */
   async client(): Promise<Client> {
     this.temporal ??= (async () => {

@@ -4,7 +4,9 @@
  * watcher that dies before the removal: the next one's re-send is the same control) and the CLI (updates
  * answered with the status, refusals as errors), and both in the workflow's `history` with who and why.
  */
-import { userInfo } from 'node:os';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
@@ -115,6 +117,34 @@ test('the CLI: promote --full answers with the status, resume when not paused is
   const rows = out.split('\n').map((l) => l.split(/\s{2,}/));
   const promoted = rows.find(([, , what]) => what?.startsWith('promote'));
   expect(promoted).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT/), expect.stringContaining(userInfo().username), `promote ${v2}`, 'looks good']);
+});
+
+test('the CLI refuses a control to someone Kubernetes does not let patch the resource, and sends nothing', async () => {
+  await rollingOut(env, 'cli-rbac', { strategy: 'Manual' }, 'AwaitingPromotion');
+  const target = `${env.namespace}/cli-rbac`;
+  // A ServiceAccount that may read rollouts but not patch them.
+  const core = env.kc.makeApiClient(k8s.CoreV1Api);
+  const rbac = env.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
+  await core.createNamespacedServiceAccount({ namespace: env.namespace, body: { metadata: { name: 'viewer' } } });
+  await rbac.createNamespacedRole({ namespace: env.namespace, body: { metadata: { name: 'viewer' }, rules: [{ apiGroups: [group], resources: ['temporalworkerdeployments', 'workerdeployments'], verbs: ['get', 'list', 'watch'] }] } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: env.namespace,
+    body: { metadata: { name: 'viewer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'viewer' }, subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: env.namespace }] },
+  });
+  const { token } = (await core.createNamespacedServiceAccountToken({ namespace: env.namespace, name: 'viewer', body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status!;
+  const viewer = new k8s.KubeConfig();
+  viewer.loadFromOptions({
+    clusters: [{ name: 'test', server: env.kc.getCurrentCluster()!.server, skipTLSVerify: true }],
+    users: [{ name: 'viewer', token }],
+    contexts: [{ name: 'viewer', cluster: 'test', user: 'viewer' }],
+    currentContext: 'viewer',
+  });
+  const file = join(mkdtempSync(join(tmpdir(), 'viewer-')), 'kubeconfig');
+  writeFileSync(file, viewer.exportConfig());
+  const before = (await workflowHandle(env, 'cli-rbac').query(history)).length;
+  await expect(main(['promote', target, '--full', '--kubeconfig', file])).rejects.toThrow(/^refused: Kubernetes does not let you patch/);
+  expect((await workflowHandle(env, 'cli-rbac').query(history)).length).toBe(before);
+  expect((await twdStatus(env, 'cli-rbac'))?.phase).toBe('AwaitingPromotion');
 });
 
 describe('annotations while Temporal is unreachable, and across a watcher restart', () => {
