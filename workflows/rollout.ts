@@ -14,7 +14,7 @@ import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import * as messages from './messages.js';
 import { Sunsets } from './sunset.js';
-import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus } from './state.js';
+import { defaultTimings, type DeploymentObservation, type Desired, type Owner, type RolloutState, type RolloutStatus, type Target } from './state.js';
 
 export interface RolloutInput {
   owner: Owner;
@@ -247,7 +247,14 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     forgetGoneForeignBuilds(state());
     const decision = planSpecChange(state(), withAlias(state(), read), now());
     if (decision.ignored) return;
-    Object.assign(ctx.state, decision.state); // in place: the running flow holds this object
+    // In place: the running flow holds the state and its target; the same build's target stays the same object.
+    const running = state().target;
+    const next = decision.state.target;
+    if (running && next && next !== running && next.buildId === running.buildId) {
+      for (const key of Object.keys(running) as (keyof Target)[]) if (!(key in next)) delete running[key];
+      decision.state.target = Object.assign(running, next);
+    }
+    Object.assign(ctx.state, decision.state);
     forgetForeignTemplates(ctx.state);
     if (decision.superseded) {
       log.info('target superseded', { superseded: decision.superseded, target: read.buildId });

@@ -154,6 +154,23 @@ describe('editing spec.rollout of the build being rolled out', () => {
     await keepHistory(r.world, 'edit-steps');
   });
 
+  test('a new gate mid-rollout runs before the next step, and the ramp and status go on from where they were', async () => {
+    const r = await withCurrentV1('edit-gate');
+    const steps = [{ rampPercentage: 10, pauseDuration: '1h' }, { rampPercentage: 50, pauseDuration: '1s' }];
+    await r.spec(desired(2, 'v2', { ...progressive(steps), gate: { workflowType: 'smokeTest' } }));
+    await r.until('ramping 10%', (s) => s.phase === 'Ramping' && s.target?.rampPercentage === 10);
+    // The same build with another gate and a short first pause: the new gate runs, then the steps go on.
+    await r.spec(desired(3, 'v2', { ...progressive([{ rampPercentage: 10, pauseDuration: '1s' }, steps[1]!]), gate: { workflowType: 'loadTest' } }));
+    const s = await r.until('v2 current', (st) => st.current === 'v2' && st.phase === 'Ready');
+    expect(argsOf(r.world, 'runGate').map(([, g]) => (g as { workflowType: string }).workflowType)).toEqual(['smokeTest', 'loadTest']);
+    expect(argsOf(r.world, 'setRamping')).toEqual([
+      ['v2', 10],
+      ['v2', 50],
+    ]);
+    expect(s.generation).toBe(3);
+    await noTaskFailures(r);
+  });
+
   test('Progressive → Manual: waits for promote where the ramp is', async () => {
     const r = await withCurrentV1('edit-manual');
     await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 20, pauseDuration: '1h' }])));
