@@ -16,6 +16,8 @@ const now = () => new Date();
 
 export class Sunsets {
   private readonly running = new Map<string, CancellationScope>();
+  /** Set by `stopAll` (ContinueAsNew or deletion is under way): no sunset starts in this run any more. */
+  private stopped = false;
 
   constructor(private readonly ctx: RolloutContext) {}
 
@@ -36,7 +38,7 @@ export class Sunsets {
         this.running.delete(buildId);
       }
     }
-    if (state.deleting) return;
+    if (state.deleting || this.stopped) return; // the next run (or the deletion) takes the deprecated versions on
     for (const v of state.deprecated) {
       if (this.running.has(v.buildId) || v.blocked) continue;
       const scope = new CancellationScope();
@@ -59,6 +61,7 @@ export class Sunsets {
 
   /** Cancels every sunset (ContinueAsNew, deletion); resolves when none runs. */
   async stopAll(): Promise<void> {
+    this.stopped = true;
     for (const scope of this.running.values()) scope.cancel();
     await condition(() => this.running.size === 0);
   }
