@@ -73,6 +73,9 @@ export function problemWithRollbackTo(state: RolloutState, buildId: string, now:
   return undefined;
 }
 
+/** A deprecated version's sunset stopped on an error: `resume` and `retry` try it again (as a new spec does). */
+export const sunsetBlocked = (state: RolloutState): boolean => state.deprecated.some((v) => v.blocked !== undefined);
+
 /** What `retry` would do now, or why there is nothing to retry. */
 export type RetryPlan = { kind: 'rollOutAgain'; buildId: string } | { kind: 'unpause'; buildId: string } | { kind: 'unblock' } | { kind: 'refused'; why: string };
 
@@ -86,7 +89,7 @@ export function planRetry(state: RolloutState, buildId: string | undefined, bloc
   if (target && state.pausedBy?.buildId === target && (state.pausedBy.cause === 'GateFailed' || state.pausedBy.cause === 'AnalysisFailed' || state.pausedBy.cause === 'AnalysisInconclusive')) {
     return meant(target) ? { kind: 'unpause', buildId: target } : { kind: 'refused', why: `it names ${buildId}, but the target is ${target}` };
   }
-  if (blocked) return { kind: 'unblock' };
+  if (blocked || sunsetBlocked(state)) return { kind: 'unblock' };
   return { kind: 'refused', why: 'nothing to retry: no aborted build, failed gate or failed analysis' };
 }
 
@@ -109,7 +112,7 @@ export function problemWithControl(name: ControlName, control: Control, state: R
       if (state.pausedBy) return `already paused: ${state.pausedBy.reason}`;
       return notTarget();
     case 'resume':
-      if (state.pausedBy || facts.blocked) return undefined; // paused, or Blocked: try again
+      if (state.pausedBy || facts.blocked || sunsetBlocked(state)) return undefined; // paused, or Blocked: try again
       return state.desired?.spec.rollout.paused ? 'paused by spec.rollout.paused: set it to false to resume' : 'not paused';
     case 'abort':
       if (!target) return 'no rollout is in flight';

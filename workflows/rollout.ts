@@ -133,6 +133,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         if (state().pausedBy?.cause === 'GateFailed') newGateRuns();
         state().pausedBy = undefined;
         unblocked = true;
+        retrySunsets();
         return () => state().phase !== 'Paused' || state().pausedBy !== undefined;
       case 'promote':
         state().promote = { full: c.full === true || state().promote?.full === true, buildId };
@@ -146,6 +147,11 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       case 'retry':
         return retry(c);
     }
+  }
+  /** Sunsets that stopped on an error start again. */
+  function retrySunsets() {
+    state().deprecated = state().deprecated.map((v) => (v.blocked ? { ...v, blocked: undefined } : v));
+    sunsets.sync();
   }
   /** A person asked for a failed gate to run again: its next run gets a workflow ID of its own. */
   const newGateRuns = () => void (state().target && (state().target!.gateRunIds = undefined));
@@ -206,6 +212,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         return () => state().phase !== 'Paused';
       case 'unblock':
         unblocked = true;
+        retrySunsets();
         return () => !blocked;
       case 'refused':
         return () => true;

@@ -174,3 +174,13 @@ describe('analysisVerdict', () => {
   });
 });
 
+
+describe('a sunset that stopped on an error', () => {
+  const stuck = afterV2({ deprecated: [{ buildId: 'v1', deprecatedSince: ago(600_000), blocked: 'scale v1 to 0: forbidden' }] });
+  test('retry tries it again', () => expect(planRetry(stuck, undefined, false)).toEqual({ kind: 'unblock' }));
+  test('resume tries it again', () => expect(problemWithControl('resume', {}, stuck, facts)).toBeUndefined());
+  test('without one, there is nothing to retry or resume', () => {
+    expect(planRetry(afterV2(), undefined, false).kind).toBe('refused');
+    expect(problemWithControl('resume', {}, afterV2(), facts)).toBe('not paused');
+  });
+});
