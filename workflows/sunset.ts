@@ -82,7 +82,7 @@ export class Sunsets {
       if (version) version.blocked = err.message;
       log.warn('sunset blocked', { buildId, error: err.message });
       ctx.markDirty();
-      ctx.event('Warning', 'Blocked', `sunset of ${buildId}: ${err.message}; a new spec tries again`);
+      ctx.event('Warning', 'Blocked', `sunset of ${buildId}: ${err.message}; a new spec, resume or retry tries again`);
     }
   }
 
