@@ -8,6 +8,7 @@ import { ActivityFailure, log, type ActivityOptions } from '@temporalio/workflow
 import { parseDuration } from '../api/duration.js';
 import { ContinueAsNewDue, type RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
+import type { RolloutState, TemporalPlace } from './state.js';
 
 /** What a deletion could not do (the workflow's result). */
 export interface DeletionResult {
@@ -61,6 +62,10 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       ctx.event('Warning', 'OpenExecutionsStranded', `deleting with pinned executions still open: ${text}`);
     }
     await attempt('route new work to unversioned workers', () => ctx.activities(bounded).routeAway(here));
+    // Where a version lives on another Temporal (the connection or namespace changed since), routing goes away there too.
+    for (const place of otherPlaces(state)) {
+      await attempt(`route new work to unversioned workers in ${place.temporalNamespace} at ${place.connection.hostPort}`, () => ctx.activities(bounded).routeAway(ctx.temporalTarget(place)));
+    }
     // Asked for (`sunset.drainBeforeDelete`): pinned executions get a while to finish before their workers go.
     const drainFor = state.desired?.spec.sunset.drainBeforeDelete;
     if (drainFor && stranded.length) {
@@ -85,4 +90,11 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
   await kube('remove the finalizer', () => ctx.kube.removeFinalizer(owner));
   if (result.problems.length) ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
   return result;
+}
+
+/** The places (Temporal and namespace) of the resource's versions other than its spec's, each once. */
+function otherPlaces(state: RolloutState): TemporalPlace[] {
+  const here = state.desired ? JSON.stringify(placeOf(state.desired)) : undefined;
+  const places = [state.current?.place, state.target?.place, ...state.deprecated.map((v) => v.place)].filter((p): p is TemporalPlace => p !== undefined);
+  return [...new Map(places.map((p) => [JSON.stringify(p), p])).entries()].filter(([key]) => key !== here).map(([, p]) => p);
 }
