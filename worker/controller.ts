@@ -153,11 +153,21 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
-  const searchAttributes = await searchAttributesRegistered(connection, namespace, log);
   const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
   // The workflows take their timings from this controller, in their read of the resource. Upserting an unregistered
   // search attribute fails every workflow task: without them, rollouts run without.
-  const timings = searchAttributes ? options.timings : { ...options.timings, searchAttributes: false };
+  const timings: Partial<Timings> = { ...options.timings };
+  if (!(await searchAttributesRegistered(connection, namespace, log))) timings.searchAttributes = false;
+  // Checked again each minute while they are missing (or the check failed): once they are there, every workflow
+  // sets them from its next read of its resource (the reads hand it these timings, this very object).
+  const searchAttributesChecked = setInterval(() => {
+    if (timings.searchAttributes !== false) return;
+    void searchAttributesRegistered(connection, namespace, () => {}).then((registered) => {
+      if (!registered) return;
+      delete timings.searchAttributes;
+      log(`the search attributes are registered in namespace ${namespace}: rollouts set them from their next read`);
+    });
+  }, 60_000).unref();
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs(), timings });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const fetchCredits = new HistoryFetchCredits(budget);
@@ -221,6 +231,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     stop() {
       stopping ??= (async () => {
         clearInterval(peaksShown);
+        clearInterval(searchAttributesChecked);
         await watcher.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => {});
@@ -281,7 +292,7 @@ async function searchAttributesRegistered(connection: Connection, namespace: str
   if (missing.length === 0) return true;
   log(
     `the search attributes ${missing.map((k) => k.name).join(', ')} are not registered in namespace ${namespace}: rollouts run without them ` +
-      `(no GlidepathPhase in the Web UI and \`npm run glidepath -- list\`). Register them, then restart the controller:\n` +
+      `(no GlidepathPhase in the Web UI and \`npm run glidepath -- list\`). Register them (checked again each minute):\n` +
       missing.map((k) => `  temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type Keyword`).join('\n'),
   );
   return false;
