@@ -1,7 +1,7 @@
 /**
  * The controller's Temporal rate budget (worker/rate-budget.ts) on a real connection to the dev server: calls
- * beyond the burst wait for their tokens and all succeed; calls refused by a full queue are retried by the SDK's
- * own retry interceptor and succeed too; connect's own call (it has a deadline) does not queue.
+ * beyond the burst wait for their tokens and all are answered; calls whose turn is further away than the queue's
+ * bound fail at once with RESOURCE_EXHAUSTED naming the budget, take no tokens, and a later call goes out.
  */
 import { Connection } from '@temporalio/client';
 import { RateBudget } from '../../worker/rate-budget.js';
