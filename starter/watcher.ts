@@ -682,10 +682,26 @@ export class Watcher {
     }
     if (this.warned.get(meta.uid!) !== said) {
       await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Warning', reason, message });
+      await this.wakeHandedOver(obj);
       this.warned.set(meta.uid!, said);
     }
     if (statusFailure) throw statusFailure;
     return undefined;
+  }
+
+  /**
+   * A workflow that has the resource reads it (a wake-up, never a start): it then says the problem in its own status
+   * writes instead of writing over the watcher's condition.
+   */
+  private async wakeHandedOver(obj: Resource): Promise<void> {
+    const meta = obj.metadata!;
+    if (!meta.finalizers?.includes(finalizer)) return;
+    const hint: SpecChangedHint = { uid: meta.uid!, kind: kindOf(obj), generation: meta.generation ?? 0, resourceVersion: meta.resourceVersion ?? '', connectionVersion: '' };
+    try {
+      await this.options.client.workflow.getHandle(rolloutWorkflowId(meta.namespace!, meta.name!)).signal(specChanged, hint);
+    } catch (err) {
+      if (!(err instanceof WorkflowNotFoundError)) throw err;
+    }
   }
 
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {

@@ -262,6 +262,12 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     lastTransitionTime: state.since,
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   });
+  const problem = state.specProblem && state.specProblem.generation > (generation ?? 0) ? state.specProblem : undefined;
+  if (problem) {
+    // As the watcher says it: the spec in force goes on meanwhile, the versions below are what runs.
+    const refused = (type: string): Condition => ({ type, status: 'False', reason: problem.reason, message: problem.message, lastTransitionTime: state.since, observedGeneration: problem.generation });
+    return { ...renderStatus({ ...state, specProblem: undefined }), observedGeneration: problem.generation, phase: problem.phase, message: problem.message, conditions: [refused('Ready'), refused('Progressing')] };
+  }
   const target = state.target;
   const retrying = state.retrying ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})` : '';
   const blocked = state.deprecated.filter((v) => v.blocked).map((v) => `; the sunset of ${v.buildId} is blocked: ${v.blocked}`).join('');

@@ -262,6 +262,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       decision.state.target = Object.assign(running, next);
     }
     Object.assign(ctx.state, decision.state);
+    ctx.state.specProblem = undefined;
     forgetForeignTemplates(ctx.state);
     if (decision.superseded) {
       log.info('target superseded', { superseded: decision.superseded, target: read.buildId });
@@ -295,6 +296,13 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (!state().desired && read.found && read.uid === owner.uid && read.desired) state().desired = read.desired;
       markDeleting();
     } else if (decision.kind === 'spec') acceptSpec(decision.desired);
+    else if (read.found && read.uid === owner.uid && read.problem && read.generation > (state().desired?.generation ?? 0)) {
+      const problem = { generation: read.generation, phase: read.problemPhase ?? 'InvalidSpec', reason: read.problemReason ?? 'InvalidSpec', message: read.problem };
+      if (JSON.stringify(problem) !== JSON.stringify(state().specProblem)) {
+        state().specProblem = problem;
+        ctx.markDirty();
+      }
+    }
     return 'read';
   }
 

@@ -138,6 +138,11 @@ export const defaultTimings: Timings = { resyncIntervalMs: 60 * 60_000, drainPol
 export interface RolloutState {
   owner: Owner;
   desired?: Desired;
+  /**
+   * A newer generation the workflow read and could not take (invalid, or its connection missing): its status says
+   * so as the watcher does, instead of writing over the watcher's condition. Cleared when a spec is taken.
+   */
+  specProblem?: { generation: number; phase: 'InvalidSpec' | 'Pending'; reason: 'InvalidSpec' | 'ConnectionNotFound'; message: string };
   current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];

@@ -26,8 +26,10 @@ export type ResourceRead = { timings?: Partial<Timings> } & (
       deleting: boolean;
       /** When the spec (and its connection) can be used; `desired.uid` is the object's uid. */
       desired?: Desired;
-      /** Why not, when `desired` is absent. */
+      /** Why not, when `desired` is absent, as the watcher says it (its phase and reason too). */
       problem?: string;
+      problemPhase?: 'InvalidSpec' | 'Pending';
+      problemReason?: 'InvalidSpec' | 'ConnectionNotFound';
     }
 );
 
@@ -86,7 +88,7 @@ export function createResourceReads(kc: k8s.KubeConfig, timings?: Partial<Timing
         ...configured,
       };
       const result = await desiredOf({ ...obj, kind }, kind, connection);
-      return result.ok ? { ...read, desired: result.desired } : { ...read, problem: result.problem };
+      return result.ok ? { ...read, desired: result.desired } : { ...read, problem: result.problem, problemPhase: result.phase, problemReason: result.reason };
     },
 
     /**

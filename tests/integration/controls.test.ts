@@ -119,6 +119,22 @@ test('the CLI: promote --full answers with the status, resume when not paused is
   expect(promoted).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT/), expect.stringContaining(userInfo().username), `promote ${v2}`, 'looks good']);
 });
 
+test("a spec that cannot be taken mid-rollout: the workflow's own status writes say so as the watcher does, never over its condition", async () => {
+  const { v2 } = await rollingOut(env, 'bad-mid', { strategy: 'Manual' }, 'AwaitingPromotion');
+  const broken = resource(env, 'bad-mid', { strategy: 'Manual', env: { VERSION: 'v2' } });
+  broken.spec.workerOptions.connectionRef.name = 'missing';
+  await apply(env, broken);
+  await eventually('the watcher says ConnectionNotFound', async () => (await twdStatus(env, 'bad-mid'))?.conditions?.some((c) => c.reason === 'ConnectionNotFound'));
+  // The rollout in flight goes on under the spec it has; its status writes keep saying what is wrong with the new one.
+  await workflowHandle(env, 'bad-mid').executeUpdate('promote', { args: [{ buildId: v2, full: true, identity: 'test' }] });
+  await eventually('v2 current in Temporal', async () => (await routing(env, 'bad-mid')).current === v2);
+  const s = await eventually('the workflow wrote v2 current, with the problem kept', async () => {
+    const st = await twdStatus(env, 'bad-mid');
+    return st?.currentVersion?.buildID === v2 && st.phase === 'Pending' ? st : undefined;
+  });
+  expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ConnectionNotFound' });
+});
+
 test('the CLI refuses a control to someone Kubernetes does not let patch the resource, and sends nothing', async () => {
   await rollingOut(env, 'cli-rbac', { strategy: 'Manual' }, 'AwaitingPromotion');
   const target = `${env.namespace}/cli-rbac`;

@@ -370,6 +370,15 @@ describe('versionsToMakeRoom', () => {
 describe('renderStatus', () => {
   const conditionStatus = (s: ReturnType<typeof renderStatus>, type: string) => s.conditions?.find((c) => c.type === type)?.status;
 
+  test('a newer generation that could not be taken: said as the watcher says it, the versions as they run', () => {
+    const specProblem = { generation: 4, phase: 'Pending' as const, reason: 'ConnectionNotFound' as const, message: 'TemporalConnection shop/missing not found' };
+    const s = renderStatus(state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier }, specProblem }));
+    expect(s).toMatchObject({ observedGeneration: 4, phase: 'Pending', message: specProblem.message, currentVersion: { buildID: 'v1' } });
+    expect(s.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([['Ready', 'False', 'ConnectionNotFound'], ['Progressing', 'False', 'ConnectionNotFound']]);
+    // Once a spec of that generation (or newer) is taken, it is not said any more.
+    expect(renderStatus(state({ desired: desired('v1', 4), current: { buildId: 'v1', since: earlier }, specProblem })).phase).toBe('Ready');
+  });
+
   test.each<[Phase, 'True' | 'False', 'True' | 'False']>([
     ['Ready', 'True', 'False'],
     ['Pending', 'False', 'True'],
