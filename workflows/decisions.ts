@@ -52,6 +52,24 @@ export function alreadyRead(state: RolloutState, hint: unknown): boolean {
 export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connection, temporalNamespace: d.spec.workerOptions.temporalNamespace });
 
 /**
+ * Why a spec cannot be taken because it moves the worker deployment to another Temporal (another namespace, or the
+ * connection's hostPort) while a build is current or rolling out there: in place, nothing would route to the
+ * Deployment where it lands, and the pinned work left behind would lose its workers. Undefined: it can be taken.
+ */
+export function placeChangeProblem(state: RolloutState, desired: Desired): string | undefined {
+  const live = state.current ?? state.target;
+  if (!live || !state.desired) return undefined;
+  const from = live.place ?? placeOf(state.desired);
+  const to = placeOf(desired);
+  const what =
+    from.temporalNamespace !== to.temporalNamespace ? `spec.workerOptions.temporalNamespace changed from ${from.temporalNamespace} to ${to.temporalNamespace}`
+    : from.connection.hostPort !== to.connection.hostPort ? `the connection's hostPort changed from ${from.connection.hostPort} to ${to.connection.hostPort}`
+    : undefined;
+  if (!what) return undefined;
+  return `${what}: a worker deployment is not moved to another Temporal in place (nothing would route to it there, and its pinned work would lose its workers). Create a resource for the new place and delete this one once its work has drained, or set it back`;
+}
+
+/**
  * Whether resourceVersion `a` is newer than `b`: compared as numbers when both are (etcd's are), else any change
  * counts as newer (the apiserver's are opaque, and a read is never older than the one before it).
  */
@@ -262,7 +280,8 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     lastTransitionTime: state.since,
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   });
-  const problem = state.specProblem && state.specProblem.generation > (generation ?? 0) ? state.specProblem : undefined;
+  // Cleared when a spec is taken; a connection's change keeps the generation, so it is said at the same one too.
+  const problem = state.specProblem && state.specProblem.generation >= (generation ?? 0) ? state.specProblem : undefined;
   if (problem) {
     // As the watcher says it: the spec in force goes on meanwhile, the versions below are what runs.
     const refused = (type: string): Condition => ({ type, status: 'False', reason: problem.reason, message: problem.message, lastTransitionTime: state.since, observedGeneration: problem.generation });

@@ -9,7 +9,7 @@ import { rolloutWorkflowId } from '../api/names.js';
 import { forgetForeignTemplates, forgetGoneForeignBuilds, liveForeignBuilds, withAlias, withAliasedControl } from './adoption.js';
 import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
 import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
-import { alreadyRead, isPaused, placeOf, planRead, planSpecChange, rolloutPending } from './decisions.js';
+import { alreadyRead, isPaused, placeChangeProblem, placeOf, planRead, planSpecChange, rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import * as messages from './messages.js';
@@ -252,6 +252,16 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   function acceptSpec(read: Desired) {
     // An unchanged template of an adopted build is that build (./adoption.ts; nothing to do without adoption).
     forgetGoneForeignBuilds(state());
+    const moved = placeChangeProblem(state(), read);
+    if (moved) {
+      const problem = { generation: read.generation, phase: 'InvalidSpec' as const, reason: 'InvalidSpec' as const, message: moved };
+      if (JSON.stringify(problem) !== JSON.stringify(state().specProblem)) {
+        state().specProblem = problem;
+        ctx.event('Warning', 'InvalidSpec', moved);
+        ctx.markDirty();
+      }
+      return;
+    }
     const decision = planSpecChange(state(), withAlias(state(), read), now());
     if (decision.ignored) return;
     // In place: the running flow holds the state and its target; the same build's target stays the same object.

@@ -375,8 +375,8 @@ describe('renderStatus', () => {
     const s = renderStatus(state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier }, specProblem }));
     expect(s).toMatchObject({ observedGeneration: 4, phase: 'Pending', message: specProblem.message, currentVersion: { buildID: 'v1' } });
     expect(s.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([['Ready', 'False', 'ConnectionNotFound'], ['Progressing', 'False', 'ConnectionNotFound']]);
-    // Once a spec of that generation (or newer) is taken, it is not said any more.
-    expect(renderStatus(state({ desired: desired('v1', 4), current: { buildId: 'v1', since: earlier }, specProblem })).phase).toBe('Ready');
+    // Once a newer spec is in force, it is not said any more.
+    expect(renderStatus(state({ desired: desired('v1', 5), current: { buildId: 'v1', since: earlier }, specProblem })).phase).toBe('Ready');
   });
 
   test.each<[Phase, 'True' | 'False', 'True' | 'False']>([

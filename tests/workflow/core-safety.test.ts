@@ -206,6 +206,21 @@ describe('editing spec.rollout of the build being rolled out', () => {
   });
 });
 
+test('a spec that moves the worker deployment to another Temporal namespace is refused, saying why; set back, it is taken', async () => {
+  const r = await withCurrentV1('moved');
+  const applies = argsOf(r.world, 'ensureVersionedDeployment').length;
+  const elsewhere = desired(2, 'v1');
+  elsewhere.spec = { ...elsewhere.spec, workerOptions: { ...elsewhere.spec.workerOptions, temporalNamespace: 'elsewhere' } };
+  await r.spec(elsewhere);
+  await eventually('InvalidSpec in the status', () => r.world.statuses.at(-1)?.phase === 'InvalidSpec');
+  expect(r.world.statuses.at(-1)).toMatchObject({ observedGeneration: 2, message: expect.stringContaining('temporalNamespace changed from default to elsewhere') });
+  expect(r.world.events.filter((e) => e.reason === 'InvalidSpec')).toHaveLength(1);
+  expect(argsOf(r.world, 'ensureVersionedDeployment')).toHaveLength(applies); // nothing re-applied onto the new place
+  await r.spec(desired(3, 'v1'));
+  await eventually('Ready at generation 3', () => r.world.statuses.at(-1)?.phase === 'Ready' && r.world.statuses.at(-1)?.observedGeneration === 3);
+  await noTaskFailures(r);
+});
+
 test('replicas of the in-flight target are applied at once, and availability waits for the new count', async () => {
   const r = await withCurrentV1('replicas');
   r.world.autoAvailable = false;
