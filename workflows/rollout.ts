@@ -383,8 +383,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         // watcher ran): it must not be healed forever.
         await readOwner();
         if (state().deleting) return;
-        const recreated = await ctx.localFirst('recreate missing Deployments', (kube) => kube.ensureDeploymentsExist({ owner, desired: state().desired!, versions: liveVersions() }));
+        const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) => kube.reconcileDeployments({ owner, desired: state().desired!, versions: liveVersions() }));
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
+        for (const name of healed) ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
         const live = [...liveVersions().map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(state())];
         const removed = await ctx.localFirst('delete stray Deployments', (kube) => kube.deleteStrayDeployments(owner, live));

@@ -135,7 +135,8 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   /** apps/v1 Deployments as raw JSON (CustomObjectsApi takes any group): a typed client would drop fields it does not know. */
   const deploymentsApi = (namespace: string) => ({ group: 'apps', version: 'v1', namespace, plural: 'deployments' });
 
-  async function apply(input: EnsureDeploymentInput): Promise<k8s.V1Deployment> {
+  /** Server-side applies a build's Deployment; `leaveReplicas`: without them (another manager holds them); `dryRun`: only says what it would be. */
+  async function apply(input: EnsureDeploymentInput, opts: { leaveReplicas?: boolean; dryRun?: boolean } = {}): Promise<k8s.V1Deployment> {
     const body = renderVersionedDeployment({
       owner: input.owner,
       spec: { ...input.desired.spec, template: input.template },
@@ -143,8 +144,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
       buildId: input.buildId,
       replicas: input.replicas,
     });
+    if (opts.leaveReplicas) delete body.spec!.replicas;
     return apps.patchNamespacedDeployment(
-      { name: body.metadata!.name!, namespace: input.owner.namespace, body, fieldManager: managerName, force: true },
+      { name: body.metadata!.name!, namespace: input.owner.namespace, body, fieldManager: managerName, force: true, ...(opts.dryRun ? { dryRun: 'All' } : {}) },
       asApply,
     );
   }
@@ -184,24 +186,36 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     },
 
     /**
-     * Recreates live Deployments that are missing (deleted by hand); returns the names recreated. One of the
-     * same name that another incarnation of the resource owns is left alone (its garbage collection is due).
+     * Brings the live versions' Deployments back to what they should be: recreates a missing one, and re-applies one
+     * whose fields Glidepath sets were changed by hand, found by a server-side dry run (no write when nothing drifted).
+     * Fields another manager holds are left to it (a scaler's replicas); so is a Deployment of the same name that
+     * another incarnation of the resource owns (its garbage collection is due). Returns the names recreated and healed.
      */
-    async ensureDeploymentsExist(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate }[] }): Promise<string[]> {
+    async reconcileDeployments(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate }[] }): Promise<{ recreated: string[]; healed: string[] }> {
       const recreated: string[] = [];
+      const healed: string[] = [];
       for (const v of input.versions) {
         const name = versionedDeploymentName(input.owner.name, v.buildId);
         const existing = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: input.owner.namespace }));
-        if (existing && (!isOwnedBy(existing, input.owner) || !existing.metadata?.deletionTimestamp)) continue;
-        await apply({ owner: input.owner, desired: input.desired, buildId: v.buildId, template: v.template, replicas: v.replicas });
-        recreated.push(name);
+        const wanted = { owner: input.owner, desired: input.desired, buildId: v.buildId, template: v.template, replicas: v.replicas };
+        if (existing && !isOwnedBy(existing, input.owner)) continue;
+        if (!existing || existing.metadata?.deletionTimestamp) {
+          await apply(wanted);
+          recreated.push(name);
+          continue;
+        }
+        const leaveReplicas = replicasHeldByAnother(existing);
+        const would = await apply(wanted, { leaveReplicas, dryRun: true });
+        if (JSON.stringify([would.spec, would.metadata?.labels]) === JSON.stringify([existing.spec, existing.metadata?.labels])) continue;
+        await apply(wanted, { leaveReplicas });
+        healed.push(name);
       }
-      return recreated;
+      return { recreated, healed };
     },
 
     async scaleDeployment(owner: Owner, buildId: string, replicas: number): Promise<void> {
       for (const { name } of await deploymentsOfBuild(owner, buildId)) {
-        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name, namespace: owner.namespace, body: { spec: { replicas } } }, asMergePatch));
+        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName }, asMergePatch));
       }
     },
 
@@ -288,7 +302,7 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     async scaleOwnedDeployments(owner: Owner, replicas: number): Promise<void> {
       for (const d of await ownedDeployments(owner)) {
-        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name: d.metadata!.name!, namespace: owner.namespace, body: { spec: { replicas } } }, asMergePatch));
+        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name: d.metadata!.name!, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName }, asMergePatch));
       }
     },
 
@@ -392,3 +406,11 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 }
 
 export type KubernetesActivities = ReturnType<typeof createKubernetesActivities>;
+
+/** Whether a manager other than Glidepath holds `spec.replicas` (a scaler, `kubectl scale`): then it is theirs. */
+function replicasHeldByAnother(d: k8s.V1Deployment): boolean {
+  return (d.metadata?.managedFields ?? []).some((m) => {
+    const spec = (m.fieldsV1 as Record<string, Record<string, unknown> | undefined> | undefined)?.['f:spec'];
+    return m.manager !== managerName && spec !== undefined && 'f:replicas' in spec;
+  });
+}

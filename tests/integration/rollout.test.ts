@@ -4,7 +4,9 @@
  * Deployment lost its pods while its version was not drained.
  */
 import { group, version } from '../../api/common.js';
-import type * as k8s from '@kubernetes/client-node';
+import * as k8s from '@kubernetes/client-node';
+import { asMergePatch } from '../../activities/kubernetes/client.js';
+import { localActivityType } from '../../scripts/history.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../examples/worker/activities.js';
 import { exampleBundle } from '../../examples/worker/worker.js';
@@ -198,13 +200,48 @@ test('a Deployment deleted by hand is recreated', async () => {
   expect(recreated.spec?.replicas).toBe(1);
 });
 
+test("a resync heals a Deployment edited by hand, leaves a scaler's replicas alone, and writes nothing when nothing drifted", async () => {
+  await apply(env, resource(env, 'drift', { env: { VERSION: 'v1' } }));
+  const v1 = (await currentIs('drift')).currentVersion!.buildID;
+  const name = (await deployments(env, 'drift')).get(v1)!.metadata!.name!;
+  const get = () => env.apps.readNamespacedDeployment({ name, namespace: env.namespace });
+  const image = (d: k8s.V1Deployment) => d.spec!.template!.spec!.containers[0]!.image;
+  const wanted = image(await get());
+  const events = async () => (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=drift' })).items;
+  /** The reconciliations recorded (a local activity's marker, or the activity it fell back to). */
+  const reconciliations = async () =>
+    ((await workflowHandle(env, 'drift').fetchHistory()).events ?? []).filter((e) => (localActivityType(e) ?? e.activityTaskScheduledEventAttributes?.activityType?.name) === 'reconcileDeployments').length;
+  const resyncRound = async () => {
+    const rounds = await reconciliations();
+    await workflowHandle(env, 'drift').signal(resync);
+    await eventually('a resync round', async () => (await reconciliations()) > rounds);
+  };
+
+  // A scaler (its own field manager, through the scale subresource) holds the replicas: they stay its.
+  await env.apps.patchNamespacedDeploymentScale({ name, namespace: env.namespace, body: { spec: { replicas: 2 } }, fieldManager: 'a-scaler' }, asMergePatch);
+  const scaled = await get();
+  await resyncRound();
+  const after = await get();
+  expect(after.spec!.replicas).toBe(2);
+  expect(after.metadata!.resourceVersion).toBe(scaled.metadata!.resourceVersion); // nothing drifted: no write
+
+  // Someone edits the image by hand: the next round applies it again.
+  const edited = { ...scaled.spec!.template!.spec!, containers: [{ ...scaled.spec!.template!.spec!.containers[0]!, image: 'glidepath/example-worker:edited' }] };
+  await env.apps.patchNamespacedDeployment({ name, namespace: env.namespace, body: { spec: { template: { spec: edited } } }, fieldManager: 'kubectl-edit' }, asMergePatch);
+  await resyncRound();
+  await eventually('the image healed', async () => image(await get()) === wanted);
+  expect((await get()).spec!.replicas).toBe(2);
+  await eventually('a DeploymentHealed Event', async () => (await events()).some((e) => e.reason === 'DeploymentHealed'));
+});
+
 test('a resync deletes a stray Deployment of ours at 0 pods, and leaves one with pods alone', async () => {
   await apply(env, resource(env, 'strays', { env: { VERSION: 'v1' } }));
   await currentIs('strays');
+  const uid = ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'strays' })) as k8s.KubernetesObject).metadata!.uid!;
   const stray = (buildId: string, replicas: number): k8s.V1Deployment => ({
     metadata: {
       name: `strays-${buildId}`,
-      labels: { [Labels.managedBy]: 'glidepath', [Labels.workerDeployment]: 'strays', [Labels.buildId]: buildId },
+      labels: { [Labels.managedBy]: 'glidepath', [Labels.workerDeployment]: 'strays', [Labels.buildId]: buildId, [Labels.ownerUid]: uid },
     },
     spec: {
       replicas,

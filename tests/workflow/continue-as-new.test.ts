@@ -242,12 +242,12 @@ test('3. a duplicate hint sent after continuing as new asks for no read; a read 
 
   const before = w.calls.length;
   const watched = ['ensureVersionedDeployment', 'awaitVersionRegistered', 'describeRouting', ...routingCalls];
-  const resyncs = w.callsOf('ensureDeploymentsExist').length;
+  const resyncs = w.callsOf('reconcileDeployments').length;
   await w.wake(); // a duplicate: the resourceVersion the runs read
   await w.wake();
   // Signals to one workflow ID are handled in order, across runs: once the resync after them has run, they were seen.
   await r.latest().signal(messages.resync);
-  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
+  await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
   await sleep(300);
   // The resync's own read, and the first read of each run that began since (the limit is tiny): none for the hints.
   expect(w.calls.slice(before).filter((c) => c.name === 'readResource')).toHaveLength(1 + (await runsAfter(r, runBefore)));

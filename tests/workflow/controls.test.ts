@@ -729,9 +729,9 @@ test('15. the same requestId twice is one control', async () => {
   await r.signal('promote', { requestId: 'req-1', identity: 'alice' });
   // Nothing moves: a short fixed wait, since what is checked is that no step follows. Then a resync (handled
   // after the signal) shows the signal was seen.
-  const resyncs = w.callsOf('ensureDeploymentsExist').length;
+  const resyncs = w.callsOf('reconcileDeployments').length;
   await r.handle().signal(messages.resync);
-  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
+  await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
   await sleep(500);
   const s = await r.status();
   expect(s.phase).toBe('AwaitingPromotion');

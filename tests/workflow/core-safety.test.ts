@@ -384,7 +384,7 @@ describe("the resource's UID", () => {
     const r = await withCurrentV1('uid-deleted');
     await r.handle().signal(messages.deleted, { uid: 'someone-else' });
     await r.handle().signal(messages.resync);
-    await eventually('a resync', () => r.world.callsOf('ensureDeploymentsExist').length > 0);
+    await eventually('a resync', () => r.world.callsOf('reconcileDeployments').length > 0);
     expect(r.world.callsOf('deleteOwnedDeployments')).toEqual([]);
     expect((await r.handle().describe()).status.name).toBe('RUNNING');
   });
@@ -394,9 +394,9 @@ describe("the resource's UID", () => {
     const reads = r.world.callsOf('readResource').length;
     await r.handle().signal(messages.deleted, { uid: r.owner.uid });
     await eventually('the read it asked for', () => r.world.callsOf('readResource').length > reads);
-    const rounds = r.world.callsOf('ensureDeploymentsExist').length;
+    const rounds = r.world.callsOf('reconcileDeployments').length;
     await r.handle().signal(messages.resync);
-    await eventually('a resync', () => r.world.callsOf('ensureDeploymentsExist').length > rounds);
+    await eventually('a resync', () => r.world.callsOf('reconcileDeployments').length > rounds);
     expect(r.world.calls.filter((c) => ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'].includes(c.name))).toEqual([]);
     expect(await r.handle().query(messages.status)).toMatchObject({ phase: 'Ready', current: 'v1' });
     expect((await r.handle().describe()).status.name).toBe('RUNNING');

@@ -327,8 +327,8 @@ export class FakeWorlds {
         const w = kube(input.owner, 'ensureVersionedDeployment', [input.buildId, input.desired.generation]);
         return w.apply(input.buildId, input.replicas ?? input.desired.spec.replicas, input.desired.generation);
       },
-      ensureDeploymentsExist: async (input) => {
-        const w = kube(input.owner, 'ensureDeploymentsExist', [input.versions.map((v) => v.buildId)]);
+      reconcileDeployments: async (input) => {
+        const w = kube(input.owner, 'reconcileDeployments', [input.versions.map((v) => v.buildId)]);
         if (w.brownout > 0 && w.brownout--) throw new Error('the apiserver is not answering');
         const recreated: string[] = [];
         for (const v of input.versions) {
@@ -336,7 +336,7 @@ export class FakeWorlds {
           w.apply(v.buildId, v.replicas);
           recreated.push(versionedDeploymentName(input.owner.name, v.buildId));
         }
-        return recreated;
+        return { recreated, healed: [] };
       },
       deleteStrayDeployments: async (owner, live) => {
         const w = kube(owner, 'deleteStrayDeployments', [live]);

@@ -91,7 +91,7 @@ test('a resync round is one read and one workflow task: its repairs and their re
   const markers = round.flatMap((e, i) => (e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED ? [i] : []));
   expect(markers).toHaveLength(3);
   expect(markers[0]).toBeGreaterThan(readDone);
-  expect(activityTypes(round.slice(readDone))).toEqual(['ensureDeploymentsExist', 'deleteStrayDeployments', 'report']);
+  expect(activityTypes(round.slice(readDone))).toEqual(['reconcileDeployments', 'deleteStrayDeployments', 'report']);
   const tasksUntilLastMarker = round.slice(readDone, markers.at(-1)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   expect(tasksUntilLastMarker).toHaveLength(1);
 
@@ -109,10 +109,10 @@ test('a resync in an apiserver brownout: the local repair gives up within its bo
   await eventually('v1 to be current', async () => ((await handle.query(messages.status)).current === 'v1' ? true : undefined));
   world.deployments.delete('v1');
   world.brownout = 3; // every local attempt fails
-  const before = world.callsOf('ensureDeploymentsExist').length;
+  const before = world.callsOf('reconcileDeployments').length;
   await handle.signal(messages.resync);
   await eventually('v1 recreated', () => world.deployments.has('v1'));
-  expect(world.callsOf('ensureDeploymentsExist').length - before).toBe(4); // three local attempts, then the activity
-  const scheduled = ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'ensureDeploymentsExist');
+  expect(world.callsOf('reconcileDeployments').length - before).toBe(4); // three local attempts, then the activity
+  const scheduled = ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileDeployments');
   expect(scheduled).toHaveLength(1);
 });

@@ -133,10 +133,10 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   expect(w.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown', 'VersionDeleted']));
 
   // The watcher's "v1 Deployment deleted" must not bring it back: a resync sees only live versions.
-  const resyncs = w.callsOf('ensureDeploymentsExist').length;
+  const resyncs = w.callsOf('reconcileDeployments').length;
   await r.handle.signal(messages.resync);
-  await eventually('a resync', () => w.callsOf('ensureDeploymentsExist').length > resyncs);
-  expect(w.callsOf('ensureDeploymentsExist').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1'))).toEqual([]);
+  await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
+  expect(w.callsOf('reconcileDeployments').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1'))).toEqual([]);
   expect([...w.deployments.keys()]).toEqual(['v2']);
 
   // 12 (recording half): a finished run's history (the resource deleted) is a committed replay fixture, the one
@@ -391,7 +391,7 @@ test('11. a duplicate hint (the resourceVersion last read) asks for no read; a r
   await r.spec(desired(2, 'v1', { strategy: 'AllAtOnce' }));
   await r.until('v1 to be current', (s) => s.current === 'v1' && s.phase === 'Ready');
   const reads = () => w.callsOf('readResource').length;
-  const rounds = () => w.callsOf('ensureDeploymentsExist').length;
+  const rounds = () => w.callsOf('reconcileDeployments').length;
   /** A resync round (which reads the resource itself, once); signals are handled in order, so those before it were seen. */
   const resync = async () => {
     const before = rounds();
@@ -422,7 +422,7 @@ test('11. a duplicate hint (the resourceVersion last read) asks for no read; a r
   expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([['v1', 2]]);
   expect(argsOf(w, 'awaitVersionRegistered')).toEqual([['v1']]);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
-  expect(argsOf(w, 'ensureDeploymentsExist')).toEqual([[['v1']], [['v1']]]);
+  expect(argsOf(w, 'reconcileDeployments')).toEqual([[['v1']], [['v1']]]);
   expect(w.deployments.has('v2') || w.deployments.has('v3')).toBe(false);
 });
 

@@ -67,7 +67,7 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain('recordEvent');
   expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown']));
   // The resync's repairs are local; its read of the resource (as every read) an activity, summarised as well.
-  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['recreate missing Deployments', 'delete stray Deployments']));
+  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['reconcile the Deployments', 'delete stray Deployments']));
   expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource']));
   expect(markers.map(summaryOf)).not.toContain('read the resource');
   // Reports: activities, or local activities in a task that schedules nothing else.
