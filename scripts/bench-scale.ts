@@ -244,7 +244,8 @@ const attributionNote =
   `which there are the pods' PollWorkflowTaskQueue/RespondWorkflowTaskCompleted and the server's own system workers'. ` +
   `Idle figures subtract the server's own background in \`${controllerNamespace}\`, measured in the empty namespace \`${baselineNamespace}\`.`;
 
-const isWrite = (l: Labels) => kubeWriteVerbs.includes(l.verb ?? '');
+/** A write that changes something (a dry run, the resync's drift check, writes nothing). */
+const isWrite = (l: Labels) => kubeWriteVerbs.includes(l.verb ?? '') && !l.dry_run;
 /** Kubernetes requests on resources (not /metrics, /healthz …). */
 const isResourceRequest = (l: Labels) => !!l.resource;
 /**

@@ -682,8 +682,8 @@ export class Watcher {
     }
     if (this.warned.get(meta.uid!) !== said) {
       await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Warning', reason, message });
-      await this.wakeHandedOver(obj);
       this.warned.set(meta.uid!, said);
+      await this.wakeHandedOver(obj); // a failure is retried without a second Event
     }
     if (statusFailure) throw statusFailure;
     return undefined;

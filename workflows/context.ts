@@ -232,10 +232,6 @@ export class RolloutContext {
   }
 
   /**
-   * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
-   * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
-   */
-  /**
    * A call as a local activity (in the workflow task: no extra task on the quiet path), made again as an activity
    * when the local one failed within its bound.
    */
@@ -248,6 +244,10 @@ export class RolloutContext {
     }
   }
 
+  /**
+   * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
+   * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
+   */
   withSummary<T>(summary: string, fn: () => T): T {
     const outer = this.summaryNow;
     this.summaryNow = summary;
@@ -311,16 +311,20 @@ export class RolloutContext {
     const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured }, phase, reason, target, now: at });
     emitMetrics(points, this.owner); // a sink, not a command: replay-safe
     Object.assign(s, { phase, reason, message, since: at.toISOString(), phaseSince: phase === s.phase ? phaseSince : at.toISOString(), measured });
-    if (this.state.timings.searchAttributes !== false) {
-      upsertSearchAttributes([
-        { key: phaseKey, value: phase },
-        { key: targetBuildKey, value: this.state.target?.buildId ?? '' },
-        { key: currentBuildKey, value: this.state.current?.buildId ?? '' },
-      ]);
-    }
+    this.showInSearch();
     this.markDirty();
     this.event(type, reason, message);
     this.record('transition', reason, 'glidepath', `${phase}: ${message}`);
+  }
+
+  /** The phase and builds as search attributes (when the controller says they are registered). */
+  showInSearch(): void {
+    if (this.state.timings.searchAttributes === false) return;
+    upsertSearchAttributes([
+      { key: phaseKey, value: this.state.phase },
+      { key: targetBuildKey, value: this.state.target?.buildId ?? '' },
+      { key: currentBuildKey, value: this.state.current?.buildId ?? '' },
+    ]);
   }
 
   /** Adds a line to `history` (bounded: the oldest go). */

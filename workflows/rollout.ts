@@ -252,7 +252,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   function acceptSpec(read: Desired) {
     // An unchanged template of an adopted build is that build (./adoption.ts; nothing to do without adoption).
     forgetGoneForeignBuilds(state());
-    const moved = placeChangeProblem(state(), read);
+    const moved = read.generation >= (state().desired?.generation ?? 0) ? placeChangeProblem(state(), read) : undefined;
     if (moved) {
       const problem = { generation: read.generation, phase: 'InvalidSpec' as const, reason: 'InvalidSpec' as const, message: moved };
       if (JSON.stringify(problem) !== JSON.stringify(state().specProblem)) {
@@ -293,7 +293,9 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
     // replayed in another order than it ran (a nondeterminism error).
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
+    const hidden = state().timings.searchAttributes === false;
     state().timings = { ...defaultTimings, ...read.timings }; // the controller's, not the start request's
+    if (hidden && state().timings.searchAttributes !== false) ctx.showInSearch(); // registered since: shown from now on
     const decision = planRead(state(), read);
     if (decision.kind === 'unconfirmed') {
       // Another live object holds the name: it is this workflow's to serve (its next run reads it itself).
@@ -306,7 +308,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
       if (!state().desired && read.found && read.uid === owner.uid && read.desired) state().desired = read.desired;
       markDeleting();
     } else if (decision.kind === 'spec') acceptSpec(decision.desired);
-    else if (read.found && read.uid === owner.uid && read.problem && read.generation > (state().desired?.generation ?? 0)) {
+    else if (read.found && read.uid === owner.uid && read.problem && read.generation >= (state().desired?.generation ?? 0)) {
       const problem = { generation: read.generation, phase: read.problemPhase ?? 'InvalidSpec', reason: read.problemReason ?? 'InvalidSpec', message: read.problem };
       if (JSON.stringify(problem) !== JSON.stringify(state().specProblem)) {
         state().specProblem = problem;
@@ -363,7 +365,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   const liveVersions = () => {
     const s = state();
     return [
-      ...[s.current?.buildId, s.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas })),
+      ...[s.current?.buildId, s.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas, heal: true })),
       ...s.deprecated.filter((v) => !ctx.removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
     ].flatMap((v) => {
       const template = s.templates?.[v.buildId];

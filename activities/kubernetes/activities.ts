@@ -187,11 +187,12 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /**
      * Brings the live versions' Deployments back to what they should be: recreates a missing one, and re-applies one
-     * whose fields Glidepath sets were changed by hand, found by a server-side dry run (no write when nothing drifted).
+     * marked `heal` (the current and target: a draining version keeps the spec it had) whose fields Glidepath sets
+     * were changed by hand, found by a server-side dry run (no write when nothing drifted).
      * Fields another manager holds are left to it (a scaler's replicas); so is a Deployment of the same name that
      * another incarnation of the resource owns (its garbage collection is due). Returns the names recreated and healed.
      */
-    async reconcileDeployments(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate }[] }): Promise<{ recreated: string[]; healed: string[] }> {
+    async reconcileDeployments(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate; heal?: boolean }[] }): Promise<{ recreated: string[]; healed: string[] }> {
       const recreated: string[] = [];
       const healed: string[] = [];
       for (const v of input.versions) {
@@ -204,9 +205,14 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           recreated.push(name);
           continue;
         }
+        if (!v.heal) continue;
         const leaveReplicas = replicasHeldByAnother(existing);
-        const would = await apply(wanted, { leaveReplicas, dryRun: true });
-        if (JSON.stringify([would.spec, would.metadata?.labels]) === JSON.stringify([existing.spec, existing.metadata?.labels])) continue;
+        // A dry run an admission webhook refuses (or a quota) leaves this one as it is: the others are still reconciled.
+        const would = await apply(wanted, { leaveReplicas, dryRun: true }).catch((err: unknown) => {
+          logWarning(`reconcile ${name}: the dry run was refused, not healed: ${(err as Error).message}`);
+          return undefined;
+        });
+        if (!would || JSON.stringify([would.spec, would.metadata?.labels]) === JSON.stringify([existing.spec, existing.metadata?.labels])) continue;
         await apply(wanted, { leaveReplicas });
         healed.push(name);
       }
