@@ -27,7 +27,7 @@ export { managerIdentityHeldType, permanentFailureType } from './errors.js';
  * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
  * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number; timings?: Partial<Timings> } = {}) {
+export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number; timings?: Partial<Timings>; installation: string }) {
   const core = kc.makeApiClient(CoreV1Api);
   const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
@@ -38,7 +38,7 @@ export function createActivities(kc: k8s.KubeConfig, identity: string, options: 
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat, options.budgetWaitMs);
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
-    ...createResourceReads(kc, options.timings),
+    ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
     ...temporal,
     ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), options.chargeHeartbeat),
     ...createAnalysisActivities(connections),

@@ -10,10 +10,28 @@ export function workerDeploymentName(namespace: string, name: string): string {
   return `${namespace}/${name}`;
 }
 
-/** The RolloutWorkflow ID of a resource. */
-export function rolloutWorkflowId(namespace: string, name: string): string {
-  return `glidepath/${namespace}/${name}`;
+/**
+ * The RolloutWorkflow ID of a resource under one installation (see worker/installation.ts): two clusters, or two
+ * installs in one, that share a Temporal namespace never share a workflow.
+ */
+export function rolloutWorkflowId(installation: string, namespace: string, name: string): string {
+  return `glidepath/${installation}/${namespace}/${name}`;
 }
+
+/** An installation's task queue: its activities are never run by another installation's controller. */
+export const installationTaskQueue = (installation: string) => `glidepath-${installation}`;
+
+/** An installation's manager identity on the Temporal worker deployments it routes. */
+export const installationManagerIdentity = (installation: string) => `glidepath/${installation}`;
+
+/**
+ * The annotation that says which installation rolls out a resource: set by the first to see it, or by its author
+ * to pick one (as `ingressClassName` picks an ingress controller). Any other installation leaves the resource alone.
+ */
+export const installationAnnotation = 'glidepath.dev/installation';
+
+/** What an installation ID may be: a DNS label of at most 32 characters (it goes into names and IDs). */
+export const installationIdPattern = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
 
 /** FNV-1a (32 bit) as 8 hex digits: a short, stable suffix that keeps truncated names distinct. */
 export function shortHash(text: string): string {

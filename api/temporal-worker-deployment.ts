@@ -344,6 +344,10 @@ export const TemporalWorkerDeploymentStatus = z.object({
     .object({ currentBuildID: z.string(), specBuildID: z.string(), reason: z.string().optional() })
     .optional()
     .describe('Set while Temporal routes to another build than the spec asks for (after the rollback control)'),
+  rolloutWorkflow: z
+    .object({ workflowId: z.string(), temporalNamespace: z.string() })
+    .optional()
+    .describe("The resource's RolloutWorkflow and the Temporal namespace it runs in (where the CLI and `temporal workflow` find it)"),
   message: z.string().optional(),
 });
 export type TemporalWorkerDeploymentStatus = z.infer<typeof TemporalWorkerDeploymentStatus>;

@@ -169,7 +169,7 @@ interface RolloutFigures {
 const at = eventTime;
 async function rolloutFigures(name: string, v1Build: string, registered: number | undefined, verbose: { apply?: boolean; ramp?: boolean; steps?: boolean }): Promise<RolloutFigures> {
   const figures: RolloutFigures = { availableToRouting: [], readyToRouting: [], steps: [], lastSteps: [], dispatch: [] };
-  const history = await client.workflow.getHandle(rolloutWorkflowId(namespace, name)).fetchHistory();
+  const history = await client.workflow.getHandle(rolloutWorkflowId(controller.installation, namespace, name)).fetchHistory();
   const events = history.events ?? [];
   const activityName = new Map<string, string>();
   // Scheduled activities by their event, and local ones (markers) by theirs.
@@ -243,7 +243,7 @@ const atOnce = merged(
 const idleEvents: number[] = [];
 
 // Idle: nothing changes for a while; count new history events and Kubernetes writes.
-const lengths = async () => Promise.all(Array.from({ length: resources }, async (_, i) => (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).describe()).historyLength));
+const lengths = async () => Promise.all(Array.from({ length: resources }, async (_, i) => (await client.workflow.getHandle(rolloutWorkflowId(controller.installation, namespace, `r${i}`)).describe()).historyLength));
 /** resourceVersion of every object Glidepath writes (resources with their status, Deployments, Events). */
 const versions = async () => {
   const twds = (await custom.listNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments' })) as { items: k8s.KubernetesObject[] };
@@ -291,7 +291,7 @@ for (let i = 0; i < rollbacks; i++) await until(async () => { const s = await rb
 const rollbackAnswered: number[] = [];
 const rollbackServer: number[] = [];
 for (let i = 0; i < rollbacks; i++) {
-  const handle = client.workflow.getHandle(rolloutWorkflowId(namespace, `rb${i}`));
+  const handle = client.workflow.getHandle(rolloutWorkflowId(controller.installation, namespace, `rb${i}`));
   await sleep(2000); // let the server finish its post-set-current work, as a person's rollback would find it
   const t0 = performance.now();
   await handle.executeUpdate(updates.rollback, { args: [{ reason: 'bench', identity: 'bench' }] });
@@ -362,7 +362,7 @@ await Promise.all(Array.from({ length: resources }, (_, i) => floorRollout(`floo
 const eventsPerStep: number[] = [];
 const eventsPerBringUp: number[] = [];
 for (let i = 0; i < resources; i++) {
-  const events = (await client.workflow.getHandle(rolloutWorkflowId(namespace, `r${i}`)).fetchHistory()).events ?? [];
+  const events = (await client.workflow.getHandle(rolloutWorkflowId(controller.installation, namespace, `r${i}`)).fetchHistory()).events ?? [];
   // Scheduled, by their scheduling; local, by their marker (written with the task that made the call).
   const deferred = new Set(completedActivities(events).filter((a) => a.local && isDeferred(a.result)).map((a) => a.eventId));
   const routing = events

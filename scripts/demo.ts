@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../api/common.js';
+import { rolloutWorkflowId } from '../api/names.js';
 import { ignoreNotFound } from '../activities/kubernetes/client.js';
 import { PodSimulator } from '../simulator/pod-simulator.js';
 import { installRuntime, startController } from '../worker/controller.js';
@@ -97,7 +98,7 @@ try {
   log('deleting the resource: routing cleared, versions deleted in Temporal, Deployments deleted, finalizer removed');
   await custom.deleteNamespacedCustomObject({ group, version, namespace, plural, name: 'demo' });
   await watchUntil((s) => s === undefined);
-  log(`done. See it in the Web UI: http://127.0.0.1:8233/namespaces/default/workflows?query=WorkflowId%3D%22glidepath%2F${namespace}%2Fdemo%22`);
+  log(`done. See it in the Web UI: http://127.0.0.1:8233/namespaces/default/workflows?query=${encodeURIComponent(`WorkflowId="${rolloutWorkflowId(controller.installation, namespace, 'demo')}"`)}`);
 } finally {
   await controller.stop();
   await simulator.stop();

@@ -123,11 +123,21 @@ export function historyFromJson(json: unknown): History {
 
 /**
  * The workflow ID a recorded RolloutWorkflow history ran under (a history does not carry it): its owner's, read off
- * the run's input. A replay must be given it: a run under any other ID ends at once, touching nothing.
+ * the run's input, under the installation its first read of the resource answered with. A replay must be given it:
+ * a run under any other ID ends after that read, touching nothing.
  */
 export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): string {
-  const [input] = history.events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
+  const events = history.events ?? [];
+  const [input] = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
   const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
-  return rolloutWorkflowId(owner.namespace, owner.name);
+  const readScheduled = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readResource').map((e) => String(e.eventId)));
+  for (const e of events) {
+    const done = e.activityTaskCompletedEventAttributes;
+    if (!done || !readScheduled.has(String(done.scheduledEventId))) continue;
+    const [result] = done.result?.payloads ?? [];
+    const installation = result && defaultPayloadConverter.fromPayload<{ installation?: string }>(result).installation;
+    if (installation) return rolloutWorkflowId(installation, owner.namespace, owner.name);
+  }
+  throw new Error('a RolloutWorkflow history whose reads of the resource name no installation');
 }

@@ -12,6 +12,11 @@
  *
  * One write of its own, for speed: a brand-new resource's first Deployment, the one its workflow would apply first
  * (see `applyFirstDeployment`).
+ *
+ * Of two installations that watch one resource, one rolls it out: the one its `glidepath.dev/installation`
+ * annotation names, set by its author or else by the first watcher to claim it (a patch fenced on the resourceVersion,
+ * with the finalizer). The workflow starts only once the claim is written; the other installation says so in an
+ * Event and touches nothing.
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
@@ -20,7 +25,7 @@ import type { UpdateDefinition } from '@temporalio/common';
 import { apiVersion, group, version } from '../api/common.js';
 import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookupResult } from '../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
-import { rolloutWorkflowId } from '../api/names.js';
+import { installationAnnotation, rolloutWorkflowId } from '../api/names.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
 import { buildIdNow, createFirstDeployment } from './first-deployment.js';
 import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
@@ -40,6 +45,8 @@ export interface WatcherOptions {
   /** Client of the controller's own Temporal namespace, where RolloutWorkflows run. */
   client: Client;
   taskQueue: string;
+  /** This installation's ID: in workflow IDs, and in the claim on each resource it rolls out. */
+  installation: string;
   /** Kubernetes namespaces to act on (default: all). Each gets its own informers, so a namespaced Role suffices. */
   namespaces?: string[];
   /** How often every cached resource's spec is sent again (default 1 hour). */
@@ -394,6 +401,7 @@ export class Watcher {
    * after the spec was sent, so a promote set together with a new template finds the new build as the target.
    */
   private async onResource(obj: Resource, force: boolean): Promise<void> {
+    if (await this.claimedElsewhere(obj)) return;
     const buildId = await this.handOver(obj, force);
     if (!obj.metadata!.deletionTimestamp) this.scheduleControls(obj, buildId);
   }
@@ -423,24 +431,28 @@ export class Watcher {
     const { desired } = result;
     const key = `${desired.generation}/${desired.connectionVersion}`;
     if (force || this.signalled.get(uid) !== key) {
-      const workflowId = rolloutWorkflowId(ns, name);
+      const workflowId = rolloutWorkflowId(this.options.installation, ns, name);
       const owner: Owner = { namespace: ns, name, uid, kind };
-      const handedOver = !!meta.finalizers?.includes(finalizer);
+      const claimed = meta.annotations?.[installationAnnotation] === this.options.installation;
+      const handedOver = claimed && !!meta.finalizers?.includes(finalizer);
       const firstSight = !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
       // A wake-up, not the spec: the workflow reads the resource itself before it acts.
       const hint: SpecChangedHint = { uid, kind, generation: desired.generation, resourceVersion: meta.resourceVersion ?? '', connectionVersion: desired.connectionVersion };
-      // allSettled: a retry must not start while the other call is still in flight. On first sight the finalizer
-      // patch fences the first apply (see applyFirstDeployment); the signal does not wait for either.
+      // allSettled: a retry must not start while the other call is still in flight. On first sight the claim (with
+      // the finalizer) fences the first apply (see applyFirstDeployment). The signal waits for the claim only.
+      const claim = handedOver ? undefined : this.claim(obj);
       const results = await Promise.allSettled([
-        handedOver ? undefined : firstSight ? this.applyFirstDeployment(obj, owner, desired) : this.addFinalizer(obj),
-        this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [SpecChangedHint]>('RolloutWorkflow', {
-          workflowId,
-          taskQueue: this.options.taskQueue,
-          args: [{ owner }],
-          ...webUiMetadata(owner),
-          signal: specChanged,
-          signalArgs: [hint],
-        }),
+        claim && firstSight ? this.applyFirstDeployment(obj, owner, desired, claim) : claim,
+        (claimed ? Promise.resolve() : claim!).then(() =>
+          this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [SpecChangedHint]>('RolloutWorkflow', {
+            workflowId,
+            taskQueue: this.options.taskQueue,
+            args: [{ owner }],
+            ...webUiMetadata(owner),
+            signal: specChanged,
+            signalArgs: [hint],
+          }),
+        ),
       ]);
       for (const r of results) if (r.status === 'rejected') throw r.reason;
       // Set only once sent: work for one resource never runs twice at once, and a failure is retried.
@@ -524,7 +536,7 @@ export class Watcher {
 
   /** The update; the workflow's refusal if it refused. */
   private async sendControl(obj: Resource, c: AnnotatedControl, request: AnyControlRequest): Promise<string | undefined> {
-    const workflowId = rolloutWorkflowId(obj.metadata!.namespace!, obj.metadata!.name!);
+    const workflowId = rolloutWorkflowId(this.options.installation, obj.metadata!.namespace!, obj.metadata!.name!);
     const update = updates[c.control] as UpdateDefinition<RolloutStatus, [AnyControlRequest]>;
     try {
       // The requestId is also the update ID: the server answers a re-send within the run with the first result.
@@ -554,7 +566,8 @@ export class Watcher {
   /** The resource is gone (deleted before our finalizer was on it, or after someone removed it). */
   private async onResourceGone(obj: Resource): Promise<void> {
     const uid = obj.metadata!.uid!;
-    await this.signalDeleted(obj, { start: false, force: true });
+    const holder = obj.metadata?.annotations?.[installationAnnotation];
+    if (holder === undefined || holder === this.options.installation) await this.signalDeleted(obj, { start: false, force: true });
     for (const memo of [this.signalled, this.reported, this.warned, this.sightings]) memo.delete(uid);
     // A namesake of the other kind refused while this one existed is handed over now.
     const { namespace = '', name = '' } = obj.metadata ?? {};
@@ -571,7 +584,7 @@ export class Watcher {
     const meta = obj.metadata!;
     const [ns, name, uid] = [meta.namespace!, meta.name!, meta.uid!];
     if (!opts.force && this.signalled.get(uid) === 'deleted') return;
-    const workflowId = rolloutWorkflowId(ns, name);
+    const workflowId = rolloutWorkflowId(this.options.installation, ns, name);
     if (opts.start) {
       await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest]>('RolloutWorkflow', {
         workflowId,
@@ -617,7 +630,7 @@ export class Watcher {
     const text = JSON.stringify(obs);
     if (!force && this.observed.get(key) === text) return;
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(ns, owner)).signal(deploymentObserved, obs);
+      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, ns, owner)).signal(deploymentObserved, obs);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
@@ -638,12 +651,12 @@ export class Watcher {
    * no Deployment at all, created beside the workflow's start (see first-deployment.ts: created, never applied
    * over, fenced by the finalizer patch). Best effort: a failed create is logged, and the workflow applies it.
    */
-  private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired): Promise<void> {
+  private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired, claim: Promise<void>): Promise<void> {
     this.firstApplies++;
     const started = performance.now();
     try {
       // Rejects when the fence is refused: retried as any failure.
-      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => this.addFinalizer(obj), buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}) });
+      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => claim, buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}) });
       if (typeof outcome !== 'string') this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`);
       else this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, outcome, ms: Math.round(performance.now() - started) });
     } finally {
@@ -651,15 +664,39 @@ export class Watcher {
     }
   }
 
-  private async addFinalizer(obj: Resource): Promise<void> {
+  /**
+   * The claim: this installation's annotation and the finalizer, fenced on the resourceVersion seen (of two
+   * installations claiming at once, the second is refused with 409 and then sees the first's claim).
+   */
+  private async claim(obj: Resource): Promise<void> {
     const meta = obj.metadata!;
+    const finalizers = meta.finalizers?.includes(finalizer) ? meta.finalizers : [...(meta.finalizers ?? []), finalizer];
     await this.custom.patchNamespacedCustomObject(
       {
         group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!,
-        body: { metadata: { finalizers: [...(meta.finalizers ?? []), finalizer], resourceVersion: meta.resourceVersion } },
+        body: { metadata: { finalizers, annotations: { [installationAnnotation]: this.options.installation }, resourceVersion: meta.resourceVersion } },
       },
       asMergePatch,
     );
+  }
+
+  /**
+   * Whether another installation's annotation is on the resource: then this one touches nothing and says so once,
+   * in an Event (Normal: the rule is working).
+   */
+  private async claimedElsewhere(obj: Resource): Promise<boolean> {
+    const meta = obj.metadata!;
+    const holder = meta.annotations?.[installationAnnotation];
+    if (holder === undefined || holder === this.options.installation) return false;
+    this.signalled.delete(meta.uid!); // claimed back one day, the spec is sent again
+    const said = `elsewhere/${holder}`;
+    if (this.warned.get(meta.uid!) !== said && !meta.deletionTimestamp) {
+      const message = `installation ${holder} rolls out this resource (annotation ${installationAnnotation}); installation ${this.options.installation} leaves it alone`;
+      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Normal', reason: 'ManagedByAnotherInstallation', message });
+      this.warned.set(meta.uid!, said);
+      this.log(message, { resource: `${meta.namespace}/${meta.name}` });
+    }
+    return true;
   }
 
   /**
@@ -698,7 +735,7 @@ export class Watcher {
     if (!meta.finalizers?.includes(finalizer)) return;
     const hint: SpecChangedHint = { uid: meta.uid!, kind: kindOf(obj), generation: meta.generation ?? 0, resourceVersion: meta.resourceVersion ?? '', connectionVersion: '' };
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(meta.namespace!, meta.name!)).signal(specChanged, hint);
+      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!)).signal(specChanged, hint);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }

@@ -1,5 +1,5 @@
 /**
- * The controller process: a Temporal Worker on the `glidepath` task queue (RolloutWorkflow + activities)
+ * The controller process: a Temporal Worker on its installation's task queue (RolloutWorkflow + activities)
  * and the watcher, in one Node process.
  */
 import { execFile } from 'node:child_process';
@@ -13,6 +13,8 @@ import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
 import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type InjectedSinks, type LogLevel, type TunerHolder, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
+import { installationManagerIdentity, installationTaskQueue } from '../api/names.js';
+import { resolveInstallation } from './installation.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
 import { budgetedSlots, completionMaxWaitMs, completionsPaid, HistoryFetchCredits } from './task-slots.js';
@@ -22,7 +24,6 @@ import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { TaskCostSinks } from '../workflows/task-cost.js';
 import type { Timings } from '../workflows/state.js';
 
-export const defaultTaskQueue = 'glidepath';
 export const defaultMaxCachedWorkflows = 100;
 /** The Temporal calls a second a controller process makes, by default (rollouts past it wait their turn). */
 export const defaultTemporalQps = 50;
@@ -40,11 +41,14 @@ export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
   /** The controller's own Temporal: where RolloutWorkflows run. */
   temporal: { address: string; namespace: string; tls?: ConnectionOptions['tls']; apiKey?: string };
+  /** The installation ID (default: the one the cluster gives, see ./installation.ts). */
+  installation?: string;
+  /** Default `glidepath-<installation>`. */
   taskQueue?: string;
   identity?: string;
   /**
    * The worker deployments' manager identity Glidepath claims and makes its routing calls with: the same for every
-   * process and restart of one installation (default `glidepath`, or `glidepath/<taskQueue>` on another task queue).
+   * process and restart of one installation (default `glidepath/<installation>`).
    */
   managerIdentity?: string;
   timings?: Partial<Timings>;
@@ -78,6 +82,9 @@ export interface ControllerOptions {
 
 export interface Controller {
   client: Client;
+  /** The installation ID this controller runs as. */
+  installation: string;
+  taskQueue: string;
   /** For the probes: `true`, or why the process is not live / not ready. */
   health(): { live: true | string; ready: true | string };
   /** Resolves when the worker has stopped. */
@@ -142,7 +149,8 @@ export function latin1Source(code: string): string {
 
 export async function startController(options: ControllerOptions): Promise<Controller> {
   const { address, namespace, tls, apiKey } = options.temporal;
-  const taskQueue = options.taskQueue ?? defaultTaskQueue;
+  const installation = await resolveInstallation(options.kubeConfig, options.namespaces, options.installation);
+  const taskQueue = options.taskQueue ?? installationTaskQueue(installation);
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
   const budgetCount = budgetMetrics();
@@ -153,7 +161,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
-  const managerIdentity = options.managerIdentity ?? (taskQueue === defaultTaskQueue ? 'glidepath' : `glidepath/${taskQueue}`);
+  const managerIdentity = options.managerIdentity ?? installationManagerIdentity(installation);
   // The workflows take their timings from this controller, in their read of the resource. Upserting an unregistered
   // search attribute fails every workflow task: without them, rollouts run without.
   const timings: Partial<Timings> = { ...options.timings };
@@ -168,7 +176,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
       log(`the search attributes are registered in namespace ${namespace}: rollouts set them from their next read`);
     });
   }, 60_000).unref();
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs(), timings });
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs(), timings, installation });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const fetchCredits = new HistoryFetchCredits(budget);
   const worker = await Worker.create({
@@ -203,6 +211,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     kubeConfig: options.kubeConfig,
     client,
     taskQueue,
+    installation,
     namespaces: options.namespaces,
     resyncIntervalMs: options.resyncIntervalMs,
     signalDeployments: options.signalDeployments,
@@ -215,6 +224,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const failed = () => workers.find((w) => w.getState() === 'FAILED');
   return {
     client,
+    installation,
+    taskQueue,
     done,
     health() {
       const broken = failed();

@@ -6,10 +6,10 @@ import type { LogLevel, LogMetadata, Logger } from '@temporalio/common';
 
 const levels: LogLevel[] = ['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'];
 
-/** `glidepath/<namespace>/<name>` → `<namespace>/<name>` (other workflow IDs: none). */
+/** `glidepath/<installation>/<namespace>/<name>` → `<namespace>/<name>` (other workflow IDs: none). */
 export function resourceOfWorkflowId(workflowId: unknown): string | undefined {
   if (typeof workflowId !== 'string') return undefined;
-  const m = /^glidepath\/([^/]+)\/([^/]+)$/.exec(workflowId);
+  const m = /^glidepath\/[^/]+\/([^/]+)\/([^/]+)$/.exec(workflowId);
   return m ? `${m[1]}/${m[2]}` : undefined;
 }
 

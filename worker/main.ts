@@ -4,12 +4,14 @@
  *   --kubeconfig PATH           default $KUBECONFIG, ~/.kube/config, else in-cluster
  *   --temporal-address H:P      default $TEMPORAL_ADDRESS or localhost:7233
  *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
- *   --task-queue NAME           default "glidepath"
+ *   --installation-id ID        this installation's ID (default $GLIDEPATH_INSTALLATION_ID, else read from the ConfigMap
+ *                               glidepath-installation in the controller's namespace: worker/installation.ts)
+ *   --task-queue NAME           default "glidepath-<installation ID>"
  *   --namespace NS              a Kubernetes namespace to watch (repeatable; default all, or $GLIDEPATH_NAMESPACES, comma-separated);
  *                               with it the controller needs only the namespaced Role (k8s-manifests/overlays/namespaced/)
  *   --resync-interval DURATION  how often every resource's spec is sent again (1h)
- *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default "glidepath",
- *                               or "glidepath/<task queue>" with another --task-queue)
+ *   --manager-identity NAME     the worker deployments' manager identity Glidepath claims (default
+ *                               "glidepath/<installation ID>")
  *   --max-cached-workflows N    rollouts kept in memory between their workflow tasks (100): memory against CPU
  *   --metrics-bind-address A    where /metrics (Prometheus) is served (:8080; 0: off)
  *   --health-probe-bind-address A  where /healthz and /readyz are served (:8081; 0: off)
@@ -25,6 +27,7 @@ import { parseDuration } from '../api/duration.js';
 import type { Logger } from '@temporalio/common';
 import { DefaultLogger, type LogLevel } from '@temporalio/worker';
 import { installRuntime, rolloutBundleApart, startController, type Controller } from './controller.js';
+import { resolveInstallation } from './installation.js';
 import { JsonLogger } from './logging.js';
 import { parseBindAddress, startProbeServer } from './probes.js';
 
@@ -33,6 +36,7 @@ const { values } = parseArgs({
     kubeconfig: { type: 'string' },
     'temporal-address': { type: 'string' },
     'temporal-namespace': { type: 'string' },
+    'installation-id': { type: 'string' },
     'task-queue': { type: 'string' },
     namespace: { type: 'string', multiple: true },
     'resync-interval': { type: 'string' },
@@ -48,7 +52,7 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]');
+  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--installation-id ID] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]');
   process.exit(0);
 }
 
@@ -125,8 +129,16 @@ const fromEnv = env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean);
 const watched = values.namespace ?? (fromEnv?.length ? fromEnv : undefined);
 const address = values['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? 'default';
+const kubeConfig = loadKubeConfig(values.kubeconfig);
+let installation: string;
+try {
+  installation = await resolveInstallation(kubeConfig, watched, values['installation-id'] ?? (env.GLIDEPATH_INSTALLATION_ID || undefined));
+} catch (err) {
+  refuse((err as Error).message);
+}
 const controller = await startController({
-  kubeConfig: loadKubeConfig(values.kubeconfig),
+  kubeConfig,
+  installation,
   temporal: { address, namespace, tls, apiKey: env.TEMPORAL_API_KEY },
   taskQueue: values['task-queue'],
   namespaces: watched,
@@ -140,7 +152,7 @@ const controller = await startController({
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });
-log(`glidepath controller running: Temporal ${address} namespace ${namespace}, watching ${watched?.length ? watched.join(', ') : 'all namespaces'}`, {
+log(`glidepath controller running as installation ${installation}: Temporal ${address} namespace ${namespace}, task queue ${controller.taskQueue}, watching ${watched?.length ? watched.join(', ') : 'all namespaces'}`, {
   metrics: metrics ? `${metrics.host}:${metrics.port}` : 'off',
   probes: probes ? `${probes.host}:${probeServer!.port}` : 'off',
 });

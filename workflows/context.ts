@@ -398,7 +398,7 @@ export class RolloutContext {
       // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
       await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
-      const status = this.statusDirty ? renderStatus(this.state) : undefined;
+      const status = this.statusDirty ? renderStatus(this.state, { workflowId: workflowInfo().workflowId, temporalNamespace: workflowInfo().namespace }) : undefined;
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
@@ -428,6 +428,12 @@ export class RolloutContext {
     }
   }
 
+  /**
+   * Why the resource is no longer this run's (another installation claimed it), once a read said so: every wait
+   * then ends as for a ContinueAsNew, and the next run ends at its first read, touching nothing.
+   */
+  handedAway?: string;
+
   /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
   settled(): Promise<void> {
     return condition(() => this.isSettled());
@@ -438,6 +444,7 @@ export class RolloutContext {
   }
 
   continueAsNewDue(): boolean {
+    if (this.handedAway) return true;
     const info = workflowInfo();
     return info.continueAsNewSuggested || info.historyLength > (this.state.timings.historyLimit ?? 10_000);
   }

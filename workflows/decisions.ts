@@ -3,12 +3,12 @@
  * clock: the workflow passes `now` in. Covered by table tests in tests/unit/decisions.test.ts.
  */
 import { formatDuration, parseDuration } from '../api/duration.js';
-import { versionedDeploymentName } from '../api/names.js';
+import { rolloutWorkflowId, versionedDeploymentName } from '../api/names.js';
 import type { Condition } from '../api/common.js';
 import type { Analysis, Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
-import type { Desired, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { Desired, Owner, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
@@ -40,6 +40,20 @@ export function planRead(state: RolloutState, read: ResourceRead): ReadDecision 
   }
   if (read.deleting) return { kind: 'delete', why: 'the resource is being deleted' };
   return read.desired ? { kind: 'spec', desired: read.desired } : { kind: 'nothing' };
+}
+
+/**
+ * Why this run must touch nothing, or undefined when it is the resource's rollout for the controller's installation:
+ * its ID is the one that installation gives the resource (a run started by hand under another ID is not), and no
+ * other installation claimed the resource (`glidepath.dev/installation`).
+ */
+export function notThisInstallations(workflowId: string, owner: Owner, read: ResourceRead): string | undefined {
+  if (!read.installation) return 'the controller named no installation';
+  const expected = rolloutWorkflowId(read.installation, owner.namespace, owner.name);
+  if (workflowId !== expected) return `its workflow ID is not ${expected}`;
+  // Only the object this run rolls out: a new one under the name is another lifecycle, cleaned up after as such.
+  if (read.found && read.uid === owner.uid && read.claimedBy !== undefined && read.claimedBy !== read.installation) return `installation ${read.claimedBy} rolls out ${owner.namespace}/${owner.name}`;
+  return undefined;
 }
 
 /** Whether a message's versions are the ones last read: then it asks for nothing new (no read). */
@@ -267,8 +281,14 @@ export function versionsToMakeRoom(
 
 const progressingPhases = new Set(['Pending', 'Deploying', 'WaitingForPollers', 'Gating', 'Ramping', 'AwaitingPromotion', 'Deleting']);
 
-/** The resource's status, rendered from the state: conditions, versions, phase. */
-export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatus {
+/** Where a resource's RolloutWorkflow runs: its ID and Temporal namespace. */
+export interface RolloutWorkflowRef {
+  workflowId: string;
+  temporalNamespace: string;
+}
+
+/** The resource's status, rendered from the state: conditions, versions, phase, and the workflow that writes it. */
+export function renderStatus(state: RolloutState, workflow?: RolloutWorkflowRef): TemporalWorkerDeploymentStatus {
   // An adopted build's Deployment keeps the name temporal-worker-controller gave it.
   const deploymentName = (buildId: string) => state.foreign?.[buildId] ?? versionedDeploymentName(state.owner.name, buildId);
   const generation = state.desired?.generation;
@@ -285,7 +305,7 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
   if (problem) {
     // As the watcher says it: the spec in force goes on meanwhile, the versions below are what runs.
     const refused = (type: string): Condition => ({ type, status: 'False', reason: problem.reason, message: problem.message, lastTransitionTime: state.since, observedGeneration: problem.generation });
-    return { ...renderStatus({ ...state, specProblem: undefined }), observedGeneration: problem.generation, phase: problem.phase, message: problem.message, conditions: [refused('Ready'), refused('Progressing')] };
+    return { ...renderStatus({ ...state, specProblem: undefined }, workflow), observedGeneration: problem.generation, phase: problem.phase, message: problem.message, conditions: [refused('Ready'), refused('Progressing')] };
   }
   const target = state.target;
   const retrying = state.retrying ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})` : '';
@@ -320,6 +340,7 @@ export function renderStatus(state: RolloutState): TemporalWorkerDeploymentStatu
     lastAbortReason: state.aborted?.reason,
     ...(state.lastAnalysis ? { lastAnalysis: state.lastAnalysis } : {}),
     ...(routingDiffers(state) ?? {}),
+    ...(workflow ? { rolloutWorkflow: workflow } : {}),
   };
 }
 

@@ -5,11 +5,10 @@
  * was) and cleans up on deletion (./deletion.ts). Signals wake it; what it waits on is also read.
  */
 import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, setHandler, workflowInfo } from '@temporalio/workflow';
-import { rolloutWorkflowId } from '../api/names.js';
 import { forgetForeignTemplates, forgetGoneForeignBuilds, liveForeignBuilds, withAlias, withAliasedControl } from './adoption.js';
 import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
 import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
-import { alreadyRead, isPaused, placeChangeProblem, placeOf, planRead, planSpecChange, rolloutPending } from './decisions.js';
+import { alreadyRead, isPaused, notThisInstallations, placeChangeProblem, placeOf, planRead, planSpecChange, rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
 import { ensureDeployment, movePinned, rollOut } from './flow.js';
 import * as messages from './messages.js';
@@ -288,11 +287,17 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
    * Reads the resource and acts on what the apiserver says: its spec, its deletion. The only way a spec is taken or
    * a teardown begins. 'unconfirmed': this run's owner was never read as itself and does not exist.
    */
-  async function readOwner(): Promise<'read' | Owner | 'unconfirmed'> {
+  async function readOwner(): Promise<'read' | Owner | 'unconfirmed' | { elsewhere: string }> {
     state().readDue = false;
     // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
     // replayed in another order than it ran (a nondeterminism error).
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
+    const elsewhere = notThisInstallations(workflowInfo().workflowId, owner, read);
+    if (elsewhere) {
+      if (!ctx.handedAway) log.warn(`the resource is not this run's any more (${elsewhere}): continuing as new, to end there`);
+      ctx.handedAway = elsewhere;
+      return { elsewhere };
+    }
     const hidden = state().timings.searchAttributes === false;
     state().timings = { ...defaultTimings, ...read.timings }; // the controller's, not the start request's
     if (hidden && state().timings.searchAttributes !== false) ctx.showInSearch(); // registered since: shown from now on
@@ -384,7 +389,7 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
         // The spec may have changed unseen, or the resource been deleted unseen (its finalizer removed while no
         // watcher ran): it must not be healed forever.
         await readOwner();
-        if (state().deleting) return;
+        if (state().deleting || ctx.handedAway) return;
         const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) => kube.reconcileDeployments({ owner, desired: state().desired!, versions: liveVersions() }));
         for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         for (const name of healed) ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
@@ -492,11 +497,6 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
 
   // ---- main loop ----
-  // A run started by hand, or for an owner it does not read as itself, touches nothing.
-  if (workflowInfo().workflowId !== rolloutWorkflowId(owner.namespace, owner.name)) {
-    log.warn('not the workflow of its owner: ending without touching anything', { owner, workflowId: workflowInfo().workflowId });
-    return;
-  }
   // The resource is gone, or holds another object (a status write refused): read what it is.
   void ctx.statusWriter(() => void (state().readDue = true));
   for (let attempt = 0; ; attempt++) {
@@ -514,6 +514,11 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
     }
     if (first === 'unconfirmed') {
       log.warn('the resource this run was started for does not exist: ending without touching anything', { owner });
+      return;
+    }
+    // A run started by hand, or one whose resource another installation rolls out, touches nothing.
+    if (typeof first === 'object' && 'elsewhere' in first) {
+      log.warn(`not the rollout of its resource here (${first.elsewhere}): ending without touching anything`, { owner, workflowId: workflowInfo().workflowId });
       return;
     }
     if (first !== 'read') return continueAsNew<typeof RolloutWorkflow>({ owner: first });

@@ -7,6 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../../api/kinds.js';
+import { installationAnnotation } from '../../api/names.js';
 import type { Desired, Owner, Timings } from '../../workflows/state.js';
 import { statusCode } from './client.js';
 
@@ -14,7 +15,13 @@ import { statusCode } from './client.js';
  * What the apiserver says of a workflow's resource (by namespace, name and kind): the truth the workflow acts on;
  * with the controller's own timings, so that they too come from the controller and not from a start request.
  */
-export type ResourceRead = { timings?: Partial<Timings> } & (
+/** What the controller says with every read: its timings and its installation ID. */
+export interface ControllerFacts {
+  timings?: Partial<Timings>;
+  installation?: string;
+}
+
+export type ResourceRead = ControllerFacts & (
   | { found: false }
   | {
       found: true;
@@ -24,6 +31,8 @@ export type ResourceRead = { timings?: Partial<Timings> } & (
       generation: number;
       /** metadata.deletionTimestamp is set. */
       deleting: boolean;
+      /** The installation its annotation names (`glidepath.dev/installation`), if any. */
+      claimedBy?: string;
       /** When the spec (and its connection) can be used; `desired.uid` is the object's uid. */
       desired?: Desired;
       /** Why not, when `desired` is absent, as the watcher says it (its phase and reason too). */
@@ -37,8 +46,8 @@ type RawObject = k8s.KubernetesObject & { spec?: unknown };
 
 const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
 
-export function createResourceReads(kc: k8s.KubeConfig, timings?: Partial<Timings>) {
-  const configured = timings ? { timings } : {};
+export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFacts = {}) {
+  const configured: ControllerFacts = { ...(controller.timings ? { timings: controller.timings } : {}), ...(controller.installation ? { installation: controller.installation } : {}) };
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   /**
    * The object, or undefined when the apiserver says that object is not found. A 404 that does not name it (the
@@ -85,6 +94,7 @@ export function createResourceReads(kc: k8s.KubeConfig, timings?: Partial<Timing
         resourceVersion: meta.resourceVersion ?? '',
         generation: meta.generation ?? 0,
         deleting: !!meta.deletionTimestamp,
+        ...(meta.annotations?.[installationAnnotation] !== undefined ? { claimedBy: meta.annotations[installationAnnotation] } : {}),
         ...configured,
       };
       const result = await desiredOf({ ...obj, kind }, kind, connection);

@@ -116,10 +116,11 @@ export function parseResourceRef(text: string, defaultNamespace: string): Resour
 }
 
 /**
- * The resource a RolloutWorkflow ID names (`glidepath/NAMESPACE/NAME`, see `rolloutWorkflowId`); other IDs are not rollouts.
- * @example parseWorkflowId('glidepath/prod/orders') // { namespace: 'prod', name: 'orders' }
+ * The resource a RolloutWorkflow ID names (`glidepath/INSTALLATION/NAMESPACE/NAME`, see `rolloutWorkflowId`), with
+ * the installation; other IDs are not rollouts.
+ * @example parseWorkflowId('glidepath/1a2b3c4d/prod/orders') // { installation: '1a2b3c4d', namespace: 'prod', name: 'orders' }
  */
-export function parseWorkflowId(workflowId: string): ResourceRef | undefined {
-  const match = /^glidepath\/([^/]+)\/([^/]+)$/.exec(workflowId);
-  return match ? { namespace: match[1]!, name: match[2]! } : undefined;
+export function parseWorkflowId(workflowId: string): (ResourceRef & { installation: string }) | undefined {
+  const match = /^glidepath\/([^/]+)\/([^/]+)\/([^/]+)$/.exec(workflowId);
+  return match ? { installation: match[1]!, namespace: match[2]!, name: match[3]! } : undefined;
 }

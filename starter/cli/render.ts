@@ -160,6 +160,8 @@ export function renderHistory(entries: HistoryEntry[], colors: Colors = plain): 
 
 /** One running rollout, as `list` shows it (from Temporal's visibility: no query per rollout). */
 export interface ListRow {
+  /** The installation whose workflow it is (its ID is in the workflow ID). */
+  installation?: string;
   namespace: string;
   name: string;
   phase?: string;

@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { resourceKinds, type ResourceKind } from '../../api/kinds.js';
-import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
+import { workerDeploymentName } from '../../api/names.js';
 import { ignoreNotFound } from '../../activities/kubernetes/client.js';
 import { pinnedRunningOn } from '../../activities/temporal/pinned.js';
 import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
@@ -35,8 +35,15 @@ const isDeadlineExceeded = (err: unknown) => findCause(err, (e) => isGrpcService
 /** How long a worker's Temporal may take to answer a count before the column shows `?`. */
 const countTimeoutMs = 5_000;
 
+/** Where a resource's RolloutWorkflow runs, as its status says (the workflow writes it there). */
+export interface RolloutWorkflowRef {
+  workflowId: string;
+  temporalNamespace: string;
+}
+
 export class Session {
   private temporal?: Promise<{ connection: Connection; client: Client }>;
+  private namespaced = new Map<string, Client>();
   private kubeLoaded?: KubeSettings;
   private workerConnections?: TemporalConnections;
   readonly temporalConfig: TemporalSettings;
@@ -84,17 +91,52 @@ export class Session {
     return (await this.temporal).client;
   }
 
+  /** A client of the controller's Temporal in another of its namespaces (the one a resource's status names). */
+  private async clientIn(temporalNamespace: string): Promise<Client> {
+    const client = await this.client();
+    if (temporalNamespace === client.options.namespace) return client;
+    let other = this.namespaced.get(temporalNamespace);
+    if (!other) this.namespaced.set(temporalNamespace, (other = new Client({ connection: client.connection, namespace: temporalNamespace })));
+    return other;
+  }
+
+  /**
+   * The resource's RolloutWorkflow as its status names it (an installation ID is in the workflow ID, so it is
+   * read, never built from the namespace and name). `NotFound` when there is no such resource or no workflow yet.
+   */
+  async rolloutWorkflow(ref: ResourceRef): Promise<RolloutWorkflowRef> {
+    const custom = this.kube().kc.makeApiClient(k8s.CustomObjectsApi);
+    let found = false;
+    for (const kind of ['TemporalWorkerDeployment', 'WorkerDeployment'] as const) {
+      let obj: { status?: { rolloutWorkflow?: Partial<RolloutWorkflowRef> } } | undefined;
+      try {
+        obj = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace: ref.namespace, plural: resourceKinds[kind].plural, name: ref.name }))) as typeof obj;
+      } catch (err) {
+        if (exitCodeOf(err) === ExitCode.CannotConnect) throw new CliError(`cannot read ${ref.namespace}/${ref.name} from Kubernetes: ${(err as Error).message}`, ExitCode.CannotConnect);
+        throw err;
+      }
+      if (!obj) continue;
+      found = true;
+      // Of two kinds under one name, the one the controller rolls out says so (the other is refused).
+      const { workflowId, temporalNamespace } = obj.status?.rolloutWorkflow ?? {};
+      if (workflowId && temporalNamespace) return { workflowId, temporalNamespace };
+    }
+    if (found) throw new CliError(`${ref.namespace}/${ref.name}: its status names no rollout workflow yet (status.rolloutWorkflow); is the Glidepath controller running?`, ExitCode.NotFound);
+    throw new CliError(`${ref.namespace}/${ref.name}: no TemporalWorkerDeployment or WorkerDeployment of that name`, ExitCode.NotFound);
+  }
+
   /**
    * A call on the resource's RolloutWorkflow (a query, or an update: those answer within 20 s by design). No such
    * workflow is `NotFound`, saying where it looked; no answer by the deadline means no controller runs it.
    */
   async query<T>(ref: ResourceRef, call: (h: WorkflowHandle) => Promise<T>, timeoutMs = queryTimeoutMs): Promise<T> {
-    const client = await this.client();
-    const handle = client.workflow.getHandle(rolloutWorkflowId(ref.namespace, ref.name));
+    const workflow = await this.rolloutWorkflow(ref);
+    const client = await this.clientIn(workflow.temporalNamespace);
+    const handle = client.workflow.getHandle(workflow.workflowId);
     try {
       return await client.withDeadline(Date.now() + timeoutMs, () => call(handle));
     } catch (err) {
-      if (exitCodeOf(err) === ExitCode.NotFound) throw this.notFound(ref);
+      if (exitCodeOf(err) === ExitCode.NotFound) throw this.notFound(ref, workflow);
       if (isDeadlineExceeded(err)) {
         throw new CliError(
           `${ref.namespace}/${ref.name}: its rollout workflow did not answer within ${timeoutMs / 1000}s; is the Glidepath controller running against Temporal at ${this.temporalConfig.describe}?`,
@@ -105,16 +147,17 @@ export class Session {
     }
   }
 
-  notFound(ref: ResourceRef): CliError {
+  notFound(ref: ResourceRef, workflow: RolloutWorkflowRef): CliError {
     return new CliError(
-      `${ref.namespace}/${ref.name}: no rollout (workflow ${rolloutWorkflowId(ref.namespace, ref.name)} not found in Temporal at ${this.temporalConfig.describe}); ` +
-        'is the resource applied, and the controller running against this Temporal?',
+      `${ref.namespace}/${ref.name}: no rollout (workflow ${workflow.workflowId} not found in namespace ${workflow.temporalNamespace} of Temporal at ${this.temporalConfig.describe}); ` +
+        'is the controller running against this Temporal?',
       ExitCode.NotFound,
     );
   }
 
-  status(ref: ResourceRef): Promise<RolloutStatus> {
-    return this.query(ref, (h) => h.query(statusQuery));
+  /** The rollout's status, with the ID of the workflow that answered. */
+  status(ref: ResourceRef): Promise<RolloutStatus & { workflowId: string }> {
+    return this.query(ref, async (h) => ({ ...(await h.query(statusQuery)), workflowId: h.workflowId }));
   }
 
   /**

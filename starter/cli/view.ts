@@ -4,7 +4,6 @@
  * queries). It is also the `--output json|yaml` form of `status`.
  */
 import { parseDuration } from '../../api/duration.js';
-import { rolloutWorkflowId } from '../../api/names.js';
 import type { RolloutStatus, TemporalPlace } from '../../workflows/state.js';
 import type { ResourceRef } from './config.js';
 
@@ -78,7 +77,7 @@ export function versionPlaces(status: RolloutStatus): { buildId: string; place?:
  * The view of one resource's rollout.
  * @param open executions open on each version by build ID (`null`: could not be counted; absent: not counted)
  */
-export function rolloutView(ref: ResourceRef, status: RolloutStatus, open: Record<string, number | null>, now: number): RolloutView {
+export function rolloutView(ref: ResourceRef, status: RolloutStatus & { workflowId?: string }, open: Record<string, number | null>, now: number): RolloutView {
   const target = status.target;
   const ramping = target?.stepIndex !== undefined && (target.rampPercentage ?? 0) > 0;
   const ramp = target ? (ramping ? target.rampPercentage! : 0) : undefined;
@@ -113,7 +112,7 @@ export function rolloutView(ref: ResourceRef, status: RolloutStatus, open: Recor
   const view: Omit<RolloutView, 'versions'> & { versions?: VersionView[] } = {
     namespace: ref.namespace,
     name: ref.name,
-    workflowId: rolloutWorkflowId(ref.namespace, ref.name),
+    workflowId: status.workflowId ?? '',
     phase: status.phase,
     reason: status.reason,
     message: status.message,

@@ -233,7 +233,7 @@ test(`20 concurrent rollouts survive the controller SIGKILLed at ${killCount} ra
   // Each Progressive step's ramp completed once, in order, across every run of the chain; no other strategy ramped.
   const ramps: string[] = [];
   for (const n of names) {
-    const report = await eventually(`the workflow chain of ${n}`, () => chainReport(env.client, rolloutWorkflowId(env.namespace, n), v2.get(n)!), 60_000, 1000);
+    const report = await eventually(`the workflow chain of ${n}`, () => chainReport(env.client, rolloutWorkflowId(env.installation, env.namespace, n), v2.get(n)!), 60_000, 1000);
     const want = kinds.get(n)!.strategy === 'Progressive' ? steps.map((s) => s.rampPercentage) : [];
     const timeouts = Object.entries(report.activityTimeouts).map(([type, count]) => `${type} ${count}`).join(', ') || 'none';
     ramps.push(

@@ -67,7 +67,7 @@ async function executionsOf(workflowId: string): Promise<WorkflowExecutionInfo[]
 
 /** The attempts of every `runGate` activity of the rollout's workflow chain that ended: the attempt that ended it and how. */
 async function runGateAttempts(name: string): Promise<{ attempt: number; outcome: string }[]> {
-  const workflowId = rolloutWorkflowId(env.namespace, name);
+  const workflowId = rolloutWorkflowId(env.installation, env.namespace, name);
   const out: { attempt: number; outcome: string }[] = [];
   for (const run of await executionsOf(workflowId)) {
     const events = (await env.client.workflow.getHandle(workflowId, run.runId).fetchHistory()).events ?? [];

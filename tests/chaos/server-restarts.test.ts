@@ -143,7 +143,7 @@ async function expectAllWell(w: World, name: string, v1: string, v2: string, ste
   }).toEqual({ observedGeneration: obj.metadata.generation, phase: 'Ready', current: v2, target: undefined, deprecated: [], ready: 'True', progressing: 'False' });
   expect(await routing(w.env, name)).toEqual({ current: v2, ramping: undefined, percentage: 0 });
 
-  const report = await eventually('the workflow chain', () => chainReport(w.env.client, rolloutWorkflowId(w.env.namespace, name), v2), 60_000, 1000);
+  const report = await eventually('the workflow chain', () => chainReport(w.env.client, rolloutWorkflowId(w.env.installation, w.env.namespace, name), v2), 60_000, 1000);
   console.log(`chaos: ${name}: ${report.runs} run(s); ramps completed [${report.rampsCompleted.join(', ')}]; setRamping scheduled ${report.rampsScheduled}×\n  ${report.summary.join('\n  ')}`);
   expect(report.rampsCompleted).toEqual(steps.map((s) => s.rampPercentage));
   expect(report.taskFailures.filter((f) => !f.includes('UNHANDLED_COMMAND'))).toEqual([]);

@@ -12,6 +12,7 @@ import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
+import { resolveInstallation } from '../../worker/installation.js';
 import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
 import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
 import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
@@ -24,6 +25,8 @@ export const plural = 'temporalworkerdeployments';
 
 export interface RolloutEnv {
   namespace: string;
+  /** The installation ID of the namespace's controllers (in the workflow IDs). */
+  installation: string;
   kc: k8s.KubeConfig;
   apps: k8s.AppsV1Api;
   custom: k8s.CustomObjectsApi;
@@ -40,12 +43,19 @@ export interface RolloutEnv {
   stop(): Promise<void>;
 }
 
-export async function startRolloutEnv(label: string, opts: { inProcessController?: boolean; controller?: Partial<ControllerOptions> } = {}): Promise<RolloutEnv> {
+/**
+ * A namespace of its own (`namespace`: that name, as in another cluster), with a TemporalConnection, simulated pods
+ * and (unless told not to) a controller watching it. `kubeconfig`: another cluster than the tier's.
+ */
+export async function startRolloutEnv(
+  label: string,
+  opts: { inProcessController?: boolean; controller?: Partial<ControllerOptions>; kubeconfig?: string; namespace?: string } = {},
+): Promise<RolloutEnv> {
   installRuntime('ERROR');
   const kc = new SharedConnectionsKubeConfig(); // as the controller loads it (loadKubeConfig)
-  kc.loadFromFile(process.env.KUBECONFIG!);
+  kc.loadFromFile(opts.kubeconfig ?? process.env.KUBECONFIG!);
   const core = kc.makeApiClient(k8s.CoreV1Api);
-  const namespace = `${label}-${randomBytes(3).toString('hex')}`;
+  const namespace = opts.namespace ?? `${label}-${randomBytes(3).toString('hex')}`;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   await custom.createNamespacedCustomObject({
@@ -100,6 +110,8 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
     },
   });
   await simulator.start();
+  // The namespace's installation ID: the one every controller watching it reads (worker/installation.ts).
+  const installation = await resolveInstallation(kc, [namespace]);
   const controller =
     opts.inProcessController === false
       ? undefined
@@ -107,13 +119,14 @@ export async function startRolloutEnv(label: string, opts: { inProcessController
           kubeConfig: kc,
           temporal: { address, namespace: temporalNamespace },
           taskQueue: `glidepath-${namespace}`,
+          installation,
           namespaces: [namespace],
           timings: { drainPollMaxMs: 1000 },
           ...opts.controller,
         });
 
   return {
-    namespace, kc, custom, client, connection, controller, simulator, violations, deleting, apps,
+    namespace, installation, kc, custom, client, connection, controller, simulator, violations, deleting, apps,
     async deleteNamespace() {
       namespaceDeleting = true;
       await core.deleteNamespace({ name: namespace });
@@ -204,7 +217,9 @@ export interface TwdStatus {
   targetVersion?: { buildID: string; rampPercentage?: number; stepIndex?: number };
   deprecatedVersions?: { buildID: string; status?: string }[];
   lastAbortReason?: string;
-  conditions?: { type: string; status: string; reason: string }[];
+  message?: string;
+  conditions?: { type: string; status: string; reason: string; message?: string }[];
+  rolloutWorkflow?: { workflowId: string; temporalNamespace: string };
 }
 
 /** The status of a resource (a TemporalWorkerDeployment unless `kind` says otherwise). */
@@ -220,7 +235,7 @@ export async function deployments(env: RolloutEnv, name: string): Promise<Map<st
 }
 
 export function workflowHandle(env: RolloutEnv, name: string) {
-  return env.client.workflow.getHandle(rolloutWorkflowId(env.namespace, name));
+  return env.client.workflow.getHandle(rolloutWorkflowId(env.installation, env.namespace, name));
 }
 
 /**

@@ -229,7 +229,7 @@ test('status -o json: the same view as data a script can parse', async () => {
 test('an unknown resource: the not-found exit code, saying what was looked for', async () => {
   const { output, code } = await term.run('main', `glidepath status ${env.namespace}/nope`);
   expect(code).toBe(3);
-  expect(output).toContain(`${env.namespace}/nope: no rollout (workflow glidepath/${env.namespace}/nope not found in Temporal at ${process.env.TEMPORAL_ADDRESS}`);
+  expect(output).toContain(`${env.namespace}/nope: no TemporalWorkerDeployment or WorkerDeployment of that name`);
 
   const listed = await term.run('main', `glidepath list -n ${env.namespace}`);
   expect(listed.code).toBe(0);

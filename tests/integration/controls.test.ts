@@ -208,7 +208,7 @@ describe('annotations while Temporal is unreachable, and across a watcher restar
 
   async function startWatcher(client: Client, lines: string[]): Promise<Watcher> {
     const watcher = new Watcher({
-      kubeConfig: env2.kc, client, taskQueue: `glidepath-${env2.namespace}`, namespaces: [env2.namespace],
+      kubeConfig: env2.kc, client, taskQueue: `glidepath-${env2.namespace}`, installation: env2.installation, namespaces: [env2.namespace],
       retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 }, log: (m) => lines.push(m),
     });
     watchers.push(watcher);

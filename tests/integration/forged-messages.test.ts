@@ -69,7 +69,7 @@ beforeAll(async () => {
 }, 180_000);
 afterAll(async () => {
   // The rollout's history, for whoever reads a failure (`temporal workflow show --output json`).
-  const shown = env && (await temporal('workflow', 'show', '--workflow-id', rolloutWorkflowId(env.namespace, name), '--output', 'json'));
+  const shown = env && (await temporal('workflow', 'show', '--workflow-id', rolloutWorkflowId(env.installation, env.namespace, name), '--output', 'json'));
   if (shown) writeFileSync(join(dir, 'rollout-history.json'), shown.out);
   await env?.stop();
   await new Promise((resolve) => (trap ? trap.close(resolve) : resolve(undefined)));
@@ -158,7 +158,7 @@ const refusalEvents = async () =>
 test('forged signals, updates and hand-started runs change nothing, read no Secret and fail no workflow task', async () => {
   await kubectlApply('v1');
   const v1 = await readyWith('v1');
-  const id = rolloutWorkflowId(env.namespace, name);
+  const id = rolloutWorkflowId(env.installation, env.namespace, name);
   const handle = workflowHandle(env, name);
   const { runId } = await handle.describe();
   const uid = ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name })) as k8s.KubernetesObject).metadata!.uid!;
@@ -190,8 +190,9 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   // Every malformed update is refused by its validator (not answered, not taken).
   expect(updates.filter((u) => u.ok || !/refused/.test(u.out)).map((u) => `${u.c} ${JSON.stringify(u.p)}: ${u.out}`)).toEqual([]);
 
-  // Runs started by hand: (a) an ID of the attacker's choosing for the real resource, (b) the proper ID of an owner in
-  // kube-system that does not exist, (c) a forged state (a teardown under way if trusted, on the forged connection).
+  // Runs started by hand: (a) an ID of the attacker's choosing for the real resource, (b) another installation's ID
+  // for it, (c) the proper ID of an owner in kube-system that does not exist, (d) a forged state (a teardown under way
+  // if trusted, on the forged connection). Each reads the resource once, and ends there.
   const taskQueue = `glidepath-${env.namespace}`;
   const ghost = { namespace: env.namespace, name: 'ghost', uid: 'f0f0f0f0-ghost', kind: 'TemporalWorkerDeployment' };
   const forgedState = {
@@ -200,9 +201,10 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
     templates: { 'forged-build': template }, timings: {},
   };
   const byHand = [
-    { id: `attacker-chosen-${env.namespace}`, input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } }, reads: [] },
-    { id: rolloutWorkflowId('kube-system', env.namespace), input: { owner: { namespace: 'kube-system', name: env.namespace, uid: 'f0f0f0f0-kube-system' } }, reads: ['readResource'] },
-    { id: rolloutWorkflowId(ghost.namespace, ghost.name), input: { owner: ghost, state: forgedState }, reads: ['readResource'] },
+    { id: `attacker-chosen-${env.namespace}`, input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } }, reads: ['readResource'] },
+    { id: rolloutWorkflowId('another-installation', env.namespace, name), input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } }, reads: ['readResource'] },
+    { id: rolloutWorkflowId(env.installation, 'kube-system', env.namespace), input: { owner: { namespace: 'kube-system', name: env.namespace, uid: 'f0f0f0f0-kube-system' } }, reads: ['readResource'] },
+    { id: rolloutWorkflowId(env.installation, ghost.namespace, ghost.name), input: { owner: ghost, state: forgedState }, reads: ['readResource'] },
   ];
   for (const h of byHand) {
     const started = await temporal('workflow', 'start', '--type', 'RolloutWorkflow', '--task-queue', taskQueue, '--workflow-id', h.id, '--input', JSON.stringify(h.input));

@@ -119,7 +119,7 @@ test('every line the controller prints is a JSON object with time, level and mes
     }
   });
   for (const r of records) expect(Object.keys(r).slice(0, 3)).toEqual(['ts', 'level', 'msg']);
-  const aboutOurs = records.filter((r) => r.workflowId === rolloutWorkflowId(env.namespace, 'obs'));
+  const aboutOurs = records.filter((r) => r.workflowId === rolloutWorkflowId(env.installation, env.namespace, 'obs'));
   expect(aboutOurs.length).toBeGreaterThan(0);
   for (const r of aboutOurs) expect(r.resource).toBe(`${env.namespace}/obs`);
   expect(aboutOurs.some((r) => typeof r.buildId === 'string')).toBe(true);

@@ -125,6 +125,7 @@ test('without the rights to watch, the controller is not ready and says why; gra
   controller = await startController({
     kubeConfig: kubeConfigAs('bare', env.namespace),
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+    installation: env.installation, // given: a ServiceAccount with no rights cannot read the installation's ConfigMap
     taskQueue: `glidepath-${env.namespace}-bare`,
     namespaces: [env.namespace],
   });

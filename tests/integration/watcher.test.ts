@@ -7,7 +7,7 @@ import * as k8s from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { group, version } from '../../api/common.js';
-import { rolloutWorkflowId } from '../../api/names.js';
+import { installationAnnotation, rolloutWorkflowId } from '../../api/names.js';
 import { asMergePatch } from '../../activities/kubernetes/client.js';
 import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
 import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
@@ -142,7 +142,7 @@ test('two controllers at once are harmless: one workflow, one Deployment per bui
       return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1 && ds.size === 1;
     });
     const runs = [];
-    for await (const wf of env.client.workflow.list({ query: `WorkflowId = 'glidepath/${env.namespace}/twice'` })) runs.push(wf);
+    for await (const wf of env.client.workflow.list({ query: `WorkflowId = '${rolloutWorkflowId(env.installation, env.namespace, 'twice')}'` })) runs.push(wf);
     expect(runs).toHaveLength(1);
   } finally {
     await second.stop();
@@ -250,23 +250,25 @@ describe('signals lost while Temporal was unreachable', () => {
     const connectionVersion = connection.metadata!.resourceVersion!;
     const { client, temporal } = unreliable(env.client);
     const lines: string[] = [];
-    const watcher = new Watcher({ kubeConfig: env.kc, client, taskQueue: `unpolled-${namespace}`, namespaces: [namespace], log: (m) => lines.push(m), ...options });
+    const watcher = new Watcher({ kubeConfig: env.kc, client, taskQueue: `unpolled-${namespace}`, installation: 'bare', namespaces: [namespace], log: (m) => lines.push(m), ...options });
     await watcher.start();
+    /** A resource; with `finalizers`, one handed over before (so claimed by this installation too). */
     const create = async (name: string, finalizers: string[] = []) => {
       const obj = resource(env, name, { env: { VERSION: 'v1' } });
-      await env.custom.createNamespacedCustomObject({ group, version, namespace, plural, body: { ...obj, metadata: { name, namespace, finalizers } } });
+      const claim = finalizers.length ? { annotations: { [installationAnnotation]: 'bare' } } : {};
+      await env.custom.createNamespacedCustomObject({ group, version, namespace, plural, body: { ...obj, metadata: { name, namespace, finalizers, ...claim } } });
       return (await getTwd(name, namespace)).metadata!.uid!;
     };
     /** The specChanged payloads (wake-up hints) in the workflow's history. */
     const specsReceived = async (name: string) => {
-      const history = await env.client.workflow.getHandle(rolloutWorkflowId(namespace, name)).fetchHistory();
+      const history = await env.client.workflow.getHandle(rolloutWorkflowId('bare', namespace, name)).fetchHistory();
       return (history.events ?? [])
         .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'specChanged')
         .map((e) => defaultPayloadConverter.fromPayload<SpecChangedHint>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!));
     };
     const cleanUp = async (name: string) => {
       await watcher.stop();
-      await env.client.workflow.getHandle(rolloutWorkflowId(namespace, name)).terminate('test over').catch(() => {});
+      await env.client.workflow.getHandle(rolloutWorkflowId('bare', namespace, name)).terminate('test over').catch(() => {});
     };
     return { watcher, namespace, temporal, lines, create, specsReceived, cleanUp, connectionVersion };
   }

@@ -92,7 +92,7 @@ test('the workflow page shows the static summary, the current details and the ti
   const uiAddress = process.env.TEMPORAL_UI_ADDRESS;
   expect(uiAddress).toBeDefined(); // set by tests/harness/servers-setup.ts
   const { runId } = await handle.describe();
-  const page0 = `${uiAddress}/namespaces/${process.env.TEMPORAL_NAMESPACE ?? 'default'}/workflows/${encodeURIComponent(rolloutWorkflowId(env.namespace, name))}/${runId}`;
+  const page0 = `${uiAddress}/namespaces/${process.env.TEMPORAL_NAMESPACE ?? 'default'}/workflows/${encodeURIComponent(rolloutWorkflowId(env.installation, env.namespace, name))}/${runId}`;
   browser = await chromium.launch({ executablePath: chromiumPath, args: ['--no-sandbox'] }); // root in a container: no sandbox
   const page = await browser.newPage({ viewport: { width: 1920, height: 1080 } });
 

@@ -87,9 +87,10 @@ describe('parseResourceRef / parseWorkflowId', () => {
   });
 
   test('workflow IDs of rollouts, and only those', () => {
-    expect(parseWorkflowId('glidepath/prod/orders')).toEqual({ namespace: 'prod', name: 'orders' });
+    expect(parseWorkflowId('glidepath/1a2b3c4d/prod/orders')).toEqual({ installation: '1a2b3c4d', namespace: 'prod', name: 'orders' });
     expect(parseWorkflowId('prod-orders-gate')).toBeUndefined();
-    expect(parseWorkflowId('glidepath/prod/orders/x')).toBeUndefined();
+    expect(parseWorkflowId('glidepath/prod/orders')).toBeUndefined();
+    expect(parseWorkflowId('glidepath/i/prod/orders/x')).toBeUndefined();
   });
 });
 

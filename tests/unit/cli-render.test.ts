@@ -53,8 +53,8 @@ describe('stepView: the step in force and the time left in its pause', () => {
 
 describe('rolloutView', () => {
   test('versions: the target with its ramp, current with the rest, sunset ones with their drainage, each with its open executions', () => {
-    const view = rolloutView(ref, status(), { v2: 0, v1: 12, v0: null }, now);
-    expect(view).toMatchObject({ namespace: 'prod', name: 'orders', workflowId: 'glidepath/prod/orders', phase: 'Ramping', strategy: 'Progressive', steps: [10, 25, 50], rampPercentage: 25 });
+    const view = rolloutView(ref, { ...status(), workflowId: 'glidepath/1a2b3c4d/prod/orders' }, { v2: 0, v1: 12, v0: null }, now);
+    expect(view).toMatchObject({ namespace: 'prod', name: 'orders', workflowId: 'glidepath/1a2b3c4d/prod/orders', phase: 'Ramping', strategy: 'Progressive', steps: [10, 25, 50], rampPercentage: 25 });
     expect(view.versions).toEqual([
       { buildId: 'v2', role: 'target', status: 'Ramping', traffic: 25, openExecutions: 0, since: iso(90_000) },
       { buildId: 'v1', role: 'current', status: 'Current', traffic: 75, openExecutions: 12 },

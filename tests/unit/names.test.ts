@@ -1,4 +1,4 @@
-import { shortHash, rolloutWorkflowId, sanitizeBuildId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
+import { installationIdPattern, shortHash, rolloutWorkflowId, sanitizeBuildId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 
 const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -18,16 +18,22 @@ describe('workerDeploymentName', () => {
 
 describe('rolloutWorkflowId', () => {
   test.each([
-    ['default', 'orders', 'glidepath/default/orders'],
-    ['payments-prod', 'billing-worker', 'glidepath/payments-prod/billing-worker'],
-  ])('is "glidepath/<namespace>/<name>" (%s, %s → %s)', (ns, name, expected) => {
-    expect(rolloutWorkflowId(ns, name)).toBe(expected);
+    ['1a2b3c4d', 'default', 'orders', 'glidepath/1a2b3c4d/default/orders'],
+    ['team-a', 'payments-prod', 'billing-worker', 'glidepath/team-a/payments-prod/billing-worker'],
+  ])('is "glidepath/<installation>/<namespace>/<name>" (%s, %s, %s → %s)', (installation, ns, name, expected) => {
+    expect(rolloutWorkflowId(installation, ns, name)).toBe(expected);
   });
 
-  test('is the same for the same resource (idempotency key) and differs across namespaces', () => {
-    expect(rolloutWorkflowId('default', 'orders')).toBe(rolloutWorkflowId('default', 'orders'));
-    expect(rolloutWorkflowId('a', 'orders')).not.toBe(rolloutWorkflowId('b', 'orders'));
+  test('is the same for the same resource (idempotency key) and differs across namespaces and installations', () => {
+    expect(rolloutWorkflowId('i', 'default', 'orders')).toBe(rolloutWorkflowId('i', 'default', 'orders'));
+    expect(rolloutWorkflowId('i', 'a', 'orders')).not.toBe(rolloutWorkflowId('i', 'b', 'orders'));
+    expect(rolloutWorkflowId('one', 'a', 'orders')).not.toBe(rolloutWorkflowId('two', 'a', 'orders'));
   });
+});
+
+describe('installationIdPattern', () => {
+  test.each(['1a2b3c4d', 'team-a', 'a'])('takes %s', (id) => expect(installationIdPattern.test(id)).toBe(true));
+  test.each(['', 'Team', '-a', 'a-', 'a/b', 'x'.repeat(33)])('refuses "%s"', (id) => expect(installationIdPattern.test(id)).toBe(false));
 });
 
 describe('versionedDeploymentName', () => {

@@ -14,7 +14,7 @@ import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory, summaryOf } from './fixtures.js';
 
@@ -60,7 +60,7 @@ interface Rollout {
 
 async function startRollout(label: string): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, timings);
   const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
     taskQueue,

@@ -13,7 +13,7 @@ import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployme
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, HistoryEntry, RolloutStatus, Timings } from '../../workflows/state.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 
@@ -57,7 +57,7 @@ const signals = { pause: messages.pause, resume: messages.resume, abort: message
 
 async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, { ...timings, ...extra });
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);

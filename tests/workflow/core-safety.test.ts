@@ -15,7 +15,7 @@ import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
 import { activityTypes } from '../../scripts/history.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
 
 const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
 const unhandledCommand = proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
@@ -49,7 +49,7 @@ interface Rollout {
 
 async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, { ...timings, ...extra });
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);
@@ -439,7 +439,7 @@ describe('a run that is not its owner\'s touches nothing', () => {
 
   test('an owner never read as itself (another live object holds the name): the run touches nothing and continues as new for that object', async () => {
     const owner = { namespace: 'shop', name: `not-ours-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
     const live = { ...owner, uid: randomUUID(), kind: 'TemporalWorkerDeployment' as const };
     w.resourceUid = live.uid;
@@ -467,7 +467,7 @@ describe('a run that is not its owner\'s touches nothing', () => {
 
   test('an owner that does not exist: the run ends at once, after one read', async () => {
     const owner = { namespace: 'shop', name: `absent-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
     w.resourceGone = true;
     const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
@@ -477,21 +477,56 @@ describe('a run that is not its owner\'s touches nothing', () => {
     expect(w.statuses).toEqual([]);
   });
 
-  test('a workflow ID that is not its owner\'s: the run ends at once, touching nothing, not even a read', async () => {
+  test('a workflow ID that is not its owner\'s under the controller\'s installation: the run ends after its one read, touching nothing', async () => {
     const owner = { namespace: 'shop', name: `by-hand-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-    const w = worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name), timings);
+    const w = worlds.create(owner, rolloutWorkflowId(testInstallation, owner.namespace, owner.name), timings);
     w.setSpec(desired(1, 'v1'));
     const workflowId = `by-hand-${randomUUID().slice(0, 8)}`;
     const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
-    expect(w.calls).toEqual([]);
+    expect(w.calls.map((c) => c.name)).toEqual(['readResource']);
+    expect(w.statuses).toEqual([]);
+  });
+
+  test('a resource another installation claims mid-run: the run continues as new at once and ends there, acting on nothing more', async () => {
+    const owner = { namespace: 'shop', name: `reclaimed-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId, timings);
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    workflowIds.push(workflowId);
+    await w.applySpec(desired(1, 'v1'));
+    await eventually('v1 current', async () => {
+      const st = await handle.query(messages.status);
+      return st.phase === 'Ready' && st.current === 'v1';
+    });
+    const { runId } = await handle.describe();
+    const before = w.calls.length;
+    await w.claim('another-installation');
+    expect(await handle.result()).toBeUndefined(); // the last run of the chain
+    expect((await handle.describe()).runId).not.toBe(runId);
+    const after = w.calls.slice(before).map((c) => c.name);
+    expect(after).toContain('readResource');
+    // Reads and the run's own reports only: no Deployment, routing or version write.
+    expect(after.filter((n) => !['readResource', 'report', 'writeStatus', 'recordEvent'].includes(n))).toEqual([]);
+  });
+
+  test('a resource another installation claimed: the run ends after its one read, touching nothing', async () => {
+    const owner = { namespace: 'shop', name: `claimed-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId, timings);
+    w.claimedBy = 'another-installation';
+    w.setSpec(desired(1, 'v1'));
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    workflowIds.push(workflowId);
+    expect(await handle.result()).toBeUndefined();
+    expect(w.calls.map((c) => c.name)).toEqual(['readResource']);
     expect(w.statuses).toEqual([]);
   });
 
   test('a state in a start request is ignored: the run starts from what it reads', async () => {
     const owner = { namespace: 'shop', name: `forged-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-    const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
     // A forged state: v0 current, a deletion under way.
     const forged = { owner, deprecated: [], phase: 'Ready', reason: 'RolloutComplete', message: 'forged', since: new Date().toISOString(), deleting: true, deployments: {}, timings, current: { buildId: 'v0' } };

@@ -18,6 +18,9 @@ import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { DeploymentObservation, Desired, Owner, Timings } from '../../workflows/state.js';
 
+
+/** The installation the fake controller answers its reads with (workflow IDs carry it). */
+export const testInstallation = 'wftest';
 export interface Call {
   name: string;
   args: unknown[];
@@ -121,6 +124,8 @@ export class FakeWorld {
   readonly openExecutions = new Map<string, number>();
   /** The resource was deleted without the workflow being told (its finalizer removed by hand). */
   resourceGone = false;
+  /** The installation the resource's `glidepath.dev/installation` annotation names, if any. */
+  claimedBy?: string;
   /** The controller's timings, as readResource hands them to the workflow. */
   timings?: Partial<Timings>;
   /** The resource as the apiserver has it (what readResource answers): its spec, set by `applySpec`. */
@@ -166,6 +171,13 @@ export class FakeWorld {
   /** The watcher's wake-up, `hint` (default: the resource as it is now; sent again, a duplicate). */
   async wake(hint: SpecChangedHint = this.hint()): Promise<void> {
     await this.client.workflow.getHandle(this.workflowId).signal(specChanged, hint);
+  }
+
+  /** Another installation's annotation on the resource (a new resourceVersion), and the watcher's wake-up. */
+  async claim(installation: string): Promise<void> {
+    this.claimedBy = installation;
+    this.specVersion++;
+    await this.wake();
   }
 
   /** `kubectl delete` of a resource with our finalizer: it is being deleted, and the watcher says so (of the object under the name now). */
@@ -370,11 +382,11 @@ export class FakeWorlds {
       },
       readResource: async (owner) => {
         const w = kube(owner, 'readResource', []);
-        const timings = w.timings ? { timings: w.timings } : {};
+        const timings = { installation: testInstallation, ...(w.timings ? { timings: w.timings } : {}) };
         if (w.resourceGone) return { found: false as const, ...timings };
         const uid = w.resourceUid ?? owner.uid;
         const kind = w.spec?.kind ?? owner.kind ?? 'TemporalWorkerDeployment';
-        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...timings, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
+        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...(w.claimedBy ? { claimedBy: w.claimedBy } : {}), ...timings, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
       },
       // As the activity: a live object under the name other than the owner's own (none while it is being deleted).
       findSuccessor: async (owner) => {
@@ -630,9 +642,9 @@ export function fakeRigForFile(label: string, timings: Partial<Timings>) {
     get client() {
       return started().client;
     },
-    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(owner.namespace, owner.name), timings),
+    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(testInstallation, owner.namespace, owner.name), timings),
     async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails' | 'workflowTaskTimeout'> = {}) {
-      const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+      const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
       const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }], ...options });
       handles.push(handle);
       return handle;

@@ -11,7 +11,7 @@ import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Timings } from '../../workflows/state.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig } from './fake-world.js';
+import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 
@@ -52,7 +52,7 @@ function settled(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
 
 test('a resync round is one read and one workflow task: its repairs and their report run as local activities', async () => {
   const owner = { namespace: 'shop', name: `idle-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, timings);
   const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
@@ -100,7 +100,7 @@ test('a resync round is one read and one workflow task: its repairs and their re
 
 test('a resync in an apiserver brownout: the local repair gives up within its bound, and the repair is made as an activity', async () => {
   const owner = { namespace: 'shop', name: `brownout-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(owner.namespace, owner.name);
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, timings);
   const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
