@@ -13,6 +13,7 @@ import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout.js';
 import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
 import { activityTypes } from '../../scripts/history.js';
+import { currentBuildKey, phaseKey } from '../../workflows/search-attributes.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
@@ -487,6 +488,29 @@ describe('a run that is not its owner\'s touches nothing', () => {
     expect(await handle.result()).toBeUndefined();
     expect(w.calls.map((c) => c.name)).toEqual(['readResource']);
     expect(w.statuses).toEqual([]);
+  });
+
+  test('search attributes not registered at start are set from the first read after the controller finds them registered', async () => {
+    const owner = { namespace: 'shop', name: `search-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+    const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
+    const w = worlds.create(owner, workflowId, { ...timings, searchAttributes: false });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    workflowIds.push(workflowId);
+    await w.applySpec(desired(1, 'v1'));
+    await eventually('v1 current', async () => {
+      const st = await handle.query(messages.status);
+      return st.phase === 'Ready' && st.current === 'v1';
+    });
+    expect((await handle.describe()).typedSearchAttributes.get(phaseKey)).toBeUndefined();
+    // The controller's check each minute found them (worker/controller.ts): its next answer to a read says so.
+    w.timings = { ...timings };
+    w.setSpec(w.spec!); // any change to the resource: a read
+    await w.wake();
+    const shown = await eventually('the phase shown in search', async () => {
+      const sa = (await handle.describe()).typedSearchAttributes;
+      return sa.get(phaseKey) && { phase: sa.get(phaseKey), current: sa.get(currentBuildKey) };
+    });
+    expect(shown).toEqual({ phase: 'Ready', current: 'v1' });
   });
 
   test('a resource another installation claims mid-run: the run continues as new at once and ends there, acting on nothing more', async () => {
