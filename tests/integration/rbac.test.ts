@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
+import { installationTaskQueue } from '../../api/names.js';
 import { startController, type Controller } from '../../worker/controller.js';
 import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
 
@@ -60,7 +61,6 @@ test('the controller runs as the glidepath ServiceAccount with only the ClusterR
   controller = await startController({
     kubeConfig: asServiceAccount,
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
-    taskQueue: `glidepath-${env.namespace}`,
     namespaces: [env.namespace],
     timings: { drainPollMaxMs: 1000 },
   });
@@ -93,12 +93,13 @@ test('with --namespace the controller needs only the namespaced Role: a rollout 
   controller = await startController({
     kubeConfig: kubeConfigAs('glidepath', env.namespace),
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
-    taskQueue: `glidepath-${env.namespace}`,
     namespaces: [env.namespace],
     timings: { drainPollMaxMs: 1000 },
     log: (message, fields) => lines.push(`${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
   });
 
+  // The default task queue, as the shipped overlay runs it: the installation's own (no private queue in the test).
+  expect(controller.taskQueue).toBe(installationTaskQueue(env.installation));
   await apply(env, resource(env, 'scoped', { env: { VERSION: 'v1' } }));
   const v1 = await eventually('v1 current', async () => (await twdStatus(env, 'scoped'))?.currentVersion?.buildID);
   await apply(env, resource(env, 'scoped', { env: { VERSION: 'v2' } }));
