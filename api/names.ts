@@ -18,6 +18,12 @@ export function rolloutWorkflowId(installation: string, namespace: string, name:
   return `glidepath/${installation}/${namespace}/${name}`;
 }
 
+/**
+ * The Temporal namespace the controller's own workflows run in unless told otherwise: one of their own, apart from
+ * the workers' (write access to it is control of every rollout).
+ */
+export const defaultControllerNamespace = 'glidepath';
+
 /** An installation's task queue: its activities are never run by another installation's controller. */
 export const installationTaskQueue = (installation: string) => `glidepath-${installation}`;
 

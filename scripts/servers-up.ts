@@ -6,6 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultControllerNamespace } from '../api/names.js';
 import { installCrds } from './servers/install-crds.js';
 import { alive, portOpen, startKube, startTemporal, temporalBinary, type ServerProcess } from './servers/servers.js';
 
@@ -59,7 +60,7 @@ async function main() {
       '# Written by `npm run servers:up`; source it: `. .dev/env.sh`',
       `export KUBECONFIG=${state.kubeconfig}`,
       `export TEMPORAL_ADDRESS=${state.temporalAddress}`,
-      'export TEMPORAL_NAMESPACE=default',
+      `export TEMPORAL_NAMESPACE=${defaultControllerNamespace} # the controller's; the workers' is "default"`,
       `export PATH=${state.binDirs.join(':')}:$PATH`,
       '',
     ].join('\n'),

@@ -3,7 +3,7 @@
  *
  *   --kubeconfig PATH           default $KUBECONFIG, ~/.kube/config, else in-cluster
  *   --temporal-address H:P      default $TEMPORAL_ADDRESS or localhost:7233
- *   --temporal-namespace NS     default $TEMPORAL_NAMESPACE or "default"
+ *   --temporal-namespace NS     where the controller's workflows run: default $TEMPORAL_NAMESPACE or "glidepath"
  *   --installation-id ID        this installation's ID (default $GLIDEPATH_INSTALLATION_ID, else read from the ConfigMap
  *                               glidepath-installation in the controller's namespace: worker/installation.ts)
  *   --task-queue NAME           default "glidepath-<installation ID>"
@@ -27,6 +27,7 @@ import { parseDuration } from '../api/duration.js';
 import type { Logger } from '@temporalio/common';
 import { DefaultLogger, type LogLevel } from '@temporalio/worker';
 import { installRuntime, rolloutBundleApart, startController, type Controller } from './controller.js';
+import { defaultControllerNamespace } from '../api/names.js';
 import { resolveInstallation } from './installation.js';
 import { JsonLogger } from './logging.js';
 import { parseBindAddress, startProbeServer } from './probes.js';
@@ -128,7 +129,7 @@ const probeServer = probes
 const fromEnv = env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean);
 const watched = values.namespace ?? (fromEnv?.length ? fromEnv : undefined);
 const address = values['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? 'localhost:7233';
-const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? 'default';
+const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? defaultControllerNamespace;
 const kubeConfig = loadKubeConfig(values.kubeconfig);
 let installation: string;
 try {

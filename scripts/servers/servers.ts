@@ -11,6 +11,7 @@ import { request } from 'node:https';
 import { createServer, Socket } from 'node:net';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { defaultControllerNamespace } from '../../api/names.js';
 import { searchAttributeFlags } from '../../workflows/search-attributes.js';
 import { installCrds } from './install-crds.js';
 
@@ -153,7 +154,8 @@ export async function startTemporal(opts: { dir: string; port?: number; uiPort?:
 
 async function startTemporalOnce(opts: Parameters<typeof startTemporal>[0]): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--log-level', 'warn'];
+  // `default` for the workers, `glidepath` for the controller's own workflows (the search attributes go into both).
+  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--namespace', defaultControllerNamespace, '--log-level', 'warn'];
   const httpPort = await freePort();
   const metricsPort = await freePort();
   args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort));

@@ -8,6 +8,7 @@
  *   by the `--temporal-*` flags. This is the controller's own Temporal, where the RolloutWorkflows run — not the
  *   one a resource's TemporalConnection names for its workers.
  */
+import { defaultControllerNamespace } from '../../api/names.js';
 import * as k8s from '@kubernetes/client-node';
 import type { ConnectionOptions } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';
@@ -85,7 +86,7 @@ export function temporalSettings(flags: TemporalFlags, env: NodeJS.ProcessEnv = 
     ...(tls !== undefined ? { tls } : {}),
     ...(metadata !== undefined ? { metadata } : {}),
   };
-  const namespace = flags.temporalNamespace ?? loaded.namespace ?? 'default';
+  const namespace = flags.temporalNamespace ?? loaded.namespace ?? defaultControllerNamespace;
   const profile = flags.temporalProfile ?? env.TEMPORAL_PROFILE;
   return { connection, namespace, describe: `${connection.address}, namespace ${namespace}${profile ? ` (profile ${profile})` : ''}` };
 }

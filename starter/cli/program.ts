@@ -84,7 +84,7 @@ export function cliProgram(name: string, onInvocation: (i: Invocation) => void, 
     .addOption(new Option('-o, --output <format>', 'output format').choices(outputFormats).default('table'))
     .addOption(new Option('--no-color', 'no colours (also: NO_COLOR set, or not a terminal)'))
     .addOption(new Option('--temporal-address <host:port>', 'the controller\'s Temporal (default: TEMPORAL_ADDRESS, the profile, localhost:7233)'))
-    .addOption(new Option('--temporal-namespace <namespace>', 'its namespace (default: TEMPORAL_NAMESPACE, the profile, "default")'))
+    .addOption(new Option('--temporal-namespace <namespace>', 'its namespace (default: TEMPORAL_NAMESPACE, the profile, "glidepath")'))
     .addOption(new Option('--temporal-profile <name>', 'profile of the Temporal config file (default: TEMPORAL_PROFILE, "default")'))
     .addOption(new Option('--temporal-config-file <path>', 'Temporal config file (default: TEMPORAL_CONFIG_FILE, ~/.config/temporalio/temporal.toml)'))
     .addHelpText(

@@ -125,10 +125,10 @@ describe('temporalSettings: envconfig profiles, then TEMPORAL_* variables, then 
     ].join('\n'),
   );
 
-  test('nothing configured: localhost:7233, namespace default', () => {
+  test("nothing configured: localhost:7233, the controller's namespace glidepath", () => {
     const s = temporalSettings({}, { TEMPORAL_CONFIG_FILE: join(dir, 'missing.toml') });
     expect(s.connection).toEqual({ address: 'localhost:7233' });
-    expect(s.namespace).toBe('default');
+    expect(s.namespace).toBe('glidepath');
   });
 
   test('the default profile of TEMPORAL_CONFIG_FILE; TEMPORAL_PROFILE picks another; an API key turns TLS on', () => {
