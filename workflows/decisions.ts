@@ -67,11 +67,12 @@ export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connectio
 
 /**
  * Why a spec cannot be taken because it moves the worker deployment to another Temporal (another namespace, or the
- * connection's hostPort) while a build is current or rolling out there: in place, nothing would route to the
- * Deployment where it lands, and the pinned work left behind would lose its workers. Undefined: it can be taken.
+ * connection's hostPort) while a build is current or ramping there: in place, nothing would route to the Deployment
+ * where it lands, and the pinned work left behind would lose its workers. A target nothing routes to yet (its first
+ * rollout still waiting, say on a Temporal it cannot reach) moves freely. Undefined: it can be taken.
  */
 export function placeChangeProblem(state: RolloutState, desired: Desired): string | undefined {
-  const live = state.current ?? state.target;
+  const live = state.current ?? (state.target?.rampPercentage !== undefined ? state.target : undefined);
   if (!live || !state.desired) return undefined;
   const from = live.place ?? placeOf(state.desired);
   const to = placeOf(desired);

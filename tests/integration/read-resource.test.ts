@@ -158,6 +158,8 @@ test('a missing connection: the problem, and no Desired', async () => {
     generation: 1,
     deleting: false,
     problem: `TemporalConnection ${namespace}/absent not found`,
+    problemPhase: 'Pending',
+    problemReason: 'ConnectionNotFound',
   });
   // A ClusterConnection is looked up cluster-wide, and named without a namespace.
   const viaCluster = await create('WorkerDeployment', 'delta-cc', { connectionRef: { kind: 'ClusterConnection', name: `absent-${namespace}` } });

@@ -15,6 +15,7 @@ import {
   noPollersMessage,
   recheckDelay,
   isPaused,
+  placeChangeProblem,
   planSpecChange,
   renderStatus,
   rolloutPending,
@@ -75,6 +76,20 @@ function state(overrides: Partial<RolloutState> = {}): RolloutState {
 
 const earlier = iso(-2 * hour);
 const deprecated = (buildId: string, extra: Partial<SunsetVersion> = {}): SunsetVersion => ({ buildId, deprecatedSince: earlier, ...extra });
+
+describe('placeChangeProblem', () => {
+  const moved = (() => {
+    const d = desired('v1', 2);
+    return { ...d, connection: { hostPort: 'other:7233' } };
+  })();
+  test('a current build, or a target ramping, keeps the worker deployment where it is, saying why', () => {
+    expect(placeChangeProblem(state({ desired: desired('v1', 1), current: { buildId: 'v1', since: earlier } }), moved)).toMatch(/^the connection's hostPort changed from temporal-frontend.temporal:7233 to other:7233/);
+    expect(placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1, rampPercentage: 10 } }), moved)).toBeDefined();
+  });
+  test('a first target nothing routes to yet (a Temporal it cannot reach, say) moves freely', () => {
+    expect(placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1 } }), moved)).toBeUndefined();
+  });
+});
 
 describe('planSpecChange', () => {
   interface Expected {
