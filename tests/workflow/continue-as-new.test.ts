@@ -58,10 +58,10 @@ interface Rollout {
   pushedPastLimit(): Promise<string>;
 }
 
-async function startRollout(label: string): Promise<Rollout> {
+async function startRollout(label: string, limits = timings): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, timings);
+  const world = worlds.create(owner, workflowId, limits);
   const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
     taskQueue,
     workflowId,
@@ -297,4 +297,58 @@ test('4. a spec change that arrives around a ContinueAsNew is acted on, not drop
   expect(argsOf(w, 'ensureVersionedDeployment').slice(applied)).toEqual(expect.arrayContaining([['v2', 2]]));
   expect(await r.status()).toMatchObject({ phase: 'Ready', current: 'v2', generation: 2 });
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
+});
+
+test('5. an abort while the run waits for its sunsets to stop, before continuing as new: no sunset starts in that run; the next clears the ramp', async () => {
+  // A limit the rollouts below stay under: the test decides when the run continues as new.
+  const r = await startRollout('can-abort', { ...timings, historyLimit: 400 });
+  const w = r.world;
+  await r.spec(desired(1, 'v0'));
+  await r.until('v0 to be current', (s) => s.phase === 'Ready' && s.current === 'v0');
+  // v0's sunset: drained at once, its scale-down held in flight. A cancelled Kubernetes write is waited for, so a
+  // run that continues as new waits for it.
+  let release!: () => void;
+  w.scaleHold = new Promise((resolve) => (release = resolve));
+  w.statusWhenRoutedAway = 'Drained';
+  await r.spec(desired(2, 'v1'));
+  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
+  await eventually('the scale-down of v0 in flight', () => argsOf(w, 'scaleDeployment').some(([b]) => b === 'v0'));
+  await r.spec(desired(3, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await eventually('v2 ramping', () => w.ramping === 'v2');
+
+  // Pushed past the limit: the run cancels v0's sunset and waits for the scale-down to end.
+  const run = await r.runId();
+  const history = async () => (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+  const scaleCancelled = (events: HistoryEvent[]) => {
+    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'scaleDeployment').map((e) => String(e.eventId));
+    return events.some((e) => scheduled.includes(String(e.activityTaskCancelRequestedEventAttributes?.scheduledEventId ?? '')));
+  };
+  await eventually('the run to wait for its sunsets to stop', async () => {
+    if (scaleCancelled(await history())) return true;
+    await r.latest().signal(messages.resync);
+    return false;
+  }, 60_000, 200);
+
+  // The abort retires v2 meanwhile. Once its signal's task completed, whatever that task began is in the history.
+  await r.latest().signal(messages.abort, { reason: 'error rate', identity: 'alice' });
+  const signalled = await eventually('the abort to be handled', async () => {
+    const events = await history();
+    const at = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === messages.abort.name);
+    return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes) ? events.slice(at) : undefined;
+  });
+  // Only reports (the Abort Event) follow: no drainage check, count, timer or write of a sunset; the run still waits.
+  const begun = signalled.flatMap((e) => (e.timerStartedEventAttributes ? ['timer'] : e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : []));
+  expect(begun.filter((name) => name !== 'report')).toEqual([]);
+  expect(w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2')).toEqual([]);
+  expect((await client.workflow.getHandle(r.latest().workflowId, run).describe()).status.name).toBe('RUNNING');
+
+  // The scale-down ends: the run continues as new, and the next clears v2's ramp, says Aborted and sunsets v2.
+  release();
+  await r.continuedPast(run);
+  const s = await r.until('Aborted, v2 sunset', (st) => st.phase === 'Aborted' && st.deprecated.some((v) => v.buildId === 'v2'));
+  expect(s).toMatchObject({ current: 'v1' });
+  expect(s.target).toBeUndefined();
+  await eventually('the ramp cleared', () => w.ramping === undefined && w.rampPercentage === 0);
+  expect(argsOf(w, 'clearRampIf')).toContainEqual(['v2']);
+  expect((await client.workflow.getHandle(r.latest().workflowId, run).describe()).status.name).toBe('CONTINUED_AS_NEW');
 });

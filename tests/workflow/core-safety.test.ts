@@ -668,6 +668,26 @@ describe('deletion with pinned executions open', () => {
     expect(order.indexOf('deleteOwnedDeployments')).toBeGreaterThan(order.lastIndexOf('versionStatus'));
   });
 
+  test('a version left on another Temporal is routed away from and deleted there too', async () => {
+    const r = await startRollout('two-places');
+    const w = r.world;
+    const keep = (d: Desired): Desired => ({ ...d, spec: { ...d.spec, sunset: { ...d.spec.sunset, deleteDelay: '1h' } } });
+    // v1's first rollout waits for its Deployment (nothing routes to it yet), so a new connection may move it.
+    w.autoAvailable = false;
+    await r.spec(keep(desired(1, 'v1')));
+    await eventually('v1 applied', () => w.callsOf('ensureVersionedDeployment').length === 1);
+    w.autoAvailable = true;
+    await r.spec(keep({ ...desired(2, 'v2'), connection: { hostPort: 'y:1' } }));
+    await r.until('v2 current at y:1, v1 sunset where it was', (s) => s.current === 'v2' && s.deprecated.some((v) => v.buildId === 'v1'));
+    expect(w.callsOf('setCurrent').map((c) => c.where)).toEqual(['y:1/default']);
+
+    await w.deleteResource();
+    expect(await r.handle().result()).toMatchObject({ problems: [] });
+    expect(w.callsOf('routeAway').map((c) => c.where).sort()).toEqual(['x:1/default', 'y:1/default']);
+    expect(w.callsOf('deleteVersion').map((c) => [c.args[0], c.where])).toContainEqual(['v1', 'x:1/default']);
+    expect(w.callsOf('deleteWorkerDeployment').map((c) => c.where)).toEqual(['y:1/default']);
+  });
+
   test('the drain wait is bounded: past it the deletion goes on and says so', async () => {
     const r = await startRollout('drain-bounded');
     await r.spec(withDrain(1, 'v1', '2s'));

@@ -26,6 +26,8 @@ export interface Call {
   args: unknown[];
   /** Date.now() when the activity ran. */
   at: number;
+  /** A Temporal call's server and namespace: `hostPort/namespace`. */
+  where?: string;
 }
 
 interface FakeDeployment {
@@ -86,6 +88,8 @@ export class FakeWorld {
   statusWhenRoutedAway: VersionStatus = 'Draining';
   /** While set, versionStatus answers only once it resolves: holds a drainage check in flight. */
   versionStatusHold?: Promise<void>;
+  /** While set, scaleDeployment answers only once it resolves (a write the workflow waits for, even when cancelled). */
+  scaleHold?: Promise<void>;
   /** Drainage checks started and not yet answered. */
   versionStatusInFlight = 0;
   /** The conflict token: changed by every routing or manager write that changes something, as the server's is. */
@@ -189,8 +193,8 @@ export class FakeWorld {
   /** The watcher's signals are lost: the workflow learns of a Deployment only by reading it. */
   signalsLost = false;
 
-  record(name: string, args: unknown[]): void {
-    this.calls.push({ name, args, at: Date.now() });
+  record(name: string, args: unknown[], where?: string): void {
+    this.calls.push({ name, args, at: Date.now(), ...(where ? { where } : {}) });
     const failWith = this.failWith.get(name);
     const failure = typeof failWith === 'function' ? failWith(args) : failWith;
     if (failure) throw failure;
@@ -327,7 +331,7 @@ export class FakeWorlds {
     };
     const temporal = (t: TemporalTarget, name: string, args: unknown[]) => {
       const w = this.at(t.deploymentName);
-      w.record(name, args);
+      w.record(name, args, `${t.connection.hostPort}/${t.temporalNamespace}`);
       return w;
     };
     /** A local routing write the world defers (`deferLocal`): answered `deferred`, no call made or recorded. */
@@ -358,6 +362,7 @@ export class FakeWorlds {
       },
       scaleDeployment: async (owner, buildId, replicas) => {
         const w = kube(owner, 'scaleDeployment', [buildId, replicas]);
+        await w.scaleHold;
         const d = w.deployments.get(buildId);
         if (d) {
           d.replicas = replicas;
