@@ -83,6 +83,8 @@ if (values.compiled && !existsSync(join(root, 'dist/worker/main.js'))) {
 const k8sNamespace = 'bench';
 /** The controllers' own Temporal namespace: every request in it is theirs (less the server's own background). */
 const controllerNamespace = 'glidepath';
+/** gRPC status ALREADY_EXISTS. */
+const grpcAlreadyExists = 6;
 /** An empty namespace: the server's own per-namespace background requests, subtracted from `controllerNamespace`'s. */
 const baselineNamespace = 'glidepath-baseline';
 /** Where the pods' worker deployments live. */
@@ -378,7 +380,10 @@ async function main(): Promise<void> {
   const connection = await Connection.connect({ address: temporal.address });
   try {
     for (const namespace of [controllerNamespace, baselineNamespace]) {
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') });
+      // The dev server may have created it already (servers:up's own namespaces).
+      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') }).catch((err: unknown) => {
+        if ((err as { code?: number }).code !== grpcAlreadyExists) throw err;
+      });
     }
     const keyword = temporalProto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
     await until('the search attributes registered', async () => {
