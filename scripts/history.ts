@@ -7,7 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../api/names.js';
-import type { RolloutInput } from '../workflows/rollout.js';
+import type { RolloutInput } from '../workflows/rollout-workflow.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 

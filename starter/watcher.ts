@@ -33,7 +33,7 @@ import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
 import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
 import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest, type SpecChangedHint } from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
-import type { RolloutWorkflow } from '../workflows/rollout.js';
+import type { RolloutWorkflow } from '../workflows/rollout-workflow.js';
 import type { Desired, Owner, RolloutStatus } from '../workflows/state.js';
 import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, inSetOrder, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
 import { holdsProblemStatus } from './condition-ownership.js';

@@ -105,11 +105,11 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
     ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
     ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () => ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template })),
   ] as const;
-  // An apply must land before the flow moves on (a superseding spec, a deletion): both calls settle first.
+  // An apply must land before the rollout moves on (a superseding spec, a deletion): both calls settle first.
   const [routing, { adopted: found, applied }] = await allSettled(calls);
   state.adoptionChecked = true;
   if (applied) observe(ctx, applied);
-  // A new spec meanwhile (new settings, a new connection) is applied by the flow's own round, after this apply.
+  // A new spec meanwhile (new settings, a new connection) is applied by the rollout's own round, after this apply.
   const unchanged = state.target === target && state.desired === desired;
   if (!found.length) return applied && unchanged ? { buildId, routing } : undefined;
   // A newer spec may have come meanwhile. The Deployments are taken over already (labels, owner reference), so they

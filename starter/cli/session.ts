@@ -26,7 +26,7 @@ export interface ListedResource extends ResourceRef {
 
 /** How long a rollout workflow may take to answer a query (a worker answers in milliseconds; none: never). */
 const queryTimeoutMs = 10_000;
-/** Updates answer once the control took effect, within 20 s (workflows/rollout.ts), or at once when refused. */
+/** Updates answer once the control took effect, within 20 s (workflows/handlers.ts), or at once when refused. */
 export const updateTimeoutMs = 45_000;
 
 /** gRPC DEADLINE_EXCEEDED, anywhere in the causes. */

@@ -10,7 +10,7 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';

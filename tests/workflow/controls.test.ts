@@ -11,7 +11,7 @@ import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Desired, HistoryEntry, RolloutStatus, Timings } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';

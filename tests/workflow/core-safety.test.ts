@@ -10,7 +10,7 @@ import proto from '@temporalio/proto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey, phaseKey } from '../../workflows/search-attributes.js';

@@ -15,7 +15,7 @@ import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { DeploymentObservation, Desired, Owner, Timings } from '../../workflows/state.js';
 
 

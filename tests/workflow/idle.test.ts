@@ -9,7 +9,7 @@ import proto, { type temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Timings } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';

@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Desired, RolloutStatus } from '../../workflows/state.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
