@@ -4,11 +4,8 @@
  * ContinueAsNew is due, and the caller saves its progress in the state before `checkpoint` throws.
  */
 import {
-  ActivityCancellationType,
   ActivityFailure,
-  ApplicationFailure,
   CancelledFailure,
-  TimeoutFailure,
   condition,
   isCancellation,
   log,
@@ -16,7 +13,6 @@ import {
   proxyLocalActivities,
   type ActivityInterfaceFor,
   type ActivityOptions,
-  type LocalActivityOptions,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
@@ -30,55 +26,17 @@ import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, Owner, RolloutState, TemporalPlace } from './state.js';
 import { waitsTaskQueue } from './task-queues.js';
-
-/** Thrown at a checkpoint when the history is long enough to continue as new; the state holds the progress. */
-export class ContinueAsNewDue extends Error {
-  constructor() {
-    super('continue as new');
-  }
-}
-
-/** A permanent error: Kubernetes or Temporal refused the call; retrying the same call cannot help. */
-export class Blocked extends Error {
-  constructor(
-    readonly what: string,
-    readonly detail: string,
-  ) {
-    super(`${what}: ${detail}`);
-  }
-}
-
-/** Retries within one call; past them the status says what is being retried (see `call`). */
-const attempts = (maximumInterval: string) => ({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval, maximumAttempts: 8 });
+import { bulkOptions, gateWaitOptions, kubeOptions, localOptions, localReportingOptions, localRoutingWriteOptions, reportingOptions, temporalOptions, waitOptions, waitWithinOptions } from './activity-options.js';
+import { Blocked, ContinueAsNewDue, managerHeldBy, permanentCause, rootCause } from './failures.js';
 
 const now = () => new Date();
 
 /** Entries `history` keeps (the oldest go first): enough for a rollout's story, bounded across ContinueAsNew. */
 export const historyLimit = 100;
 
-/** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
 /** Which worker deployment a conflict token is of: the server, the namespace, the name. */
 const routingTokenKey = (t: TemporalTarget) => JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
 
-export function managerHeldBy(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure) || err.cause.type !== 'ManagerIdentityHeld') return undefined;
-  const holder = err.cause.details?.[0];
-  return typeof holder === 'string' && holder ? holder : 'someone else';
-}
-
-const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
-/**
- * Temporal API calls: within half a minute, retries included, then the status says what is retried and why (a
- * server nothing listens on makes each attempt wait for its connection).
- */
-const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', scheduleToCloseTimeout: '30s', retry: attempts('5s') };
-/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task; `localFirst` then uses an activity. */
-const localOptions: LocalActivityOptions = {
-  scheduleToCloseTimeout: '10s',
-  startToCloseTimeout: '5s',
-  retry: { initialInterval: '200ms', maximumAttempts: 3 },
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-};
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
 /** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
@@ -88,14 +46,6 @@ function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
   if (phase === undefined) return reasons;
   return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }
-/**
- * The long waits' heartbeat timeout: a dead controller's wait is taken over within it. Each waiting rollout sends
- * one heartbeat per 0.8 × it (the SDK's pace), a write on the server: a thousand waits sent 62 a second at 20 s,
- * and the busier the server, the longer they waited. A minute: 21 a second.
- */
-const waitHeartbeatTimeout = '60s';
-const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };
-
 export class RolloutContext {
   readonly owner: Owner;
   /**
@@ -113,7 +63,7 @@ export class RolloutContext {
   }
   /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
   get bulk(): ActivityInterfaceFor<Activities> {
-    return this.activities({ startToCloseTimeout: '30m', heartbeatTimeout: '30s', retry: attempts('10s') });
+    return this.activities(bulkOptions);
   }
   /**
    * The resync's reads (and its rare repair), as local activities: an idle round is then one workflow task (its
@@ -127,7 +77,7 @@ export class RolloutContext {
    * The task holds its commands and its worker slot meanwhile: an apiserver outage must not hold them long.
    */
   private get localReporting() {
-    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '3s', startToCloseTimeout: '2s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
+    return proxyLocalActivities<Activities>({ ...localReportingOptions, ...this.summary() });
   }
   /**
    * A routing write inside the workflow task (`routingCall`): two attempts within 10 s, then it goes as an activity.
@@ -135,7 +85,7 @@ export class RolloutContext {
    * would make the call wait, the activity answers `deferred` at once.
    */
   private get localRoutingWrites() {
-    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '10s', startToCloseTimeout: '10s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
+    return proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
   }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
@@ -260,12 +210,7 @@ export class RolloutContext {
 
   /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
   waits() {
-    return this.activities({
-      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-      startToCloseTimeout: '24h',
-      heartbeatTimeout: waitHeartbeatTimeout,
-      retry: attempts('10s'),
-    });
+    return this.activities(waitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
   }
 
   /**
@@ -273,18 +218,12 @@ export class RolloutContext {
    * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
    */
   gateWaits() {
-    return this.activities({ taskQueue: waitsTaskQueue(workflowInfo().taskQueue), startToCloseTimeout: '24h', heartbeatTimeout: '10s', retry: attempts('10s') });
+    return this.activities(gateWaitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
   }
 
   /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
   waitsWithin(budgetMs: number) {
-    return this.activities({
-      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-      scheduleToCloseTimeout: budgetMs,
-      startToCloseTimeout: budgetMs,
-      heartbeatTimeout: waitHeartbeatTimeout,
-      retry: { initialInterval: '1s', maximumInterval: '10s' },
-    });
+    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), budgetMs));
   }
 
   spec() {
@@ -525,24 +464,4 @@ async function restOfActivation(): Promise<void> {
   const next = condition(() => passed);
   passed = true;
   await next;
-}
-
-/** Why an activity failed in the end: its last attempt's error, under a timeout's (which says only that it timed out). */
-export function rootCause(err: ActivityFailure): string {
-  let failure: Error = err;
-  while (failure.cause instanceof Error) failure = failure.cause;
-  return failure === err ? err.message : failure.message;
-}
-
-/** The message of a permanent (non-retryable) activity failure, or undefined. */
-export function permanentCause(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure)) return undefined;
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
-  return undefined;
-}
-
-/** The activity ran out of its start-to-close budget (as opposed to failing). */
-export function timedOut(err: unknown): err is ActivityFailure & { cause: TimeoutFailure } {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }

@@ -6,7 +6,8 @@
  */
 import { ActivityFailure, log, type ActivityOptions } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import { ContinueAsNewDue, type RolloutContext } from './context.js';
+import { type RolloutContext } from './context.js';
+import { ContinueAsNewDue } from './failures.js';
 import { placeOf } from './decisions.js';
 import type { RolloutState, TemporalPlace } from './state.js';
 

@@ -6,7 +6,7 @@
  */
 import { condition, isCancellation, log } from '@temporalio/workflow';
 import { liveForeignBuilds } from './adoption.js';
-import { Blocked, ContinueAsNewDue } from './context.js';
+import { Blocked, ContinueAsNewDue } from './failures.js';
 import type { Resource } from './resource.js';
 import { ensureDeployment } from './rollout.js';
 

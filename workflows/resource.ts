@@ -5,7 +5,8 @@
  */
 import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
 import { forgetForeignTemplates, forgetGoneForeignBuilds, withAlias } from './adoption.js';
-import { Blocked, ContinueAsNewDue, RolloutContext } from './context.js';
+import { RolloutContext } from './context.js';
+import { Blocked, ContinueAsNewDue } from './failures.js';
 import { isPaused, notThisInstallations, placeChangeProblem, placeOf, planRead, planSpecChange } from './decisions.js';
 import { movePinned, rollOut } from './rollout.js';
 import type { RolloutWorkflow } from './rollout-workflow.js';

@@ -5,7 +5,7 @@
  * cleans up on deletion (./deletion.ts). Messages only wake it (./handlers.ts); what it acts on is read.
  */
 import { condition, log, workflowInfo } from '@temporalio/workflow';
-import { Blocked, ContinueAsNewDue } from './context.js';
+import { Blocked, ContinueAsNewDue } from './failures.js';
 import { rolloutPending } from './decisions.js';
 import { deleteEverything, type DeletionResult } from './deletion.js';
 import { registerHandlers } from './handlers.js';

@@ -8,7 +8,8 @@
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
 import type { VersionStatus } from '../api/temporal-worker-deployment.js';
-import { Blocked, ContinueAsNewDue, timedOut, type RolloutContext } from './context.js';
+import { type RolloutContext } from './context.js';
+import { Blocked, ContinueAsNewDue, timedOut } from './failures.js';
 import { isDrained, placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
 
