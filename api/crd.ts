@@ -1,6 +1,7 @@
 /**
  * Pure synthesis of the CustomResourceDefinitions from the zod schemas: structural OpenAPI v3, CEL rules,
- * defaults, the status subresource, printer columns and short names. `scripts/generate-crds.ts` writes them.
+ * defaults, the status subresource, printer columns and short names. `scripts/generate.ts` writes them, and the CRD
+ * reference (docs/crd-reference.md) from the same definitions.
  */
 import { z } from 'zod';
 import { dnsLabelPattern, group, version } from './common.js';
@@ -52,7 +53,7 @@ function jsonSchemaOf(schema: z.ZodType): JsonSchema {
   return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' }) as JsonSchema;
 }
 
-/** One kind Glidepath serves: what its CRD is made of. */
+/** One kind Glidepath serves: what its CRD and the CRD reference (docs/crd-reference.md) are made of. */
 export interface KindDefinition {
   kind: string;
   plural: string;
