@@ -42,12 +42,13 @@ export const DeploymentStrategy = z
     type: z.enum(['RollingUpdate', 'Recreate']).optional().describe('RollingUpdate (the default) or Recreate'),
     rollingUpdate: z
       .object({
-        maxSurge: IntOrPercent.optional().describe('Pods above the desired count during an update'),
-        maxUnavailable: IntOrPercent.optional().describe('Pods that may be unavailable during an update'),
+        maxSurge: IntOrPercent.optional().describe('Pods above the desired count during an update: a count or a percentage such as "25%"'),
+        maxUnavailable: IntOrPercent.optional().describe('Pods that may be unavailable during an update: a count or a percentage such as "25%"'),
       })
-      .optional(),
+      .optional()
+      .describe('How a RollingUpdate replaces pods, as a Deployment\'s'),
   })
-  .describe("The versioned Deployments' update strategy");
+  .describe("How each versioned Deployment replaces its pods when its template changes in place (a custom build ID, a new connection)");
 export type DeploymentStrategy = z.infer<typeof DeploymentStrategy>;
 
 /**
@@ -56,16 +57,16 @@ export type DeploymentStrategy = z.infer<typeof DeploymentStrategy>;
  */
 export const DeploymentSpec = z
   .object({
-    replicas: DeploymentFields.replicas().optional().describe(`${DeploymentFieldDescriptions.replicas} (default ${DeploymentDefaults.replicas})`),
-    template: PodTemplate.optional(),
+    replicas: DeploymentFields.replicas().optional().describe(`${DeploymentFieldDescriptions.replicas} (default ${DeploymentDefaults.replicas}; temporal-worker-controller leaves an omitted count to an autoscaler, Glidepath does not)`),
+    template: PodTemplate.optional().describe(`${PodTemplate.description}; required here or in the deprecated spec.template`),
     minReadySeconds: DeploymentFields.minReadySeconds().optional().describe(`${DeploymentFieldDescriptions.minReadySeconds} (default 0)`),
     progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds()
       .optional()
       .describe(`${DeploymentFieldDescriptions.progressDeadlineSeconds} (default ${DeploymentDefaults.progressDeadlineSeconds})`),
-    revisionHistoryLimit: integer(z.int32().min(0)).optional().describe('Old ReplicaSets each versioned Deployment keeps'),
+    revisionHistoryLimit: integer(z.int32().min(0)).optional().describe("Old ReplicaSets each versioned Deployment keeps (default: Kubernetes' 10)"),
     strategy: DeploymentStrategy.optional(),
   })
-  .describe('The versioned Deployments: a DeploymentSpec without selector and paused');
+  .describe("The versioned Deployments' settings, as temporal-worker-controller ≥ 1.7: a DeploymentSpec without selector (Glidepath's, per build) and paused; wins over the deprecated top-level fields");
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
 
 /** The fields a WorkerDeployment may give in two places: `spec.<field>` (deprecated) and `spec.deployment.<field>`. */
@@ -139,13 +140,14 @@ export const WorkerDeploymentSpec = withCel(
     .object({
       deployment: DeploymentSpec.optional(),
       replicas: DeploymentFields.replicas().optional().describe(deprecated('replicas')),
-      template: PodTemplate.optional(),
+      template: PodTemplate.optional().describe(deprecated('template')),
       minReadySeconds: DeploymentFields.minReadySeconds().optional().describe(deprecated('minReadySeconds')),
       progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds().optional().describe(deprecated('progressDeadlineSeconds')),
-      rollout: Rollout,
+      rollout: Rollout.describe('How new executions move to a new build'),
       sunset: Sunset.default(SunsetDefaults),
       workerOptions: WorkerOptions,
     })
+    .describe('What to run, and how to roll a new build of it out: a TemporalWorkerDeployment\'s spec with the Deployment settings in spec.deployment')
     .superRefine((spec, ctx) => {
       for (const p of movedFieldProblems(spec)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
     }),

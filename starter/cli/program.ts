@@ -65,15 +65,28 @@ function milliseconds(text: string): number {
 /** The reason words, joined (`pause prod/orders looking at errors` is the reason "looking at errors"). */
 const reasonOf = (words: string[] | undefined) => (words?.length ? words.join(' ') : undefined);
 
+/** Where the program's output (help, errors) goes; `helpWidth` fixes the help's width instead of the terminal's. */
+export interface ProgramOutput {
+  out: (s: string) => void;
+  err: (s: string) => void;
+  helpWidth?: number;
+}
+
 /**
  * The program, with `onInvocation` called by the command that runs. Output (help, errors) goes to `write`.
  * @param name `glidepath`, or `kubectl glidepath` when run as the kubectl plugin
  */
-export function cliProgram(name: string, onInvocation: (i: Invocation) => void, write: { out: (s: string) => void; err: (s: string) => void }): Command {
+export function cliProgram(name: string, onInvocation: (i: Invocation) => void, write: ProgramOutput): Command {
+  // With a fixed width the help is the same on any terminal, or none (docs/cli-reference.md is made of it).
+  const fixed = write.helpWidth;
   const program = new Command(name)
     .description("Watch and steer Glidepath rollouts: each TemporalWorkerDeployment's RolloutWorkflow in Temporal.")
     .exitOverride()
-    .configureOutput({ writeOut: write.out, writeErr: write.err })
+    .configureOutput({
+      writeOut: write.out,
+      writeErr: write.err,
+      ...(fixed ? { getOutHelpWidth: () => fixed, getErrHelpWidth: () => fixed, getOutHasColors: () => false, getErrHasColors: () => false } : {}),
+    })
     .configureHelp({ showGlobalOptions: true })
     .showSuggestionAfterError()
     .helpCommand('help [command]', 'show help for a command')
@@ -159,13 +172,14 @@ export function cliProgram(name: string, onInvocation: (i: Invocation) => void, 
 
 /**
  * What the command line asks for. `--help` (and `help CMD`, and no command at all) is a `help` invocation
- * with its text; a usage error is a CliError with exit code 2 and commander's message.
+ * with its text (`helpWidth` columns wide when given, else the terminal's); a usage error is a CliError with exit
+ * code 2 and commander's message.
  */
-export async function parseInvocation(argv: string[], name = 'glidepath'): Promise<Invocation> {
+export async function parseInvocation(argv: string[], name = 'glidepath', helpWidth?: number): Promise<Invocation> {
   const out: string[] = [];
   const err: string[] = [];
   const got: { invocation?: Invocation } = {};
-  const program = cliProgram(name, (i) => (got.invocation = i), { out: (s) => out.push(s), err: (s) => err.push(s) });
+  const program = cliProgram(name, (i) => (got.invocation = i), { out: (s) => out.push(s), err: (s) => err.push(s), ...(helpWidth ? { helpWidth } : {}) });
   if (!argv.length) return { command: 'help', text: program.helpInformation() };
   try {
     await program.parseAsync(argv, { from: 'user' });
