@@ -11,7 +11,7 @@
  *
  * Controls are updates: the workflow answers with the status once the control took effect, or refuses it
  * (`refused: <why>`, exit 1). `--output json|yaml` for scripts; the exit codes are in ./cli/exit-codes.ts. The same
- * names work with `temporal workflow update execute --workflow-id glidepath/NS/NAME --name pause`.
+ * names work with `temporal workflow update execute --workflow-id <status.rolloutWorkflow.workflowId> --name pause`.
  */
 import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';

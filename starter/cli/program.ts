@@ -49,7 +49,7 @@ const connectionHelp = [
   '  (else "default") of TEMPORAL_CONFIG_FILE (else ~/.config/temporalio/temporal.toml), overridden by',
   '  TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, TEMPORAL_API_KEY, TEMPORAL_TLS, TEMPORAL_TLS_CLIENT_CERT_PATH,',
   '  TEMPORAL_TLS_CLIENT_KEY_PATH, TEMPORAL_TLS_SERVER_CA_CERT_PATH, TEMPORAL_TLS_SERVER_NAME (and their _DATA',
-  '  forms), TEMPORAL_GRPC_META_*, then by the --temporal-* flags. Default: localhost:7233, namespace "default".',
+  '  forms), TEMPORAL_GRPC_META_*, then by the --temporal-* flags. Default: localhost:7233, namespace "glidepath".',
 ].join('\n');
 
 function milliseconds(text: string): number {
