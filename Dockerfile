@@ -11,8 +11,11 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY api api
 COPY workflows workflows
 COPY activities activities
+COPY kube kube
+COPY temporal temporal
 COPY worker worker
 COPY starter starter
+COPY cli cli
 COPY simulator simulator
 COPY examples examples
 # dist/ (compiled) + dist/workflow-bundle.js (the RolloutWorkflow bundle, so no webpack runs at start), then

@@ -1,12 +1,12 @@
 /**
  * What a resource object asks for, as the one `Desired` a RolloutWorkflow acts on: the watcher derives it from its
  * cache (starter/watcher.ts), the workflow's `readResource` activity from the apiserver
- * (activities/kubernetes/read-resource.ts), with the same code, so both say the same of the same object.
+ * (kube/read-resource.ts), with the same code, so both say the same of the same object.
  */
 import { computeBuildId } from './build-id.js';
 import { connectionLabel, parseConnection, parseWorkerResource, type ConnectionKind, type ResourceKind } from './kinds.js';
 import type { TemporalConnectionSpec } from './temporal-connection.js';
-import type { Desired } from '../workflows/state.js';
+import type { Desired } from './resource.js';
 
 /** A connection a resource names, parsed; or why it cannot be used. */
 export type ConnectionLookupResult = { ok: true; spec: TemporalConnectionSpec; resourceVersion: string } | { ok: false; problem: string };

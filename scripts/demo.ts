@@ -12,7 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../api/common.js';
 import { rolloutWorkflowId } from '../api/names.js';
-import { ignoreNotFound } from '../activities/kubernetes/client.js';
+import { ignoreNotFound } from '../kube/client.js';
 import { PodSimulator } from '../simulator/pod-simulator.js';
 import { installRuntime, startController } from '../worker/controller.js';
 

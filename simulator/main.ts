@@ -5,7 +5,7 @@
  *             GLIDEPATH_PODS_LIGHT=1
  */
 import { parseArgs } from 'node:util';
-import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { loadKubeConfig } from '../kube/client.js';
 import { installRuntime } from '../worker/controller.js';
 import { PodSimulator } from './pod-simulator.js';
 

@@ -9,9 +9,9 @@
  * Run on its own with `npm run pods` (simulator/main.ts); the integration tests and the demo run it in process.
  */
 import * as k8s from '@kubernetes/client-node';
-import { asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
-import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
-import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
+import { asMergePatch, ignoreNotFound } from '../kube/client.js';
+import { ForeignLabels } from '../kube/foreign-deployments.js';
+import { Labels, managerName } from '../kube/versioned-deployment.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
 import { LightPod, LightPodConnections } from './light-pod.js';
 

@@ -13,9 +13,9 @@ import * as k8s from '@kubernetes/client-node';
 import { computeBuildId } from '../api/build-id.js';
 import { group, version } from '../api/common.js';
 import { parseWorkerResource, pluralOf, type ResourceKind } from '../api/kinds.js';
-import type { Desired } from '../workflows/state.js';
-import { asApply, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
-import { managerName, renderVersionedDeployment, type Owner } from '../activities/kubernetes/versioned-deployment.js';
+import type { Desired } from '../api/resource.js';
+import { asApply, ignoreNotFound, statusCode } from '../kube/client.js';
+import { managerName, renderVersionedDeployment, type Owner } from '../kube/versioned-deployment.js';
 
 export interface FirstDeployment {
   owner: Owner;

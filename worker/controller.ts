@@ -22,7 +22,7 @@ import { activityErrorCounter, budgetMetrics, initializeCounters, prometheusMetr
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { TaskCostSinks } from '../workflows/task-cost.js';
-import type { Timings } from '../workflows/state.js';
+import type { Timings } from '../api/timings.js';
 
 export const defaultMaxCachedWorkflows = 100;
 /** The Temporal calls a second a controller process makes, by default (rollouts past it wait their turn). */

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { installationIdPattern } from '../api/names.js';
-import { statusCode } from '../activities/kubernetes/client.js';
+import { statusCode } from '../kube/client.js';
 
 export const installationConfigMap = 'glidepath-installation';
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';

@@ -22,7 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { loadKubeConfig } from '../kube/client.js';
 import { parseDuration } from '../api/duration.js';
 import type { Logger } from '@temporalio/common';
 import { DefaultLogger, type LogLevel } from '@temporalio/worker';

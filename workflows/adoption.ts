@@ -11,7 +11,8 @@ import type { Control } from './controls.js';
 import type { RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
 import type { Sunsets } from './sunset.js';
-import type { Desired, RolloutState, Target, TemporalPlace } from './state.js';
+import type { RolloutState, Target, TemporalPlace } from './state.js';
+import type { Desired } from '../api/resource.js';
 import { observe } from './waiting.js';
 
 /** What adopting the other controller's versions means for the state. Pure. */

@@ -4,11 +4,13 @@
  */
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { rolloutWorkflowId, versionedDeploymentName } from '../api/names.js';
+import { isDrained } from '../api/version-status.js';
 import type { Condition } from '../api/common.js';
 import type { Analysis, Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
-import type { Desired, Owner, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { Desired, Owner } from '../api/resource.js';
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
@@ -260,11 +262,6 @@ export function sunsetAction(version: SunsetVersion, sunset: { scaledownDelay: s
   const deleteAt = Math.max(scaleAt, drained + parseDuration(sunset.deleteDelay));
   if (!version.scaledDown) return now.getTime() < scaleAt ? { kind: 'waitUntil', atMs: scaleAt, then: 'scaleDown' } : { kind: 'scaleDown' };
   return now.getTime() < deleteAt ? { kind: 'waitUntil', atMs: deleteAt, then: 'delete' } : { kind: 'delete' };
-}
-
-/** Drainage as the server reports it, reduced to what sunset needs: an unknown status is never drained. */
-export function isDrained(status: string | undefined): boolean {
-  return status === 'Drained' || status === 'Inactive' || status === 'NotRegistered';
 }
 
 /** Versions that can go to make room under the server's cap: drained or inactive, not current, not ours to keep. */

@@ -6,7 +6,8 @@
  */
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { sunsetAction } from './decisions.js';
-import type { Owner, RolloutState, SunsetVersion, Target } from './state.js';
+import type { RolloutState, SunsetVersion, Target } from './state.js';
+import type { Owner } from '../api/resource.js';
 
 /** The workflow's one-line summary in the Web UI: the resource it rolls out. */
 export function staticSummary(owner: Pick<Owner, 'namespace' | 'name' | 'kind'>): string {

@@ -10,7 +10,8 @@ import { parseControl, planRetry, planRollback, problemWithControl, rollbackWind
 import { alreadyRead } from './decisions.js';
 import * as messages from './messages.js';
 import type { Resource } from './resource.js';
-import type { DeploymentObservation, RolloutStatus } from './state.js';
+import type { RolloutStatus } from './state.js';
+import type { DeploymentObservation } from '../api/resource.js';
 
 const now = () => new Date();
 

@@ -11,7 +11,9 @@ import { isPaused, notThisInstallations, placeChangeProblem, placeOf, planRead, 
 import { movePinned, rollOut } from './rollout.js';
 import type { RolloutWorkflow } from './rollout-workflow.js';
 import { Sunsets } from './sunset.js';
-import { defaultTimings, type Desired, type Owner, type RolloutState, type RolloutStatus, type Target } from './state.js';
+import { type RolloutState, type RolloutStatus, type Target } from './state.js';
+import { defaultTimings } from '../api/timings.js';
+import { type Desired, type Owner } from '../api/resource.js';
 
 export interface RolloutInput {
   owner: Owner;

@@ -11,7 +11,7 @@ import { deleteEverything, type DeletionResult } from './deletion.js';
 import { registerHandlers } from './handlers.js';
 import { runHousekeeping } from './housekeeping.js';
 import { Resource, type FirstRead, type RolloutInput } from './resource.js';
-import type { Owner } from './state.js';
+import type { Owner } from '../api/resource.js';
 
 export type { RolloutInput } from './resource.js';
 

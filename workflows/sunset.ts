@@ -10,7 +10,8 @@ import { parseDuration } from '../api/duration.js';
 import type { VersionStatus } from '../api/temporal-worker-deployment.js';
 import { type RolloutContext } from './context.js';
 import { Blocked, ContinueAsNewDue, timedOut } from './failures.js';
-import { isDrained, placeOf, sunsetAction } from './decisions.js';
+import { isDrained } from '../api/version-status.js';
+import { placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
 
 const now = () => new Date();

@@ -7,7 +7,7 @@
 import { formatDuration } from '../api/duration.js';
 import type { RolloutContext } from './context.js';
 import { isPaused, newerObservation, recheckDelay } from './decisions.js';
-import type { DeploymentObservation } from './state.js';
+import type { DeploymentObservation } from '../api/resource.js';
 
 /**
  * Folds a read (or an apply's answer) into the state: an older one never overwrites a newer one, and a Deployment

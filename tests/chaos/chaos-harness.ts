@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { isDeferred, localActivityType } from '../../scripts/history.js';
 import { portOpen, type ServerProcess } from '../../scripts/servers/servers.js';
 

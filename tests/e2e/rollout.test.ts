@@ -16,7 +16,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { freePort } from '../../scripts/servers/servers.js';
 import { routingOf, versionStatus } from '../harness/rollout-env.js';
 import { eventually } from '../harness/eventually.js';

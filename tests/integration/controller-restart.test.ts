@@ -4,7 +4,7 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { completedActivities, isDeferred } from '../../scripts/history.js';
 import { apply, deployments, eventually, resource, routing, routingCallTimes, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
 

@@ -9,10 +9,11 @@ import { computeBuildId } from '../../api/build-id.js';
 import { group, version } from '../../api/common.js';
 import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
 import { versionedDeploymentName } from '../../api/names.js';
-import { asMergePatch, SharedConnectionsKubeConfig, statusCode } from '../../activities/kubernetes/client.js';
-import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
+import { asMergePatch, SharedConnectionsKubeConfig, statusCode } from '../../kube/client.js';
+import { createKubernetesActivities } from '../../activities/kubernetes.js';
+import { finalizer } from '../../api/names.js';
 import { buildIdNow, createFirstDeployment } from '../../starter/first-deployment.js';
-import type { Desired, Owner } from '../../workflows/state.js';
+import type { Desired, Owner } from '../../api/resource.js';
 
 type Raw = k8s.KubernetesObject & { metadata: k8s.V1ObjectMeta };
 const plural = 'temporalworkerdeployments';

@@ -10,9 +10,9 @@ import { execFileSync } from 'node:child_process';
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
-import { ignoreNotFound } from '../../activities/kubernetes/client.js';
-import { finalizer } from '../../activities/kubernetes/activities.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
+import { ignoreNotFound } from '../../kube/client.js';
+import { finalizer } from '../../api/names.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
 import {
   apply,
   deployments,

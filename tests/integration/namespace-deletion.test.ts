@@ -6,8 +6,8 @@
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
-import { asMergePatch } from '../../activities/kubernetes/client.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
+import { asMergePatch } from '../../kube/client.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
 import { apply, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;

@@ -1,5 +1,5 @@
 /**
- * The workflow's reads of its resource against a real kube-apiserver (activities/kubernetes/read-resource.ts): the
+ * The workflow's reads of its resource against a real kube-apiserver (kube/read-resource.ts): the
  * object as it is now (uid, resourceVersion, generation, whether it is being deleted) with the `Desired` the watcher
  * would derive from it, or why there is none; and a live namesake that took the name over.
  */
@@ -8,9 +8,9 @@ import * as k8s from '@kubernetes/client-node';
 import { computeBuildId } from '../../api/build-id.js';
 import { group, version } from '../../api/common.js';
 import { pluralOf, type ResourceKind } from '../../api/kinds.js';
-import { asMergePatch, SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
-import { createResourceReads, type ResourceReads } from '../../activities/kubernetes/read-resource.js';
-import type { Owner } from '../../workflows/state.js';
+import { asMergePatch, SharedConnectionsKubeConfig } from '../../kube/client.js';
+import { createResourceReads, type ResourceReads } from '../../kube/read-resource.js';
+import type { Owner } from '../../api/resource.js';
 import { eventually } from '../harness/eventually.js';
 
 /** Keeps a deleted object in the apiserver (deletionTimestamp set) until the test removes it. */

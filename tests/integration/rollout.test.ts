@@ -5,12 +5,12 @@
  */
 import { group, version } from '../../api/common.js';
 import * as k8s from '@kubernetes/client-node';
-import { asMergePatch } from '../../activities/kubernetes/client.js';
+import { asMergePatch } from '../../kube/client.js';
 import { localActivityType } from '../../scripts/history.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../examples/worker/activities.js';
 import { exampleBundle } from '../../examples/worker/worker.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { promote, resync } from '../../workflows/messages.js';
 import {
   apply,

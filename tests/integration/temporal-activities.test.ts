@@ -10,11 +10,11 @@ import { CancelledFailure, Client, Connection, WorkflowFailedError, defaultGrpcR
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { managerIdentityHeldType, withFailureClassification } from '../../activities/errors.js';
-import { createTemporalActivities } from '../../activities/temporal/activities.js';
-import { createAnalysisActivities } from '../../activities/temporal/analysis.js';
-import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
-import { createPinnedActivities } from '../../activities/temporal/pinned.js';
+import { createTemporalActivities } from '../../activities/temporal.js';
+import { createAnalysisActivities } from '../../temporal/analysis.js';
+import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
+import { createPinnedActivities } from '../../temporal/pinned.js';
 import { createExampleWorker } from '../../examples/worker/worker.js';
 import { eventually } from '../harness/eventually.js';
 

@@ -5,10 +5,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubeSettings, parseResourceRef, parseWorkflowId, temporalSettings } from '../../starter/cli/config.js';
-import { CliError, ExitCode } from '../../starter/cli/exit-codes.js';
-import { parseInvocation } from '../../starter/cli/program.js';
-import { programName } from '../../starter/cli.js';
+import { kubeSettings, parseResourceRef, parseWorkflowId, temporalSettings } from '../../cli/config.js';
+import { CliError, ExitCode } from '../../cli/exit-codes.js';
+import { parseInvocation } from '../../cli/program.js';
+import { programName } from '../../cli/main.js';
 
 const defaults = { allNamespaces: false, output: 'table', color: true };
 
@@ -97,7 +97,7 @@ describe('parseResourceRef / parseWorkflowId', () => {
 describe('programName', () => {
   test('kubectl glidepath when run as the kubectl plugin', () => {
     expect(programName('/usr/local/bin/kubectl-glidepath')).toBe('kubectl glidepath');
-    expect(programName('/repo/starter/cli.ts')).toBe('glidepath');
+    expect(programName('/repo/cli/main.ts')).toBe('glidepath');
     expect(programName(undefined)).toBe('glidepath');
   });
 });

@@ -2,7 +2,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CommanderError } from 'commander';
-import { CliError, ExitCode, errorMessage, exitCodeOf, exitCodesHelp } from '../../starter/cli/exit-codes.js';
+import { CliError, ExitCode, errorMessage, exitCodeOf, exitCodesHelp } from '../../cli/exit-codes.js';
 
 /** An error as @grpc/grpc-js makes it (what isGrpcServiceError recognizes). */
 function grpcError(code: number, details: string): Error {

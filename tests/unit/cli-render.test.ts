@@ -3,8 +3,8 @@
  * versions with traffic and open executions) and the lines a person reads in the terminal.
  */
 import type { RolloutStatus, Target, TemporalPlace } from '../../workflows/state.js';
-import { age, formatData, progressBar, renderHistory, renderList, renderRollout, stepLine, stepTrack } from '../../starter/cli/render.js';
-import { rolloutView, stepView, versionPlaces } from '../../starter/cli/view.js';
+import { age, formatData, progressBar, renderHistory, renderList, renderRollout, stepLine, stepTrack } from '../../cli/render.js';
+import { rolloutView, stepView, versionPlaces } from '../../cli/view.js';
 
 const now = Date.parse('2026-11-23T12:00:00Z');
 const iso = (msBefore: number) => new Date(now - msBefore).toISOString();

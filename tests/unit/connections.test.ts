@@ -1,6 +1,6 @@
 import type { Connection, ConnectionOptions } from '@temporalio/client';
 import { PermanentError, classifyFailure } from '../../activities/errors.js';
-import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
+import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 
 /** A Connection as far as TemporalConnections uses one: opened with options, closed once. */

@@ -1,6 +1,7 @@
 import { parseControl, planRetry, planRollback, problemWithControl, problemWithRollbackTo } from '../../workflows/controls.js';
 import { analysisVerdict, planSpecChange } from '../../workflows/decisions.js';
-import type { Desired, RolloutState } from '../../workflows/state.js';
+import type { RolloutState } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 
 const now = new Date('2026-11-22T12:00:00Z');

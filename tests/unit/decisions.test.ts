@@ -1,3 +1,4 @@
+import { isDrained } from '../../api/version-status.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import {
   RolloutStep,
@@ -9,7 +10,6 @@ import {
 import {
   drainPollDelay,
   firstVersionRouting,
-  isDrained,
   newerObservation,
   nextRampStep,
   noPollersMessage,
@@ -24,7 +24,9 @@ import {
   versionsToMakeRoom,
   type SunsetAction,
 } from '../../workflows/decisions.js';
-import { defaultTimings, type Desired, type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+import { type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
+import { type Desired } from '../../api/resource.js';
 
 const now = new Date('2026-01-01T00:00:00Z');
 const t0 = now.getTime();

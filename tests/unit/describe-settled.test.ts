@@ -5,7 +5,7 @@
  * when the system workflow is not running either. The service is a fake that answers from a script.
  */
 import proto from '@temporalio/proto';
-import { deploymentWorkflowId, describeDeploymentSettled, registrationPollDelay, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
+import { deploymentWorkflowId, describeDeploymentSettled, registrationPollDelay, settledRead, versionWorkflowId, type DescribeService } from '../../temporal/describe.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { temporal } = proto;

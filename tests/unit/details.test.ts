@@ -4,7 +4,8 @@
  */
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
 import { currentDetails, headline, maxSummaryLength, staticDetails, staticSummary, summaryLine } from '../../workflows/details.js';
-import { defaultTimings, type RolloutState, type SunsetVersion, type Target } from '../../workflows/state.js';
+import { type RolloutState, type SunsetVersion, type Target } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
 
 const now = new Date('2026-11-23T14:01:40Z');
 const ago = (ms: number) => new Date(now.getTime() - ms).toISOString();

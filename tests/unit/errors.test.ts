@@ -15,7 +15,8 @@ import {
   toActivityError,
   withFailureClassification,
 } from '../../activities/errors.js';
-import { createKubernetesActivities, gateInputReader } from '../../activities/kubernetes/activities.js';
+import { createKubernetesActivities } from '../../activities/kubernetes.js';
+import { gateInputReader } from '../../kube/gate-input.js';
 
 /** A table row: the case, the error, how it is classified (`undefined`: not at all, it is thrown as it is). */
 type Row = [string, unknown, 'permanent' | 'transient' | undefined];

@@ -11,7 +11,7 @@ import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from '..
 import { WorkerDeploymentSpec } from '../../api/worker-deployment.js';
 import { helpPages, programName, renderCliReference } from '../../scripts/docs/cli-reference.js';
 import { fieldRows, renderCrdReference } from '../../scripts/docs/crd-reference.js';
-import { cliProgram, parseInvocation } from '../../starter/cli/program.js';
+import { cliProgram, parseInvocation } from '../../cli/program.js';
 
 const podTemplateSpec = JSON.parse(readFileSync(new URL('../../api/openapi/pod-template-spec.json', import.meta.url), 'utf8')) as JsonSchema;
 

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { asApply, withinAttempt } from '../../activities/kubernetes/client.js';
+import { asApply, withinAttempt } from '../../kube/client.js';
 import { eventually } from '../harness/eventually.js';
 
 let server: Server;

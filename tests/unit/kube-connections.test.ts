@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
+import { SharedConnectionsKubeConfig } from '../../kube/client.js';
 
 let server: Server;
 let connections = 0;

@@ -12,13 +12,15 @@ import {
   templateCheckDeployment,
   userPartOfTemplate,
   type RawDeployment,
-} from '../../activities/kubernetes/foreign-deployments.js';
-import { caMountPath, renderVersionedDeployment, type Owner } from '../../activities/kubernetes/versioned-deployment.js';
+} from '../../kube/foreign-deployments.js';
+import { caMountPath, renderVersionedDeployment, type Owner } from '../../kube/versioned-deployment.js';
 import { PermanentError } from '../../activities/errors.js';
-import { TemporalConnections } from '../../activities/temporal/connections.js';
+import { TemporalConnections } from '../../temporal/connections.js';
 import { planAdoption, withAlias, withAliasedControl } from '../../workflows/adoption.js';
 import { planSpecChange } from '../../workflows/decisions.js';
-import { defaultTimings, type Desired, type RolloutState } from '../../workflows/state.js';
+import { type RolloutState } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
+import { type Desired } from '../../api/resource.js';
 
 const owner: Owner = { namespace: 'shop', name: 'orders', uid: 'uid-wd', kind: 'WorkerDeployment' };
 

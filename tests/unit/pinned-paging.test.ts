@@ -3,8 +3,8 @@
  * this module's paging alone), asks only for pinned ones, and stops when its activity is cancelled.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createPinnedActivities } from '../../activities/temporal/pinned.js';
-import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
+import { createPinnedActivities } from '../../temporal/pinned.js';
+import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
 
 const t = { connection: { hostPort: 'temporal.test:7233' }, temporalNamespace: 'ns', deploymentName: 'shop/orders' } as unknown as TemporalTarget;
 

@@ -7,8 +7,8 @@ import { jest } from '@jest/globals';
 import proto from '@temporalio/proto';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createTemporalActivities } from '../../activities/temporal/activities.js';
-import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
+import { createTemporalActivities } from '../../activities/temporal.js';
+import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { TaskQueueType } = proto.temporal.api.enums.v1;

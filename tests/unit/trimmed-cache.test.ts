@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { jest } from '@jest/globals';
-import { observeDeployment } from '../../activities/kubernetes/activities.js';
-import { Labels, renderVersionedDeployment } from '../../activities/kubernetes/versioned-deployment.js';
+import { observeDeployment } from '../../kube/versioned-deployment.js';
+import { Labels, renderVersionedDeployment } from '../../kube/versioned-deployment.js';
 import { annotationSetter } from '../../starter/annotations.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
 import { makeTrimmedInformer, trimDeployment, trimManagedFields, trimResource } from '../../starter/trimmed-cache.js';

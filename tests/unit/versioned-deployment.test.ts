@@ -5,7 +5,7 @@ import {
   renderVersionedDeployment,
   tlsMountPath,
   type VersionedDeploymentInput,
-} from '../../activities/kubernetes/versioned-deployment.js';
+} from '../../kube/versioned-deployment.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 import { versionedDeploymentName } from '../../api/names.js';
 

@@ -10,13 +10,14 @@ import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type Wo
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { Activities, GateRun, RegistrationCheck, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
-import type { KubeEvent, Report } from '../../activities/kubernetes/activities.js';
+import type { KubeEvent, Report } from '../../activities/kubernetes.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
-import type { DeploymentObservation, Desired, Owner, Timings } from '../../workflows/state.js';
+import type { DeploymentObservation, Desired, Owner } from '../../api/resource.js';
+import type { Timings } from '../../api/timings.js';
 
 
 /** The installation the fake controller answers its reads with (workflow IDs carry it). */

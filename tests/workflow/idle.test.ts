@@ -10,7 +10,7 @@ import { rolloutWorkflowId } from '../../api/names.js';
 import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
-import type { Timings } from '../../workflows/state.js';
+import type { Timings } from '../../api/timings.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';

@@ -9,7 +9,8 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
-import type { Desired, RolloutStatus } from '../../workflows/state.js';
+import type { RolloutStatus } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
@@ -140,7 +141,7 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   expect([...w.deployments.keys()]).toEqual(['v2']);
 
   // 12 (recording half): a finished run's history (the resource deleted) is a committed replay fixture, the one
-  // `npm run bench:replay` replays by default (scripts/bench-replay.ts).
+  // `npm run bench:replay` replays by default (bench/replay.ts).
   await keepHistory(w, 'all-at-once-v1-v2');
   expect((await r.handle.describe()).status.name).toBe('COMPLETED');
 });

@@ -1,5 +1,5 @@
 /**
- * Where a controller's memory is: `node --import ./scripts/memory-probe.mjs …` with GLIDEPATH_MEMORY_PROBE=FILE
+ * Where a controller's memory is: `node --import ./bench/memory-probe.mjs …` with GLIDEPATH_MEMORY_PROBE=FILE
  * appends a JSON line to FILE every 2 s: the process's RSS, and the V8 heap of its main thread and of each worker
  * thread (the SDK runs the workflows in one), read through the inspector (node:inspector, in the process itself).
  * The scale benchmark loads it into the controllers it starts; the product never does.

@@ -3,11 +3,12 @@
  * Applied with server-side apply, so rendering the same inputs twice changes nothing.
  */
 import type * as k8s from '@kubernetes/client-node';
-import { apiVersion } from '../../api/common.js';
-import type { ResourceKind } from '../../api/kinds.js';
-import { versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
-import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
-import type { NormalizedSpec } from '../../api/worker-deployment.js';
+import { apiVersion } from '../api/common.js';
+import type { ResourceKind } from '../api/kinds.js';
+import { versionedDeploymentName, workerDeploymentName } from '../api/names.js';
+import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
+import type { NormalizedSpec } from '../api/worker-deployment.js';
+import type { DeploymentObservation } from '../api/resource.js';
 
 /** Labels Glidepath puts on what it owns; the pod simulator and the watcher select on them. */
 export const Labels = {
@@ -134,5 +135,21 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
         },
       },
     },
+  };
+}
+
+/** What the watcher and the workflow read off a Deployment (the watcher's cache keeps only this: starter/trimmed-cache.ts). */
+export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
+  return {
+    buildId: d.metadata?.labels?.[Labels.buildId] ?? '',
+    name: d.metadata?.name ?? '',
+    exists: !d.metadata?.deletionTimestamp,
+    generation: d.metadata?.generation,
+    observedGeneration: d.status?.observedGeneration,
+    replicas: d.spec?.replicas,
+    availableReplicas: d.status?.availableReplicas ?? 0,
+    progressDeadlineExceeded: d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
+    resourceVersion: d.metadata?.resourceVersion,
+    ownerUid: d.metadata?.labels?.[Labels.ownerUid],
   };
 }

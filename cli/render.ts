@@ -6,8 +6,8 @@ import cliProgress from 'cli-progress';
 import Table from 'cli-table3';
 import pc from 'picocolors';
 import { stringify as toYaml } from 'yaml';
-import { formatDuration } from '../../api/duration.js';
-import type { HistoryEntry } from '../../workflows/state.js';
+import { formatDuration } from '../api/duration.js';
+import type { HistoryEntry } from '../workflows/state.js';
 import type { RolloutView, VersionView } from './view.js';
 
 /** picocolors' functions; `plain` when the output is not a colour terminal. */

@@ -3,8 +3,8 @@
  * connected or run here), so every command's arguments, help and usage errors are unit-tested.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { parseDuration } from '../../api/duration.js';
-import type { ControlName } from '../../workflows/messages.js';
+import { parseDuration } from '../api/duration.js';
+import type { ControlName } from '../workflows/messages.js';
 import { CliError, ExitCode, exitCodesHelp } from './exit-codes.js';
 import { outputFormats, type OutputFormat } from './render.js';
 

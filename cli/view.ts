@@ -3,8 +3,8 @@
  * executions counted on each version, and `now` (passed in: the time left in a step counts down between two
  * queries). It is also the `--output json|yaml` form of `status`.
  */
-import { parseDuration } from '../../api/duration.js';
-import type { RolloutStatus, TemporalPlace } from '../../workflows/state.js';
+import { parseDuration } from '../api/duration.js';
+import type { RolloutStatus, TemporalPlace } from '../workflows/state.js';
 import type { ResourceRef } from './config.js';
 
 /** A version Glidepath knows, as a row of the versions table. */

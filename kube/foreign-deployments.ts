@@ -9,8 +9,8 @@
  * empty values, and are compared as canonical JSON. An unknown difference counts as a change: a needless rollout
  * is the price of doubt, never a version that runs another template than the spec says.
  */
-import { canonicalJson } from '../../api/build-id.js';
-import { workerDeploymentName } from '../../api/names.js';
+import { canonicalJson } from '../api/build-id.js';
+import { workerDeploymentName } from '../api/names.js';
 import { Labels, managerName, ownerReference, type Owner } from './versioned-deployment.js';
 
 /** The labels temporal-worker-controller puts on (and selects) its versioned Deployments. */

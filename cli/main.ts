@@ -22,14 +22,14 @@ import pc from 'picocolors';
 import { history, updates, type AbortRequest, type ControlName, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
 import type { RolloutStatus } from '../workflows/state.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from '../workflows/search-attributes.js';
-import { refusalReason } from './annotations.js';
-import { parseResourceRef, parseWorkflowId, type ResourceRef } from './cli/config.js';
-import { CliError, ExitCode, errorMessage, exitCodeOf } from './cli/exit-codes.js';
-import { parseInvocation, type GlobalOptions, type Invocation } from './cli/program.js';
-import { formatData, plain, renderHistory, renderList, renderRollout, renderUnavailable, type Colors, type ListRow } from './cli/render.js';
-import { Session, updateTimeoutMs, type ListedResource } from './cli/session.js';
-import { rolloutView, type RolloutView } from './cli/view.js';
-import { watch, type WatchIo } from './cli/watch.js';
+import { refusalReason } from '../starter/annotations.js';
+import { parseResourceRef, parseWorkflowId, type ResourceRef } from './config.js';
+import { CliError, ExitCode, errorMessage, exitCodeOf } from './exit-codes.js';
+import { parseInvocation, type GlobalOptions, type Invocation } from './program.js';
+import { formatData, plain, renderHistory, renderList, renderRollout, renderUnavailable, type Colors, type ListRow } from './render.js';
+import { Session, updateTimeoutMs, type ListedResource } from './session.js';
+import { rolloutView, type RolloutView } from './view.js';
+import { watch, type WatchIo } from './watch.js';
 
 /** Every control's request in one type, so one call sends any of them. */
 type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
@@ -246,7 +246,7 @@ export function exitWith(code: number): void {
   process.stdout.write('', () => process.exit(code));
 }
 
-// `tsx starter/cli.ts …` and `node dist/starter/cli.js …` (the bins import this module and call run themselves).
-if (/[\\/]starter[\\/]cli\.[jt]s$/.test(process.argv[1] ?? '')) {
+// `tsx cli/main.ts …` and `node dist/cli/main.js …` (the bins import this module and call run themselves).
+if (/[\\/]cli[\\/]main\.[jt]s$/.test(process.argv[1] ?? '')) {
   void run().then(exitWith);
 }

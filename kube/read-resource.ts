@@ -4,11 +4,12 @@
  * connection is read here too, never its Secrets.
  */
 import * as k8s from '@kubernetes/client-node';
-import { group, version } from '../../api/common.js';
-import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../../api/desired.js';
-import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../../api/kinds.js';
-import { installationAnnotation } from '../../api/names.js';
-import type { Desired, Owner, Timings } from '../../workflows/state.js';
+import { group, version } from '../api/common.js';
+import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../api/desired.js';
+import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../api/kinds.js';
+import { installationAnnotation } from '../api/names.js';
+import type { Desired, Owner } from '../api/resource.js';
+import type { Timings } from '../api/timings.js';
 import { statusCode } from './client.js';
 
 /**

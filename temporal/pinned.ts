@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { GrpcStatus, PermanentError } from '../errors.js';
-import { chargedHeartbeat, type Charge } from '../heartbeats.js';
-import { logWarning } from '../log.js';
+import { GrpcStatus, PermanentError } from '../activities/errors.js';
+import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
+import { logWarning } from '../activities/log.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { versionFilter } from './analysis.js';
 

@@ -5,14 +5,14 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection, isGrpcServiceError, type WorkflowHandle } from '@temporalio/client';
-import { group, version } from '../../api/common.js';
-import { resourceKinds, type ResourceKind } from '../../api/kinds.js';
-import { workerDeploymentName } from '../../api/names.js';
-import { ignoreNotFound } from '../../activities/kubernetes/client.js';
-import { pinnedRunningOn } from '../../activities/temporal/pinned.js';
-import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
-import { status as statusQuery } from '../../workflows/messages.js';
-import type { RolloutStatus, TemporalPlace } from '../../workflows/state.js';
+import { group, version } from '../api/common.js';
+import { resourceKinds, type ResourceKind } from '../api/kinds.js';
+import { workerDeploymentName } from '../api/names.js';
+import { ignoreNotFound } from '../kube/client.js';
+import { pinnedRunningOn } from '../temporal/pinned.js';
+import { TemporalConnections, type TemporalTarget } from '../temporal/connections.js';
+import { status as statusQuery } from '../workflows/messages.js';
+import type { RolloutStatus, TemporalPlace } from '../workflows/state.js';
 import { kubeSettings, temporalSettings, type KubeFlags, type KubeSettings, type ResourceRef, type TemporalFlags, type TemporalSettings } from './config.js';
 import { CliError, ExitCode, exitCodeOf, findCause } from './exit-codes.js';
 import { versionPlaces } from './view.js';

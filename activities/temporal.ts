@@ -5,13 +5,13 @@
 import { Context } from '@temporalio/activity';
 import { CancelledFailure, Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection, type WorkflowHandle } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from '../errors.js';
-import type { GateInputReader, GateInputSource } from '../kubernetes/activities.js';
-import { chargedHeartbeat, type Charge } from '../heartbeats.js';
-import type { TemporalConnections, TemporalTarget } from './connections.js';
-import { pinnedRunningOn } from './pinned.js';
-import { describeDeploymentSettled, describeVersionSettled, isNamespaceNotFound, isNotFound, refusedPollDelay, registrationPollDelay } from './describe.js';
+import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from './errors.js';
+import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
+import { chargedHeartbeat, type Charge } from './heartbeats.js';
+import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
+import { pinnedRunningOn } from '../temporal/pinned.js';
+import { describeDeploymentSettled, describeVersionSettled, isNamespaceNotFound, isNotFound, refusedPollDelay, registrationPollDelay } from '../temporal/describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 

@@ -30,12 +30,12 @@ import { group, version } from '../api/common.js';
 import { computeBuildId } from '../api/build-id.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import { updates } from '../workflows/messages.js';
-import { Labels } from '../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../kube/versioned-deployment.js';
 import { installRuntime, startController } from '../worker/controller.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
-import { completedActivities, eventTime, isDeferred, localActivityScheduledAt, localActivityType, scheduledActivityType } from './history.js';
-import { installCrds } from './servers/install-crds.js';
-import { startKube, startTemporal, stopProcesses } from './servers/servers.js';
+import { completedActivities, eventTime, isDeferred, localActivityScheduledAt, localActivityType, scheduledActivityType } from '../scripts/history.js';
+import { installCrds } from '../scripts/servers/install-crds.js';
+import { startKube, startTemporal, stopProcesses } from '../scripts/servers/servers.js';
 
 installRuntime('ERROR');
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

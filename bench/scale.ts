@@ -38,8 +38,8 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from './servers/metrics.js';
-import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from './servers/servers.js';
+import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from '../scripts/servers/metrics.js';
+import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../scripts/servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
 
@@ -184,7 +184,7 @@ const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a -
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 
-/** Where controller `i`'s memory probe (scripts/memory-probe.mjs) writes its samples. */
+/** Where controller `i`'s memory probe (bench/memory-probe.mjs) writes its samples. */
 const memoryProbeFile = (i: number) => join(dir, `controller-${i}.memory.jsonl`);
 
 interface MemorySample {
@@ -194,7 +194,7 @@ interface MemorySample {
   workers: { title: string; heapUsedKb: number; heapTotalKb: number; externalKb: number }[];
 }
 
-/** Controller 0's memory probe sample with the highest RSS between `from` and `to` (see scripts/memory-probe.mjs). */
+/** Controller 0's memory probe sample with the highest RSS between `from` and `to` (see bench/memory-probe.mjs). */
 function probePeak(from: number, to: number): MemorySample | undefined {
   let samples: MemorySample[];
   try {
@@ -415,7 +415,7 @@ async function main(): Promise<void> {
       ...controllerEnvironment,
       ...Object.fromEntries((values['controller-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
       GLIDEPATH_MEMORY_PROBE: memoryProbeFile(i),
-    }, [...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions), '--import', join(root, 'scripts/memory-probe.mjs')]),
+    }, [...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions), '--import', join(root, 'bench/memory-probe.mjs')]),
   );
   controllerPids.push(...controllers.map((c) => c.pid!));
   podsPid = pods.pid!;

@@ -3,76 +3,17 @@
  * of the workflow is the only retry mechanism.
  */
 import * as k8s from '@kubernetes/client-node';
-import { apiVersion, group, version } from '../../api/common.js';
-import { pluralOf } from '../../api/kinds.js';
-import { versionedDeploymentName } from '../../api/names.js';
-import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../../api/temporal-worker-deployment.js';
-import type { DeploymentObservation, Desired, Owner } from '../../workflows/state.js';
-import { PermanentError, classifyKubernetesError, describeFailure } from '../errors.js';
-import { logWarning } from '../log.js';
-import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from './client.js';
-import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from './foreign-deployments.js';
-import { Labels, isOwnedBy, managerName, renderVersionedDeployment } from './versioned-deployment.js';
-
-/** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
-export const finalizer = 'glidepath.dev/cleanup';
-
-/** What the watcher and the workflow read off a Deployment (the watcher's cache keeps only this: starter/trimmed-cache.ts). */
-export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
-  return {
-    buildId: d.metadata?.labels?.[Labels.buildId] ?? '',
-    name: d.metadata?.name ?? '',
-    exists: !d.metadata?.deletionTimestamp,
-    generation: d.metadata?.generation,
-    observedGeneration: d.status?.observedGeneration,
-    replicas: d.spec?.replicas,
-    availableReplicas: d.status?.availableReplicas ?? 0,
-    progressDeadlineExceeded: d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
-    resourceVersion: d.metadata?.resourceVersion,
-    ownerUid: d.metadata?.labels?.[Labels.ownerUid],
-  };
-}
-
-/** Where a gate's JSON input is: one key of a ConfigMap or Secret in the resource's namespace. */
-export interface GateInputSource {
-  configMapKeyRef?: { name: string; key: string };
-  secretKeyRef?: { name: string; key: string };
-}
-
-/** Reads a gate's JSON input; a missing object or key, or text that is not JSON, is a PermanentError. */
-export type GateInputReader = (namespace: string, source: GateInputSource) => Promise<unknown>;
-
-/** The gate input reader over a CoreV1Api (shared by the Kubernetes and the Temporal activities). */
-export function gateInputReader(core: k8s.CoreV1Api): GateInputReader {
-  // The user named the object: its absence is a mistake in the spec, not a moment to wait out.
-  const mustExist = async <T>(kind: string, namespace: string, name: string, read: Promise<T>) => {
-    const found = await ignoreNotFound(read);
-    if (found === undefined) throw new PermanentError(`${kind} ${namespace}/${name} not found`);
-    return found;
-  };
-  return async (namespace, source) => {
-    let text: string | undefined;
-    let where = '';
-    if (source.configMapKeyRef) {
-      const { name, key } = source.configMapKeyRef;
-      where = `ConfigMap ${namespace}/${name} key "${key}"`;
-      text = (await mustExist('ConfigMap', namespace, name, core.readNamespacedConfigMap({ name, namespace }))).data?.[key];
-      if (text === undefined) throw new PermanentError(`ConfigMap ${namespace}/${name} has no key "${key}"`);
-    } else if (source.secretKeyRef) {
-      const { name, key } = source.secretKeyRef;
-      where = `Secret ${namespace}/${name} key "${key}"`;
-      const data = (await mustExist('Secret', namespace, name, core.readNamespacedSecret({ name, namespace }))).data?.[key];
-      if (data === undefined) throw new PermanentError(`Secret ${namespace}/${name} has no key "${key}"`);
-      text = Buffer.from(data, 'base64').toString('utf8');
-    }
-    try {
-      return JSON.parse(text ?? 'null');
-    } catch {
-      // Never the text itself: it may be a Secret's.
-      throw new PermanentError(`gate input in ${where} is not JSON`);
-    }
-  };
-}
+import { apiVersion, group, version } from '../api/common.js';
+import { pluralOf } from '../api/kinds.js';
+import { finalizer, versionedDeploymentName } from '../api/names.js';
+import type { PodTemplate, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
+import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
+import { classifyKubernetesError, describeFailure } from './errors.js';
+import { logWarning } from './log.js';
+import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from '../kube/client.js';
+import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from '../kube/foreign-deployments.js';
+import { Labels, isOwnedBy, managerName, observeDeployment, renderVersionedDeployment } from '../kube/versioned-deployment.js';
+import { gateInputReader, type GateInputSource } from '../kube/gate-input.js';
 
 export interface EnsureDeploymentInput {
   owner: Owner;

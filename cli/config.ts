@@ -8,7 +8,7 @@
  *   by the `--temporal-*` flags. This is the controller's own Temporal, where the RolloutWorkflows run — not the
  *   one a resource's TemporalConnection names for its workers.
  */
-import { defaultControllerNamespace } from '../../api/names.js';
+import { defaultControllerNamespace } from '../api/names.js';
 import * as k8s from '@kubernetes/client-node';
 import type { ConnectionOptions } from '@temporalio/client';
 import { loadClientConnectConfig } from '@temporalio/envconfig';

@@ -4,9 +4,9 @@
  */
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import type { VersionStatus } from '../../api/temporal-worker-deployment.js';
-import { isDrained } from '../../workflows/decisions.js';
-import { chargedHeartbeat, type Charge } from '../heartbeats.js';
+import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import { isDrained } from '../api/version-status.js';
+import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { pinnedRunningOn } from './pinned.js';
 

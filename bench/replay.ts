@@ -11,7 +11,7 @@ import { Worker as Thread, isMainThread, workerData } from 'node:worker_threads'
 import { Worker } from '@temporalio/worker';
 import { installRuntime, rolloutBundle, taskCostSinks } from '../worker/controller.js';
 import { RateBudget } from '../worker/rate-budget.js';
-import { historyFromJson, rolloutWorkflowIdOf } from './history.js';
+import { historyFromJson, rolloutWorkflowIdOf } from '../scripts/history.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const self = fileURLToPath(import.meta.url);
