@@ -1,5 +1,6 @@
 # The Glidepath controller: `npm run image` (glidepath/controller:<version> and :dev), or
-# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` with worker/process-settings.ts (its flags: README, "The manual path").
+# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` with worker/process-settings.ts (its flags:
+# docs/configuration.md).
 # Where no image registry answers, scripts/image/base-image.sh makes node:20-bookworm-slim locally first.
 
 FROM node:20-bookworm-slim AS build

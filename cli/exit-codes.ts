@@ -1,5 +1,6 @@
 /**
- * What the CLI's exit code says, for scripts: one small vocabulary, documented in `--help` and the README.
+ * What the CLI's exit code says, for scripts: one small vocabulary, documented in `--help` and docs/controls.md
+ * ("Exit codes").
  * Pure: which code an error means is decided here from its shape, never from where it was thrown.
  */
 import * as k8s from '@kubernetes/client-node';

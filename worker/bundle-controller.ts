@@ -4,7 +4,8 @@
  * a plain import from node_modules (the Temporal SDK finds its native library and workflow thread by path).
  *
  * Why: V8 keeps the source of every module it loads, and client-node is 21 MB of JavaScript, all of it loaded by
- * its one entry point; bundled and tree-shaken it is a few MB of the controller's heap (README, "Controller RSS").
+ * its one entry point; bundled and tree-shaken it is a few MB of the controller's heap
+ * (docs/design/controller-memory.md).
  */
 import { renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';

@@ -59,7 +59,7 @@ export interface ControllerOptions {
   signalDeployments?: WatcherOptions['signalDeployments'];
   /**
    * Workflows kept in memory between their tasks (default 100): more costs memory, fewer costs CPU (an evicted
-   * rollout replays its history at its next task). See the README's "Scale" section.
+   * rollout replays its history at its next task). See docs/scaling.md, "Tuning".
    */
   maxCachedWorkflows?: number;
   /**

@@ -15,8 +15,8 @@ import type { RateBudget } from './rate-budget.js';
 /**
  * How long a task's completion waits for its turn at most (beyond that it goes out at once): a workflow task has
  * 10 s, and its activation may have taken seconds of it on a busy worker. Activities waiting 5 s (as long as a call
- * of the process's own) were tried at 1,000 rollouts: slower, for no fewer calls a second (README, "Against the
- * targets").
+ * of the process's own) were tried at 1,000 rollouts: slower, for no fewer calls a second
+ * (docs/design/rate-budget.md, "Who waits, and for how long").
  */
 export const completionMaxWaitMs = 2_000;
 

@@ -1,11 +1,11 @@
 /**
- * A gate runs once per generation however often the controller dies during it (README, "Waiting on Temporal": "a
- * retry after a crash waits on the same run, or reads the outcome of the one that ended meanwhile, and never starts
- * it again"). The controller — a separate process, what `npm start` runs — is SIGKILLed while v2's gate runs and
- * started again; the wait on the gate (the `runGate` activity, heartbeat timeout 10 s) is retried by the new process.
- * Both moments the retry can meet are made to happen, each in a test of its own: the gate still running when the
- * retry starts, and the gate ended while no controller ran. Either way: one gate execution for the resource, ever,
- * completed, and v2 current.
+ * A gate runs once per generation however often the controller dies during it (docs/concepts.md, "Waiting on
+ * Temporal": "A retry after a crash waits on the same gate run, or reads the outcome of the one that ended
+ * meanwhile. It never starts it again"). The controller — a separate process, what `npm start` runs — is SIGKILLed
+ * while v2's gate runs and started again; the wait on the gate (the `runGate` activity, heartbeat timeout 10 s) is
+ * retried by the new process. Both moments the retry can meet are made to happen, each in a test of its own: the
+ * gate still running when the retry starts, and the gate ended while no controller ran. Either way: one gate
+ * execution for the resource, ever, completed, and v2 current.
  *
  * The gate is the example worker's `exampleWork` (the example's `exampleGate` returns at once and cannot be told to
  * last): it stays open for the pod's `EXAMPLE_WORKFLOW_HOLD` (an hour here) or until its `finish` signal, which the

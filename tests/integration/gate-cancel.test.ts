@@ -1,6 +1,6 @@
 /**
- * A running gate is cancelled in Temporal when its rollout stops needing it (README, "Waiting on Temporal": "An
- * abort, a superseding spec or a deletion cancels a running gate at once"): an `abort` during the gate, and a new
+ * A running gate is cancelled in Temporal when its rollout stops needing it (docs/concepts.md, "Waiting on Temporal":
+ * "An abort, a superseding spec or a deletion cancels a running gate at once"): an `abort` during the gate, and a new
  * build applied while the old build's gate runs. The gate is the example worker's `exampleWork` (the example's
  * `exampleGate` returns at once): it stays open for the pod's `EXAMPLE_WORKFLOW_HOLD`, here an hour, so only a
  * cancellation (or a termination) ends it within the test.

@@ -272,7 +272,7 @@ test('a worker deployment temporal-worker-controller managed is adopted with no 
   expect(held.message).toContain(twcIdentity);
   // Read until it answers: a describe on a loaded server can run out of time.
   await eventually('v1 still current while the identity is held', async () => (await routing(env, name)).current === v1, 30_000, 500);
-  // Handed over, as the README says (`temporal worker deployment manager-identity unset`): the rollout goes on.
+  // Handed over, as docs/migration.md says (`temporal worker deployment manager-identity unset`): the rollout goes on.
   await setManager(name, '', 'alice');
   const v2Status = await statusWhere(name, 'v2 current', (s) => s.phase === 'Ready' && !!s.currentVersion && s.currentVersion.buildID !== v1);
   const v2 = v2Status.currentVersion!.buildID;

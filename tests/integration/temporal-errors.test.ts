@@ -1,8 +1,8 @@
 /**
  * Errors reaching Temporal reach the status: a connection to an address nothing listens on, and a Temporal
  * namespace that does not exist, each show in the resource's status (what is retried, or what is refused, and why)
- * and in a Warning Event within the half minute the README promises (here: 90 s, on a busy 2-core machine), and the
- * rollout goes on once the cause is fixed.
+ * and in a Warning Event within the half minute docs/concepts.md promises ("Every error reaches the status"; here:
+ * 90 s, on a busy 2-core machine), and the rollout goes on once the cause is fixed.
  */
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';

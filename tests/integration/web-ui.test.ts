@@ -5,8 +5,8 @@
  * timeline and in the list of events with metadata).
  *
  * A screenshot of the workflow's User Metadata tab goes to .dev/web-ui.png, and to GLIDEPATH_SCREENSHOT too when
- * set (`GLIDEPATH_SCREENSHOT=docs/web-ui.png` renews the README's). Chromium: /usr/bin/chromium (Debian's package,
- * installed by `npm run servers:build`), or GLIDEPATH_CHROMIUM.
+ * set (`GLIDEPATH_SCREENSHOT=docs/web-ui.png` renews the one README.md and docs/observability.md show). Chromium:
+ * /usr/bin/chromium (Debian's package, installed by `npm run servers:build`), or GLIDEPATH_CHROMIUM.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
