@@ -54,7 +54,7 @@ export interface ControllerOptions {
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to watch (default: all). */
   namespaces?: string[];
-  /** How often the watcher wakes every resource's workflow again (default 10 minutes). */
+  /** How often the watcher wakes every resource's workflow again (default 1 hour). */
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   signalDeployments?: WatcherOptions['signalDeployments'];
   /**

@@ -113,8 +113,8 @@ export function resourceLabels(resource: { namespace: string; name: string }): {
 /**
  * The metrics counted per resource: the rollouts' counters, one series each for the resources that had one. The
  * transitions and the two duration histograms are labelled by the resource's namespace only: per resource they
- * were about a hundred series each (a histogram is 16 lines a phase), 120,000 at 1,000 resources, 60 MB of the
- * controller's memory and 15 MB of text a scrape (README, "Controller RSS"), and dashboards read them summed.
+ * were about a hundred series each (a histogram is 16 lines a phase): at a thousand resources, tens of megabytes of
+ * the controller's memory and of text a scrape (docs/design/controller-memory.md), and dashboards read them summed.
  */
 const perResource: ReadonlySet<RolloutMetric> = new Set([
   RolloutMetric.started,
