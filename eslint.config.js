@@ -29,7 +29,10 @@ export default tseslint.config(
     files: ['workflows/**/*.ts'],
     rules: {
       // Workflow code is bundled into a deterministic sandbox: no Node I/O, no wall clock.
-      'no-restricted-imports': ['error', { patterns: ['node:*', '@kubernetes/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: ['node:*', '@kubernetes/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'] },
+      ],
     },
   },
 );

@@ -11,8 +11,21 @@ import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
 import { classifyKubernetesError, describeFailure } from './errors.js';
 import { logWarning } from './log.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from '../kube/client.js';
-import { ForeignLabels, adoptionPatch, isForeignVersionOf, sameUserTemplate, templateCheckDeployment, type RawDeployment } from '../kube/foreign-deployments.js';
-import { Labels, isOwnedBy, managerName, observeDeployment, renderVersionedDeployment } from '../kube/versioned-deployment.js';
+import {
+  ForeignLabels,
+  adoptionPatch,
+  isForeignVersionOf,
+  sameUserTemplate,
+  templateCheckDeployment,
+  type RawDeployment,
+} from '../kube/foreign-deployments.js';
+import {
+  Labels,
+  isOwnedBy,
+  managerName,
+  observeDeployment,
+  renderVersionedDeployment,
+} from '../kube/versioned-deployment.js';
 import { gateInputReader, type GateInputSource } from '../kube/gate-input.js';
 
 export interface EnsureDeploymentInput {
@@ -62,22 +75,38 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
   const readGateInput = gateInputReader(core);
   /** The resource's Deployments: of this incarnation only (the name may have had an owner before). */
   const ownedDeployments = async (owner: Owner) =>
-    (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) })).items.filter((d) => isOwnedBy(d, owner));
+    (
+      await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector: selectorOf(owner) })
+    ).items.filter((d) => isOwnedBy(d, owner));
   /**
    * A build's Deployments of this incarnation, by their labels (one adopted from temporal-worker-controller keeps
    * that controller's name). Only these are scaled, updated or deleted: never one found by name alone.
    */
-  const deploymentsOfBuild = async (owner: Owner, buildId: string): Promise<{ name: string; found: k8s.V1Deployment }[]> => {
+  const deploymentsOfBuild = async (
+    owner: Owner,
+    buildId: string,
+  ): Promise<{ name: string; found: k8s.V1Deployment }[]> => {
     const labelSelector = `${Labels.workerDeployment}=${owner.name},${Labels.buildId}=${buildId}`;
-    const found = (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector })).items.filter((d) => isOwnedBy(d, owner));
+    const found = (await apps.listNamespacedDeployment({ namespace: owner.namespace, labelSelector })).items.filter(
+      (d) => isOwnedBy(d, owner),
+    );
     return found.map((d) => ({ name: d.metadata!.name!, found: d }));
   };
-  const resourceApi = (owner: Owner) => ({ group, version, namespace: owner.namespace, plural: pluralOf(owner.kind), name: owner.name });
+  const resourceApi = (owner: Owner) => ({
+    group,
+    version,
+    namespace: owner.namespace,
+    plural: pluralOf(owner.kind),
+    name: owner.name,
+  });
   /** apps/v1 Deployments as raw JSON (CustomObjectsApi takes any group): a typed client would drop fields it does not know. */
   const deploymentsApi = (namespace: string) => ({ group: 'apps', version: 'v1', namespace, plural: 'deployments' });
 
   /** Server-side applies a build's Deployment; `leaveReplicas`: without them (another manager holds them); `dryRun`: only says what it would be. */
-  async function apply(input: EnsureDeploymentInput, opts: { leaveReplicas?: boolean; dryRun?: boolean } = {}): Promise<k8s.V1Deployment> {
+  async function apply(
+    input: EnsureDeploymentInput,
+    opts: { leaveReplicas?: boolean; dryRun?: boolean } = {},
+  ): Promise<k8s.V1Deployment> {
     const body = renderVersionedDeployment({
       owner: input.owner,
       spec: { ...input.desired.spec, template: input.template },
@@ -87,22 +116,37 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     });
     if (opts.leaveReplicas) delete body.spec!.replicas;
     return apps.patchNamespacedDeployment(
-      { name: body.metadata!.name!, namespace: input.owner.namespace, body, fieldManager: managerName, force: true, ...(opts.dryRun ? { dryRun: 'All' } : {}) },
+      {
+        name: body.metadata!.name!,
+        namespace: input.owner.namespace,
+        body,
+        fieldManager: managerName,
+        force: true,
+        ...(opts.dryRun ? { dryRun: 'All' } : {}),
+      },
       asApply,
     );
   }
 
   /** Writes the whole status with server-side apply (see writeStatus); says whether the resource is there, gone or replaced. */
-  async function applyStatus(owner: Owner, status: TemporalWorkerDeploymentStatus): Promise<'written' | 'gone' | 'replaced'> {
+  async function applyStatus(
+    owner: Owner,
+    status: TemporalWorkerDeploymentStatus,
+  ): Promise<'written' | 'gone' | 'replaced'> {
     const metadata = { name: owner.name, namespace: owner.namespace, uid: owner.uid };
     const body = { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', metadata, status };
     try {
-      await custom.patchNamespacedCustomObjectStatus({ ...resourceApi(owner), body, fieldManager: managerName, force: true }, withinAttempt(asApply));
+      await custom.patchNamespacedCustomObjectStatus(
+        { ...resourceApi(owner), body, fieldManager: managerName, force: true },
+        withinAttempt(asApply),
+      );
       return 'written';
     } catch (err) {
       const code = statusCode(err);
       if (code === 409) {
-        logWarning(`writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`);
+        logWarning(
+          `writeStatus ${owner.namespace}/${owner.name}: not written, the object is another one now (uid ${owner.uid} is gone)`,
+        );
         return 'replaced';
       }
       if (code === 404) return 'gone';
@@ -133,13 +177,25 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
      * Fields another manager holds are left to it (a scaler's replicas); so is a Deployment of the same name that
      * another incarnation of the resource owns (its garbage collection is due). Returns the names recreated and healed.
      */
-    async reconcileDeployments(input: { owner: Owner; desired: Desired; versions: { buildId: string; replicas: number; template: PodTemplate; heal?: boolean }[] }): Promise<{ recreated: string[]; healed: string[] }> {
+    async reconcileDeployments(input: {
+      owner: Owner;
+      desired: Desired;
+      versions: { buildId: string; replicas: number; template: PodTemplate; heal?: boolean }[];
+    }): Promise<{ recreated: string[]; healed: string[] }> {
       const recreated: string[] = [];
       const healed: string[] = [];
       for (const v of input.versions) {
         const name = versionedDeploymentName(input.owner.name, v.buildId);
-        const existing = await ignoreNotFound(apps.readNamespacedDeployment({ name, namespace: input.owner.namespace }));
-        const wanted = { owner: input.owner, desired: input.desired, buildId: v.buildId, template: v.template, replicas: v.replicas };
+        const existing = await ignoreNotFound(
+          apps.readNamespacedDeployment({ name, namespace: input.owner.namespace }),
+        );
+        const wanted = {
+          owner: input.owner,
+          desired: input.desired,
+          buildId: v.buildId,
+          template: v.template,
+          replicas: v.replicas,
+        };
         if (existing && !isOwnedBy(existing, input.owner)) continue;
         if (!existing || existing.metadata?.deletionTimestamp) {
           await apply(wanted);
@@ -153,7 +209,12 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
           logWarning(`reconcile ${name}: the dry run was refused, not healed: ${(err as Error).message}`);
           return undefined;
         });
-        if (!would || JSON.stringify([would.spec, would.metadata?.labels]) === JSON.stringify([existing.spec, existing.metadata?.labels])) continue;
+        if (
+          !would ||
+          JSON.stringify([would.spec, would.metadata?.labels]) ===
+            JSON.stringify([existing.spec, existing.metadata?.labels])
+        )
+          continue;
         await apply(wanted, { leaveReplicas });
         healed.push(name);
       }
@@ -162,12 +223,18 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     async scaleDeployment(owner: Owner, buildId: string, replicas: number): Promise<void> {
       for (const { name } of await deploymentsOfBuild(owner, buildId)) {
-        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName }, asMergePatch));
+        await ignoreNotFound(
+          apps.patchNamespacedDeploymentScale(
+            { name, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName },
+            asMergePatch,
+          ),
+        );
       }
     },
 
     async deleteDeployment(owner: Owner, buildId: string): Promise<void> {
-      for (const { name } of await deploymentsOfBuild(owner, buildId)) await ignoreNotFound(apps.deleteNamespacedDeployment({ name, namespace: owner.namespace }));
+      for (const { name } of await deploymentsOfBuild(owner, buildId))
+        await ignoreNotFound(apps.deleteNamespacedDeployment({ name, namespace: owner.namespace }));
     },
 
     /**
@@ -180,27 +247,38 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
     async adoptForeignDeployments(input: { owner: Owner; template: PodTemplate }): Promise<ForeignVersion[]> {
       const { owner } = input;
       const labelSelector = `${ForeignLabels.deploymentName}=${owner.name},${ForeignLabels.buildId}`;
-      const list = (await custom.listNamespacedCustomObject({ ...deploymentsApi(owner.namespace), labelSelector })) as { items: RawDeployment[] };
+      const list = (await custom.listNamespacedCustomObject({ ...deploymentsApi(owner.namespace), labelSelector })) as {
+        items: RawDeployment[];
+      };
       const foreign = list.items.filter((d) => isForeignVersionOf(d, owner));
       if (!foreign.length) return [];
       let defaulted: unknown;
       let unchecked: string | undefined;
       try {
-        const dryRun = (await custom.createNamespacedCustomObject({ ...deploymentsApi(owner.namespace), body: templateCheckDeployment(owner, input.template), dryRun: 'All' })) as RawDeployment;
+        const dryRun = (await custom.createNamespacedCustomObject({
+          ...deploymentsApi(owner.namespace),
+          body: templateCheckDeployment(owner, input.template),
+          dryRun: 'All',
+        })) as RawDeployment;
         defaulted = dryRun.spec?.template;
       } catch (err) {
         const code = statusCode(err);
         if (code === undefined || code >= 500 || code === 429) throw err;
         // Refused (no right to create Deployments, a webhook, a quota): no template can be judged unchanged.
         unchecked = describeFailure(err, { namespace: owner.namespace });
-        logWarning(`adopt ${owner.namespace}/${owner.name}: the template could not be checked (${unchecked}); its versions are adopted as changed`);
+        logWarning(
+          `adopt ${owner.namespace}/${owner.name}: the template could not be checked (${unchecked}); its versions are adopted as changed`,
+        );
       }
       const versions: ForeignVersion[] = [];
       for (const d of foreign) {
         const buildId = d.metadata!.labels![ForeignLabels.buildId]!;
         const name = d.metadata!.name!;
         const patch = adoptionPatch(d, owner, buildId);
-        if (patch) await ignoreNotFound(custom.patchNamespacedCustomObject({ ...deploymentsApi(owner.namespace), name, body: patch }, asMergePatch));
+        if (patch)
+          await ignoreNotFound(
+            custom.patchNamespacedCustomObject({ ...deploymentsApi(owner.namespace), name, body: patch }, asMergePatch),
+          );
         versions.push({
           buildId,
           deploymentName: name,
@@ -219,7 +297,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
      * (ensureVersionedDeployment). One activity instead of two in a row: the Deployment someone just applied the
      * resource for comes a workflow task sooner.
      */
-    async adoptOrApplyDeployment(input: EnsureDeploymentInput): Promise<{ adopted: ForeignVersion[]; applied?: DeploymentObservation }> {
+    async adoptOrApplyDeployment(
+      input: EnsureDeploymentInput,
+    ): Promise<{ adopted: ForeignVersion[]; applied?: DeploymentObservation }> {
       const adopted = await activities.adoptForeignDeployments({ owner: input.owner, template: input.template });
       return adopted.length ? { adopted } : { adopted, applied: await activities.ensureVersionedDeployment(input) };
     },
@@ -228,7 +308,12 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
      * The spec's Deployment settings on an adopted Deployment (its template stays the other controller's rendering:
      * a new template is a new build). Returns what it looks like now.
      */
-    async updateAdoptedDeployment(input: { owner: Owner; desired: Desired; buildId: string; replicas?: number }): Promise<DeploymentObservation> {
+    async updateAdoptedDeployment(input: {
+      owner: Owner;
+      desired: Desired;
+      buildId: string;
+      replicas?: number;
+    }): Promise<DeploymentObservation> {
       const { owner, desired, buildId } = input;
       const { spec } = desired;
       const body = {
@@ -241,7 +326,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         },
       };
       for (const { name } of await deploymentsOfBuild(owner, buildId)) {
-        const d = await ignoreNotFound(apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, asMergePatch));
+        const d = await ignoreNotFound(
+          apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, asMergePatch),
+        );
         if (d) return observeDeployment(d);
       }
       return { buildId, name: versionedDeploymentName(owner.name, buildId), exists: false };
@@ -249,20 +336,34 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     async scaleOwnedDeployments(owner: Owner, replicas: number): Promise<void> {
       for (const d of await ownedDeployments(owner)) {
-        await ignoreNotFound(apps.patchNamespacedDeploymentScale({ name: d.metadata!.name!, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName }, asMergePatch));
+        await ignoreNotFound(
+          apps.patchNamespacedDeploymentScale(
+            {
+              name: d.metadata!.name!,
+              namespace: owner.namespace,
+              body: { spec: { replicas } },
+              fieldManager: managerName,
+            },
+            asMergePatch,
+          ),
+        );
       }
     },
 
     /** Deletes the resource's Deployments of builds not in `liveBuildIds` that are scaled to 0; returns their names. */
     async deleteStrayDeployments(owner: Owner, liveBuildIds: string[]): Promise<string[]> {
-      const strays = (await ownedDeployments(owner)).filter((d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0);
-      for (const d of strays) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
+      const strays = (await ownedDeployments(owner)).filter(
+        (d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0,
+      );
+      for (const d of strays)
+        await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
       return strays.map((d) => d.metadata!.name!);
     },
 
     /** Deletes every Deployment of the resource (no garbage collector is assumed). */
     async deleteOwnedDeployments(owner: Owner): Promise<void> {
-      for (const d of await ownedDeployments(owner)) await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
+      for (const d of await ownedDeployments(owner))
+        await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
     },
 
     /**
@@ -286,8 +387,17 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         await core.createNamespacedEvent({
           namespace: owner.namespace,
           body: {
-            metadata: { ...(event.id ? { name: `${owner.name}.${event.id}` } : { generateName: `${owner.name}.` }), namespace: owner.namespace },
-            involvedObject: { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, namespace: owner.namespace, uid: owner.uid },
+            metadata: {
+              ...(event.id ? { name: `${owner.name}.${event.id}` } : { generateName: `${owner.name}.` }),
+              namespace: owner.namespace,
+            },
+            involvedObject: {
+              apiVersion,
+              kind: owner.kind ?? 'TemporalWorkerDeployment',
+              name: owner.name,
+              namespace: owner.namespace,
+              uid: owner.uid,
+            },
             type: event.type,
             reason: event.reason,
             message: event.message,
@@ -300,7 +410,9 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         });
       } catch (err) {
         if (event.id && statusCode(err) === 409) return; // recorded by an earlier attempt
-        logWarning(`recordEvent ${owner.namespace}/${owner.name} ${event.reason}: dropped (${describeFailure(err, { namespace: owner.namespace })})`);
+        logWarning(
+          `recordEvent ${owner.namespace}/${owner.name} ${event.reason}: dropped (${describeFailure(err, { namespace: owner.namespace })})`,
+        );
       }
     },
 
@@ -325,7 +437,10 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
         }
       }
       if (outcome === 'replaced') {
-        if (report.events.length) logWarning(`report ${owner.namespace}/${owner.name}: ${report.events.length} Events not recorded, the object is another one now`);
+        if (report.events.length)
+          logWarning(
+            `report ${owner.namespace}/${owner.name}: ${report.events.length} Events not recorded, the object is another one now`,
+          );
       } else await recordAll();
       return outcome === 'written';
     },
@@ -340,12 +455,19 @@ export function createKubernetesActivities(kc: k8s.KubeConfig) {
 
     /** Drops our finalizer, so Kubernetes can delete the resource (not from a new object under the same name). */
     async removeFinalizer(owner: Owner): Promise<void> {
-      const current = (await ignoreNotFound(custom.getNamespacedCustomObject(resourceApi(owner)))) as k8s.KubernetesObject | undefined;
+      const current = (await ignoreNotFound(custom.getNamespacedCustomObject(resourceApi(owner)))) as
+        k8s.KubernetesObject | undefined;
       if (current?.metadata?.uid !== owner.uid) return;
       if (!current.metadata.finalizers?.includes(finalizer)) return;
       const finalizers = current.metadata.finalizers.filter((f) => f !== finalizer);
       await ignoreNotFound(
-        custom.patchNamespacedCustomObject({ ...resourceApi(owner), body: { metadata: { finalizers, resourceVersion: current.metadata.resourceVersion } } }, asMergePatch),
+        custom.patchNamespacedCustomObject(
+          {
+            ...resourceApi(owner),
+            body: { metadata: { finalizers, resourceVersion: current.metadata.resourceVersion } },
+          },
+          asMergePatch,
+        ),
       );
     },
   };

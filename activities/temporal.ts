@@ -3,7 +3,16 @@
  * the conflict token of a describe made just before, and the controller's identity.
  */
 import { Context } from '@temporalio/activity';
-import { CancelledFailure, Client, WorkflowExecutionAlreadyStartedError, WorkflowFailedError, WorkflowNotFoundError, isGrpcServiceError, type Connection, type WorkflowHandle } from '@temporalio/client';
+import {
+  CancelledFailure,
+  Client,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowFailedError,
+  WorkflowNotFoundError,
+  isGrpcServiceError,
+  type Connection,
+  type WorkflowHandle,
+} from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../api/temporal-worker-deployment.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from './errors.js';
@@ -11,7 +20,14 @@ import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
 import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import { pinnedRunningOn } from '../temporal/pinned.js';
-import { describeDeploymentSettled, describeVersionSettled, isNamespaceNotFound, isNotFound, refusedPollDelay, registrationPollDelay } from '../temporal/describe.js';
+import {
+  describeDeploymentSettled,
+  describeVersionSettled,
+  isNamespaceNotFound,
+  isNotFound,
+  refusedPollDelay,
+  registrationPollDelay,
+} from '../temporal/describe.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -27,7 +43,8 @@ const VersionStatusName: Record<number, VersionStatus> = {
   [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED]: 'Drained',
 };
 /** The status name of a proto enum value; anything not listed above (CREATED, UNSPECIFIED, newer values) is 'Unknown'. */
-const versionStatusName = (status: number | null | undefined): VersionStatus => VersionStatusName[status ?? 0] ?? 'Unknown';
+const versionStatusName = (status: number | null | undefined): VersionStatus =>
+  VersionStatusName[status ?? 0] ?? 'Unknown';
 
 /** Routing of a worker deployment as the workflow needs it. */
 export interface Routing {
@@ -55,10 +72,14 @@ export interface RoutingCallResult {
   deferred?: true;
 }
 
-const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult => (token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {});
+const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult =>
+  token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {};
 /** How long a local routing write may wait for the budget before it goes as an activity instead (`deferred`). */
 const deferLocalWritesAfterMs = 100;
-const isConflict = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /conflict token/i.test(err.details || err.message);
+const isConflict = (err: unknown) =>
+  isGrpcServiceError(err) &&
+  err.code === GrpcStatus.FAILED_PRECONDITION &&
+  /conflict token/i.test(err.details || err.message);
 
 /** What the registration wait's heartbeats carry: the last check's refusal, if the server refused it. */
 export interface RegistrationCheck {
@@ -102,7 +123,8 @@ async function cancellableCalls<T>(connection: Connection, ctx: Context, fn: () 
   try {
     return await connection.withAbortSignal(own.signal, fn);
   } catch (err) {
-    if (ctx.cancellationSignal.aborted) throw new CancelledFailure('the activity was cancelled', [], err instanceof Error ? err : undefined);
+    if (ctx.cancellationSignal.aborted)
+      throw new CancelledFailure('the activity was cancelled', [], err instanceof Error ? err : undefined);
     throw err;
   } finally {
     ctx.cancellationSignal.removeEventListener('abort', abort);
@@ -113,7 +135,13 @@ async function cancellableCalls<T>(connection: Connection, ctx: Context, fn: () 
  * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
  * is alive, and stops saying so when what it waits on has stopped answering.
  */
-async function heartbeating<T>(ctx: Context, charge: Charge, alive: () => boolean, fn: () => Promise<T>, details?: () => unknown): Promise<T> {
+async function heartbeating<T>(
+  ctx: Context,
+  charge: Charge,
+  alive: () => boolean,
+  fn: () => Promise<T>,
+  details?: () => unknown,
+): Promise<T> {
   const heartbeat = chargedHeartbeat(ctx, charge);
   const beat = setInterval(() => alive() && heartbeat(details?.()), 2000);
   try {
@@ -177,10 +205,17 @@ export function createTemporalActivities(
    * Sets the ramp with the conflict token of the describe the decision was made on (`described`): if the
    * routing changed since, the server refuses and the retry decides again on fresh facts.
    */
-  async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number, described?: Awaited<ReturnType<typeof describe>>) {
+  async function setRampingVersion(
+    t: TemporalTarget,
+    buildId: string,
+    percentage: number,
+    described?: Awaited<ReturnType<typeof describe>>,
+  ) {
     const res = described ?? (await describe(t));
     assertManageable(res);
-    await (await service(t)).setWorkerDeploymentRampingVersion({
+    await (
+      await service(t)
+    ).setWorkerDeploymentRampingVersion({
       namespace: t.temporalNamespace,
       deploymentName: t.deploymentName,
       buildId,
@@ -196,7 +231,15 @@ export function createTemporalActivities(
    * claimed it since, the server refuses and the retry sees them. Returns the token after the claim.
    */
   async function claimWith(t: TemporalTarget, conflictToken: Uint8Array | undefined): Promise<Uint8Array | undefined> {
-    const res = await (await service(t)).setWorkerDeploymentManager({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, self: true, conflictToken, identity });
+    const res = await (
+      await service(t)
+    ).setWorkerDeploymentManager({
+      namespace: t.temporalNamespace,
+      deploymentName: t.deploymentName,
+      self: true,
+      conflictToken,
+      identity,
+    });
     return res.conflictToken ?? undefined;
   }
 
@@ -232,7 +275,9 @@ export function createTemporalActivities(
     const client = new Client({ connection, namespace: t.temporalNamespace });
     const since = new Date(Date.now() - 7 * 24 * 3_600_000).toISOString();
     for (const queue of queues) {
-      const { count } = await client.workflow.count(`TaskQueue = "${queue}" AND TemporalWorkerDeploymentVersion IS NULL AND StartTime > "${since}"`);
+      const { count } = await client.workflow.count(
+        `TaskQueue = "${queue}" AND TemporalWorkerDeploymentVersion IS NULL AND StartTime > "${since}"`,
+      );
       if (count > 0) return true;
     }
     return false;
@@ -250,12 +295,17 @@ export function createTemporalActivities(
      * the server answers slowly (`registrationPollDelay`): a new version's first ramp takes the server ≈ 2 s after
      * its registration anyway.
      */
-    async awaitVersionRegistered(t: TemporalTarget, buildId: string, coverageWaitMs = 30_000): Promise<VersionRegistration> {
+    async awaitVersionRegistered(
+      t: TemporalTarget,
+      buildId: string,
+      coverageWaitMs = 30_000,
+    ): Promise<VersionRegistration> {
       const connection = await connections.get(t);
       const svc = connection.workflowService;
       const ctx = Context.current();
       const queueKey = (q: { name?: string | null; type?: number | null }) => `${q.type}/${q.name}`;
-      const isWorkflowQueue = (q: { type?: number | null }) => q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
+      const isWorkflowQueue = (q: { type?: number | null }) =>
+        q.type === temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW;
       // Heartbeats go out while the server answers, a busy one after up to 30 s (an attempt timed out meanwhile
       // would only add a new one's describes), not for a call that hangs: that attempt times out.
       let answeredAt = Date.now();
@@ -264,7 +314,8 @@ export function createTemporalActivities(
       // registered is in that window, and the server is not slow for it.
       let slept = 0;
       const sleep = (ms: number) => (answered(), (slept += ms), ctx.sleep(ms));
-      const describeVersion = (b: string) => describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
+      const describeVersion = (b: string) =>
+        describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
       // A cancellation (a new target, a deletion) also ends the calls in flight, which a busy server answers late.
       const round = <R>(fn: () => Promise<R>) => cancellableCalls(connection, ctx, fn);
       let refusals = 0;
@@ -290,46 +341,74 @@ export function createTemporalActivities(
         }
       };
       let registeredAt: number | undefined;
-      return heartbeating(ctx, chargeHeartbeat, () => Date.now() - answeredAt < 60_000, async () => {
-        const current = routingOf(await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName))).current;
-        const required = current && current !== buildId ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey) : [];
-        for (let delay: number | undefined; ; ) {
-          const asked = Date.now();
-          slept = 0;
-          const found = await versionQueues();
-          answered();
-          delay = found ? registrationPollDelay(delay, Date.now() - asked - slept) : refusedPollDelay;
-          const queues = found ?? [];
-          const workflowQueues = queues.filter(isWorkflowQueue);
-          if (workflowQueues.length > 0) {
-            registeredAt ??= Date.now();
-            const have = new Set(queues.map(queueKey));
-            if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
-              const registration = { taskQueues: [...new Set(queues.map((q) => q.name ?? ''))], workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))] };
-              // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
-              // once): with a current version they are not asked about, and the rollout moves at once.
-              if (current) return { ...registration, unversionedPollers: false };
-              let unversionedPollers = false;
-              for (const q of workflowQueues) {
-                const tq = await round(() => svc.describeTaskQueue({
-                  namespace: t.temporalNamespace,
-                  taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
-                  taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
-                }));
-                if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
+      return heartbeating(
+        ctx,
+        chargeHeartbeat,
+        () => Date.now() - answeredAt < 60_000,
+        async () => {
+          const current = routingOf(
+            await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName)),
+          ).current;
+          const required =
+            current && current !== buildId
+              ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey)
+              : [];
+          for (let delay: number | undefined; ;) {
+            const asked = Date.now();
+            slept = 0;
+            const found = await versionQueues();
+            answered();
+            delay = found ? registrationPollDelay(delay, Date.now() - asked - slept) : refusedPollDelay;
+            const queues = found ?? [];
+            const workflowQueues = queues.filter(isWorkflowQueue);
+            if (workflowQueues.length > 0) {
+              registeredAt ??= Date.now();
+              const have = new Set(queues.map(queueKey));
+              if (required.every((k) => have.has(k)) || Date.now() - registeredAt > coverageWaitMs) {
+                const registration = {
+                  taskQueues: [...new Set(queues.map((q) => q.name ?? ''))],
+                  workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))],
+                };
+                // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
+                // once): with a current version they are not asked about, and the rollout moves at once.
+                if (current) return { ...registration, unversionedPollers: false };
+                let unversionedPollers = false;
+                for (const q of workflowQueues) {
+                  const tq = await round(() =>
+                    svc.describeTaskQueue({
+                      namespace: t.temporalNamespace,
+                      taskQueue: { name: q.name, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+                      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+                    }),
+                  );
+                  if ((tq.pollers ?? []).some((p) => !p.deploymentOptions?.buildId)) unversionedPollers = true;
+                }
+                // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
+                // executions on the queue in the last week say as well that unversioned workers serve it.
+                if (!unversionedPollers)
+                  unversionedPollers = await round(() =>
+                    unversionedWorkSeen(
+                      connection,
+                      t,
+                      workflowQueues.map((q) => q.name ?? ''),
+                    ),
+                  );
+                return { ...registration, unversionedPollers };
               }
-              // The poller list forgets an idle long-polling worker after `matching.PollerHistoryTTL`: unversioned
-              // executions on the queue in the last week say as well that unversioned workers serve it.
-              if (!unversionedPollers) unversionedPollers = await round(() => unversionedWorkSeen(connection, t, workflowQueues.map((q) => q.name ?? '')));
-              return { ...registration, unversionedPollers };
             }
+            await ctx.sleep(delay);
           }
-          await ctx.sleep(delay);
-        }
-      }, () => check);
+        },
+        () => check,
+      );
     },
 
-    async setRamping(t: TemporalTarget, buildId: string, percentage: number, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+    async setRamping(
+      t: TemporalTarget,
+      buildId: string,
+      percentage: number,
+      o: RoutingCallOptions = {},
+    ): Promise<RoutingCallResult> {
       if (deferred()) return { deferred: true };
       return routingWrite(
         t,
@@ -354,7 +433,14 @@ export function createTemporalActivities(
         t,
         o,
         (r) => r.current === buildId,
-        async (conflictToken) => (await service(t)).setWorkerDeploymentCurrentVersion({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, buildId, conflictToken, identity }),
+        async (conflictToken) =>
+          (await service(t)).setWorkerDeploymentCurrentVersion({
+            namespace: t.temporalNamespace,
+            deploymentName: t.deploymentName,
+            buildId,
+            conflictToken,
+            identity,
+          }),
       );
     },
 
@@ -397,7 +483,9 @@ export function createTemporalActivities(
     /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */
     async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
       try {
-        await (await service(t)).deleteWorkerDeploymentVersion({
+        await (
+          await service(t)
+        ).deleteWorkerDeploymentVersion({
           namespace: t.temporalNamespace,
           deploymentVersion: { deploymentName: t.deploymentName, buildId },
           skipDrainage: true,
@@ -420,7 +508,9 @@ export function createTemporalActivities(
       if (routing.current) {
         const now = await describe(t);
         assertManageable(now);
-        await (await service(t)).setWorkerDeploymentCurrentVersion({
+        await (
+          await service(t)
+        ).setWorkerDeploymentCurrentVersion({
           namespace: t.temporalNamespace,
           deploymentName: t.deploymentName,
           buildId: '',
@@ -453,7 +543,11 @@ export function createTemporalActivities(
         }
       }
       try {
-        await svc.deleteWorkerDeployment({ namespace: t.temporalNamespace, deploymentName: t.deploymentName, identity });
+        await svc.deleteWorkerDeployment({
+          namespace: t.temporalNamespace,
+          deploymentName: t.deploymentName,
+          identity,
+        });
       } catch (err) {
         if (!isNotFound(err)) throw err;
       }
@@ -492,22 +586,28 @@ export function createTemporalActivities(
         handle = client.workflow.getHandle(gate.workflowId);
       }
       const ctx = Context.current();
-      return heartbeating(ctx, chargeHeartbeat, () => true, async () => {
-        try {
-          await Promise.race([handle.result(), ctx.cancelled]);
-          return { passed: true, message: `${gate.workflowType} completed` };
-        } catch (err) {
-          if (err instanceof WorkflowFailedError) return { passed: false, message: err.cause?.message ?? err.message };
-          // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
-          // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
-          if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
-            await handle.cancel().catch((cancelErr: unknown) => {
-              if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
-            });
+      return heartbeating(
+        ctx,
+        chargeHeartbeat,
+        () => true,
+        async () => {
+          try {
+            await Promise.race([handle.result(), ctx.cancelled]);
+            return { passed: true, message: `${gate.workflowType} completed` };
+          } catch (err) {
+            if (err instanceof WorkflowFailedError)
+              return { passed: false, message: err.cause?.message ?? err.message };
+            // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
+            // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
+            if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
+              await handle.cancel().catch((cancelErr: unknown) => {
+                if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
+              });
+            }
+            throw err;
           }
-          throw err;
-        }
-      });
+        },
+      );
     },
   };
 }

@@ -24,7 +24,10 @@ export const dnsLabel = z
   .string()
   .min(1)
   .max(63)
-  .regex(dns1123Label, 'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric');
+  .regex(
+    dns1123Label,
+    'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric',
+  );
 
 /**
  * An integer field, refused by kube-apiserver as by zod when it holds a fraction. kube-apiserver's OpenAPI check
@@ -37,7 +40,9 @@ export function integer<T extends z.ZodType>(schema: T): T {
 }
 
 /** A reference to a Secret (by name) in the resource's namespace. */
-export const SecretRef = z.object({ name: dnsLabel.describe("The Secret's name") }).describe('A Secret in the same namespace');
+export const SecretRef = z
+  .object({ name: dnsLabel.describe("The Secret's name") })
+  .describe('A Secret in the same namespace');
 
 /** A key of a Secret or ConfigMap in the resource's namespace, as corev1's KeySelector. */
 export const KeySelector = z
@@ -47,7 +52,7 @@ export const KeySelector = z
     optional: z
       .boolean()
       .optional()
-      .describe('Accepted as in corev1\'s key selectors, and ignored: a missing object or key is always an error'),
+      .describe("Accepted as in corev1's key selectors, and ignored: a missing object or key is always an error"),
   })
   .describe('A key of an object in the same namespace');
 

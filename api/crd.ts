@@ -13,11 +13,33 @@ import { WorkerDeploymentSpec } from './worker-deployment.js';
 export type JsonSchema = { [key: string]: unknown };
 
 const keep = new Set([
-  'type', 'format', 'description', 'properties', 'required', 'items', 'additionalProperties', 'enum', 'default',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems',
-  'maxItems', 'nullable', 'x-kubernetes-validations', 'x-kubernetes-preserve-unknown-fields',
-  'x-kubernetes-int-or-string', 'x-kubernetes-embedded-resource', 'x-kubernetes-list-type', 'x-kubernetes-map-type',
-  'x-kubernetes-list-map-keys', 'anyOf',
+  'type',
+  'format',
+  'description',
+  'properties',
+  'required',
+  'items',
+  'additionalProperties',
+  'enum',
+  'default',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'nullable',
+  'x-kubernetes-validations',
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-embedded-resource',
+  'x-kubernetes-list-type',
+  'x-kubernetes-map-type',
+  'x-kubernetes-list-map-keys',
+  'anyOf',
 ]);
 
 /** Numeric bounds zod adds for "any safe integer", which say nothing to a reader of the CRD. */
@@ -80,7 +102,14 @@ function crd(o: KindDefinition, podTemplateSpec: JsonSchema) {
     metadata: { name: `${o.plural}.${group}` },
     spec: {
       group,
-      names: { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular: o.kind.toLowerCase(), shortNames: o.shortNames, categories: ['glidepath'] },
+      names: {
+        kind: o.kind,
+        listKind: `${o.kind}List`,
+        plural: o.plural,
+        singular: o.kind.toLowerCase(),
+        shortNames: o.shortNames,
+        categories: ['glidepath'],
+      },
       scope: o.scope,
       versions: [
         {
@@ -96,7 +125,12 @@ function crd(o: KindDefinition, podTemplateSpec: JsonSchema) {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 // At the root only name restrictions are allowed; a versioned Deployment is named after it.
-                metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 63, ...(o.namePattern ? { pattern: o.namePattern } : {}) } } },
+                metadata: {
+                  type: 'object',
+                  properties: {
+                    name: { type: 'string', maxLength: 63, ...(o.namePattern ? { pattern: o.namePattern } : {}) },
+                  },
+                },
                 spec,
                 status: o.status,
               },
@@ -147,7 +181,12 @@ function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: Jso
 const resourceColumns = [
   { name: 'Current', type: 'string', jsonPath: '.status.currentVersion.buildID', description: 'Current build ID' },
   { name: 'Target', type: 'string', jsonPath: '.status.targetVersion.buildID', description: 'Target build ID' },
-  { name: 'Ramp %', type: 'number', jsonPath: '.status.targetVersion.rampPercentage', description: 'Share of new executions on the target' },
+  {
+    name: 'Ramp %',
+    type: 'number',
+    jsonPath: '.status.targetVersion.rampPercentage',
+    description: 'Share of new executions on the target',
+  },
   { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   // "Paused (42s left in step 1/3): looking at errors", the abort reason, what is retried.
@@ -166,7 +205,11 @@ const connectionColumns = [
 export function kindDefinitions(): KindDefinition[] {
   const status = toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus));
   const connectionSpec = toStructural(jsonSchemaOf(ConnectionSpec));
-  const connectionStatus = { description: 'Unused: Glidepath writes no status on a connection', type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const connectionStatus = {
+    description: 'Unused: Glidepath writes no status on a connection',
+    type: 'object',
+    'x-kubernetes-preserve-unknown-fields': true,
+  };
   return [
     {
       kind: 'TemporalWorkerDeployment',

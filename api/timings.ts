@@ -14,4 +14,10 @@ export interface Timings {
   searchAttributes?: boolean;
 }
 
-export const defaultTimings: Timings = { resyncIntervalMs: 60 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };
+export const defaultTimings: Timings = {
+  resyncIntervalMs: 60 * 60_000,
+  drainPollMaxMs: 60_000,
+  maxVersions: 100,
+  historyLimit: 10_000,
+  recheckMaxMs: 30_000,
+};

@@ -32,7 +32,11 @@ if (file && isMainThread) {
     new Promise((resolve) => {
       const id = nextId++;
       pending.set(id, resolve);
-      const message = { id, method: 'Runtime.evaluate', params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true } };
+      const message = {
+        id,
+        method: 'Runtime.evaluate',
+        params: { expression: 'JSON.stringify(process.memoryUsage())', returnByValue: true },
+      };
       session.post('NodeWorker.sendMessageToWorker', { sessionId, message: JSON.stringify(message) });
       // A thread that does not answer in time is left out of this sample rather than holding up the next.
       setTimeout(() => pending.delete(id) && resolve(undefined), 1000).unref();
@@ -46,7 +50,10 @@ if (file && isMainThread) {
       const text = await memoryOf(sessionId);
       if (text) workers.push({ title, ...heapOf(JSON.parse(text)) });
     }
-    appendFileSync(file, JSON.stringify({ at: Date.now(), rssKb: rss, main: heapOf(process.memoryUsage()), workers }) + '\n');
+    appendFileSync(
+      file,
+      JSON.stringify({ at: Date.now(), rssKb: rss, main: heapOf(process.memoryUsage()), workers }) + '\n',
+    );
   };
   setInterval(() => void sample().catch(() => {}), 2000).unref();
 }

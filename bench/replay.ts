@@ -24,7 +24,10 @@ async function replay(file: string, n: number): Promise<number> {
   const workflowId = rolloutWorkflowIdOf(history); // a run under another ID ends at once (not its owner's workflow)
   const run = async (count: number) => {
     const started = performance.now();
-    for await (const result of Worker.runReplayHistories(options, Array.from({ length: count }, () => ({ workflowId, history })))) {
+    for await (const result of Worker.runReplayHistories(
+      options,
+      Array.from({ length: count }, () => ({ workflowId, history })),
+    )) {
       if (result.error) throw result.error;
     }
     return (performance.now() - started) / count;
@@ -40,14 +43,24 @@ if (mode === '--thread' && !isMainThread) {
 } else if (mode === '--child') {
   // One replay run in a worker thread of this process.
   const load = `import('tsx/esm/api').then(({ register }) => (register(), import(${JSON.stringify(pathToFileURL(self).href)})))`;
-  const thread = new Thread(load, { eval: true, argv: ['--thread'], workerData: { file: process.argv[3], n: Number(process.argv[4]) } });
+  const thread = new Thread(load, {
+    eval: true,
+    argv: ['--thread'],
+    workerData: { file: process.argv[3], n: Number(process.argv[4]) },
+  });
   await new Promise((resolve, reject) => thread.on('exit', resolve).on('error', reject));
 } else {
   const file = process.argv[2] ?? `${root}tests/replay/histories/all-at-once-v1-v2.json`;
   const n = Number(process.argv[3] ?? 60);
   const events = (JSON.parse(readFileSync(file, 'utf8')) as { events: unknown[] }).events.length;
-  console.log(`replaying ${file} (${events} events) ${n} times in a worker thread, as the controller's workflow thread does:`);
-  const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', file, String(n)], { cwd: root, env: { ...process.env, NODE_OPTIONS: '' }, encoding: 'utf8' });
+  console.log(
+    `replaying ${file} (${events} events) ${n} times in a worker thread, as the controller's workflow thread does:`,
+  );
+  const out = execFileSync(process.execPath, ['--import', 'tsx', self, '--child', file, String(n)], {
+    cwd: root,
+    env: { ...process.env, NODE_OPTIONS: '' },
+    encoding: 'utf8',
+  });
   const { msPerReplay } = JSON.parse(out.trim().split('\n').at(-1)!) as { msPerReplay: number };
   console.log(`  ${msPerReplay.toFixed(1)} ms per replay (the SDK's timeout on each call into the sandbox)`);
 }

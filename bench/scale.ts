@@ -38,7 +38,18 @@ import proto from '@temporalio/proto';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
-import { delta, kubeRequestsMetric, kubeWriteVerbs, scrapeKube, scrapeTemporal, scrapeTemporalMetrics, sumBy, temporalRequestsMetric, type Labels, type Sample } from '../scripts/servers/metrics.js';
+import {
+  delta,
+  kubeRequestsMetric,
+  kubeWriteVerbs,
+  scrapeKube,
+  scrapeTemporal,
+  scrapeTemporalMetrics,
+  sumBy,
+  temporalRequestsMetric,
+  type Labels,
+  type Sample,
+} from '../scripts/servers/metrics.js';
 import { freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../scripts/servers/servers.js';
 
 const { temporal: temporalProto } = proto; // a CommonJS module: no named exports under ESM
@@ -70,8 +81,16 @@ if (writeRate !== undefined && !(writeRate > 0)) {
   console.error(`--write-rate: a number of writes a second above 0, not ${values['write-rate']}`);
   process.exit(2);
 }
-if (![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every((x) => Number.isInteger(x) && x >= 0) || resources < 1 || controllerCount < 1) {
-  console.error('usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled] [--node-option=OPTION]... [--controller-env=KEY=VALUE]... [--write-rate R]');
+if (
+  ![resources, controllerCount, idleSeconds, phaseTimeoutMs, goneTimeoutMs].every(
+    (x) => Number.isInteger(x) && x >= 0,
+  ) ||
+  resources < 1 ||
+  controllerCount < 1
+) {
+  console.error(
+    'usage: npm run bench:scale -- N [--controllers K] [--idle SECONDS] [--timeout SECONDS] [--gone-timeout SECONDS] [--keep] [--controller-flag=FLAG]... [--server-flag=KEY=VALUE]... [--compiled] [--node-option=OPTION]... [--controller-env=KEY=VALUE]... [--write-rate R]',
+  );
   process.exit(2);
 }
 
@@ -89,7 +108,10 @@ const grpcAlreadyExists = 6;
 const baselineNamespace = 'glidepath-baseline';
 /** Where the pods' worker deployments live. */
 const podNamespace = 'default';
-const steps = [{ rampPercentage: 10, pauseDuration: '5s' }, { rampPercentage: 50, pauseDuration: '5s' }];
+const steps = [
+  { rampPercentage: 10, pauseDuration: '5s' },
+  { rampPercentage: 50, pauseDuration: '5s' },
+];
 const writeConcurrency = 20;
 
 // ---- processes: everything started here is stopped on every way out ----------------------------------------
@@ -137,10 +159,19 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-function spawnNode(name: string, script: string, args: string[], env: Record<string, string>, nodeOptions: string[] = []): ChildProcess {
+function spawnNode(
+  name: string,
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+  nodeOptions: string[] = [],
+): ChildProcess {
   const log = openSync(join(dir, `${name}.log`), 'a');
   // A compiled script (dist/…/*.js) runs as it is; TypeScript through tsx.
-  const command = [...nodeOptions, ...(script.endsWith('.js') ? [join(root, script), ...args] : ['--import', 'tsx', join(root, script), ...args])];
+  const command = [
+    ...nodeOptions,
+    ...(script.endsWith('.js') ? [join(root, script), ...args] : ['--import', 'tsx', join(root, script), ...args]),
+  ];
   const child = spawn(process.execPath, command, {
     cwd: root,
     env: { ...process.env, NODE_OPTIONS: '', ...env },
@@ -152,7 +183,12 @@ function spawnNode(name: string, script: string, args: string[], env: Record<str
 
 // ---- helpers --------------------------------------------------------------------------------------------------
 
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs: number, everyMs = 500): Promise<T> {
+async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs: number,
+  everyMs = 500,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -162,7 +198,8 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? ` (${String(last)})` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}${last ? ` (${String(last)})` : ''}`);
     await sleep(everyMs);
   }
 }
@@ -171,16 +208,19 @@ async function until<T>(what: string, probe: () => Promise<T | undefined> | T | 
 async function inBatches<T>(items: T[], limit: number, fn: (item: T) => Promise<void>): Promise<void> {
   const start = Date.now();
   let next = 0;
-  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, async () => {
-    while (next < items.length) {
-      const i = next++;
-      if (writeRate) await sleep(start + (i * 1000) / writeRate - Date.now());
-      await fn(items[i]!);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: Math.min(limit, items.length) }, async () => {
+      while (next < items.length) {
+        const i = next++;
+        if (writeRate) await sleep(start + (i * 1000) / writeRate - Date.now());
+        await fn(items[i]!);
+      }
+    }),
+  );
 }
 
-const pct = (xs: number[], p: number) => (xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]! : NaN);
+const pct = (xs: number[], p: number) =>
+  xs.length ? [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor((p / 100) * xs.length))]! : NaN;
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
 const mb = (kb: number) => `${(kb / 1024).toFixed(0)} MB`;
 
@@ -198,11 +238,16 @@ interface MemorySample {
 function probePeak(from: number, to: number): MemorySample | undefined {
   let samples: MemorySample[];
   try {
-    samples = readFileSync(memoryProbeFile(0), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as MemorySample);
+    samples = readFileSync(memoryProbeFile(0), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as MemorySample);
   } catch {
     return undefined;
   }
-  return samples.filter((s) => s.at >= from && s.at <= to).reduce<MemorySample | undefined>((a, s) => (!a || s.rssKb > a.rssKb ? s : a), undefined);
+  return samples
+    .filter((s) => s.at >= from && s.at <= to)
+    .reduce<MemorySample | undefined>((a, s) => (!a || s.rssKb > a.rssKb ? s : a), undefined);
 }
 
 /** Controller 0's memory at its peak RSS, by where it is. */
@@ -236,9 +281,11 @@ function procStats(pid: number): { rssKb: number; cpuMs: number } | undefined {
 // ---- attribution of requests ---------------------------------------------------------------------------------
 
 /** Worker-side task operations: in the pods' namespace they are the pods' (and the server's own system workers'). */
-const isWorkerTaskOperation = (operation: string) => /^(Poll\w+TaskQueue|Respond\w+Task\w*|RecordActivityTaskHeartbeat\w*)$/.test(operation);
+const isWorkerTaskOperation = (operation: string) =>
+  /^(Poll\w+TaskQueue|Respond\w+Task\w*|RecordActivityTaskHeartbeat\w*)$/.test(operation);
 /** Whether a frontend request is the controllers': see `attributionNote`. */
-const isControllers = (l: Labels) => l.namespace === controllerNamespace || (l.namespace === podNamespace && !isWorkerTaskOperation(l.operation ?? ''));
+const isControllers = (l: Labels) =>
+  l.namespace === controllerNamespace || (l.namespace === podNamespace && !isWorkerTaskOperation(l.operation ?? ''));
 const attributionNote =
   `Temporal RPCs from the controller are counted by the dev server (${temporalRequestsMetric}{service_name="frontend", namespace, operation}): ` +
   `every operation in namespace \`${controllerNamespace}\` (the controllers' RolloutWorkflows), plus in namespace \`${podNamespace}\` (the pods' ` +
@@ -256,8 +303,11 @@ const isResourceRequest = (l: Labels) => !!l.resource;
  * apiserver's `kubernetes` endpoints every 10 s).
  */
 const isControllersWrite = (l: Labels) =>
-  l.group === group || (l.group === 'apps' && l.resource === 'deployments' && l.subresource !== 'status') || l.resource === 'events';
-const kubeKey = (l: Labels) => `${l.verb} ${l.group ? `${l.group}/` : ''}${l.resource}${l.subresource ? `/${l.subresource}` : ''} (${l.code})`;
+  l.group === group ||
+  (l.group === 'apps' && l.resource === 'deployments' && l.subresource !== 'status') ||
+  l.resource === 'events';
+const kubeKey = (l: Labels) =>
+  `${l.verb} ${l.group ? `${l.group}/` : ''}${l.resource}${l.subresource ? `/${l.subresource}` : ''} (${l.code})`;
 
 // ---- sampling -------------------------------------------------------------------------------------------------
 
@@ -307,12 +357,18 @@ const budgetMetricNames = ['glidepath_temporal_budget_calls_total', 'glidepath_t
 /** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
 async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
   const sent = Date.now();
-  const pages = await Promise.all(ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, [...ownRequestMetrics, ...budgetMetricNames], 5_000)));
+  const pages = await Promise.all(
+    ports.map((port) =>
+      scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, [...ownRequestMetrics, ...budgetMetricNames], 5_000),
+    ),
+  );
   const byOperation = new Map<string, number>();
   const budget: BudgetCount = { paid: 0, unheld: 0, peak1s: 0, peak5s: 0 };
   for (const x of pages.flat()) {
-    if (x.name === 'glidepath_temporal_budget_calls_total') budget[x.labels.how === 'unheld' ? 'unheld' : 'paid'] += x.value;
-    else if (x.name === 'glidepath_temporal_budget_peak_calls') budget[x.labels.window === '5s' ? 'peak5s' : 'peak1s'] += x.value;
+    if (x.name === 'glidepath_temporal_budget_calls_total')
+      budget[x.labels.how === 'unheld' ? 'unheld' : 'paid'] += x.value;
+    else if (x.name === 'glidepath_temporal_budget_peak_calls')
+      budget[x.labels.window === '5s' ? 'peak5s' : 'peak1s'] += x.value;
     else byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
   }
   return { at: (sent + Date.now()) / 2, byOperation, budget };
@@ -320,7 +376,13 @@ async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
 const ownTotal = (own: NonNullable<Tick['own']>) => [...own.byOperation.values()].reduce((a, b) => a + b, 0);
 
 /** Every frontend request by namespace/operation (cumulative). */
-const byNamespaceOperation = (samples: Sample[]) => sumBy(samples, temporalRequestsMetric, () => true, (l) => `${l.namespace}\t${l.operation}`);
+const byNamespaceOperation = (samples: Sample[]) =>
+  sumBy(
+    samples,
+    temporalRequestsMetric,
+    () => true,
+    (l) => `${l.namespace}\t${l.operation}`,
+  );
 const controllersTotal = (m: Map<string, number>) => {
   let n = 0;
   for (const [k, v] of m) {
@@ -332,7 +394,13 @@ const controllersTotal = (m: Map<string, number>) => {
 /** The controllers' Temporal requests so far at a tick, and when they were counted: by the dev server's count and by their own. */
 const byServer = (t: Tick) => (t.temporal ? { at: t.at, n: controllersTotal(t.temporal) } : undefined);
 const byOwn = (t: Tick) => (t.own ? { at: t.own.at, n: ownTotal(t.own) } : undefined);
-const kubeByKey = (samples: Sample[]) => sumBy(samples, kubeRequestsMetric, isResourceRequest, (l) => `${kubeKey(l)}\t${isWrite(l) ? 'w' : 'r'}\t${isControllersWrite(l) ? '' : 'other'}`);
+const kubeByKey = (samples: Sample[]) =>
+  sumBy(
+    samples,
+    kubeRequestsMetric,
+    isResourceRequest,
+    (l) => `${kubeKey(l)}\t${isWrite(l) ? 'w' : 'r'}\t${isControllersWrite(l) ? '' : 'other'}`,
+  );
 
 let benchWrites = 0;
 const ticks: Tick[] = [];
@@ -344,7 +412,9 @@ let samplerLoop: Promise<void> | undefined;
 
 async function main(): Promise<void> {
   const t0 = Date.now();
-  console.log(`Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}${values['node-option'] ? `, Node options ${values['node-option'].join(' ') || '(none)'}` : ''}${values['controller-env']?.length ? `, environment ${values['controller-env'].join(' ')}` : ''}${writeRate ? `, writes at ${writeRate}/s` : ''}; logs in ${dir}`);
+  console.log(
+    `Glidepath scale benchmark: ${resources} resources, ${controllerCount} controller process(es) with ${values['controller-flag']?.length ? `the flags ${values['controller-flag'].join(' ')}` : 'default settings'}${values['server-flag']?.length ? `, the dev server with ${values['server-flag'].join(' ')}` : ''}${values['node-option'] ? `, Node options ${values['node-option'].join(' ') || '(none)'}` : ''}${values['controller-env']?.length ? `, environment ${values['controller-env'].join(' ')}` : ''}${writeRate ? `, writes at ${writeRate}/s` : ''}; logs in ${dir}`,
+  );
   const temporal = await startTemporal({
     dir,
     dynamicConfig: [
@@ -372,8 +442,16 @@ async function main(): Promise<void> {
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: k8sNamespace } } });
   await custom.createNamespacedCustomObject({
-    group, version, namespace: k8sNamespace, plural: 'temporalconnections',
-    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: temporal.address } },
+    group,
+    version,
+    namespace: k8sNamespace,
+    plural: 'temporalconnections',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'TemporalConnection',
+      metadata: { name: 'local' },
+      spec: { hostPort: temporal.address },
+    },
   });
 
   // The controllers' namespace, with Glidepath's search attributes (without them rollouts run without), and the baseline.
@@ -381,21 +459,39 @@ async function main(): Promise<void> {
   try {
     for (const namespace of [controllerNamespace, baselineNamespace]) {
       // The dev server may have created it already (servers:up's own namespaces).
-      await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') }).catch((err: unknown) => {
-        if ((err as { code?: number }).code !== grpcAlreadyExists) throw err;
-      });
+      await connection.workflowService
+        .registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') })
+        .catch((err: unknown) => {
+          if ((err as { code?: number }).code !== grpcAlreadyExists) throw err;
+        });
     }
     const keyword = temporalProto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
-    await until('the search attributes registered', async () => {
-      await connection.operatorService.addSearchAttributes({ namespace: controllerNamespace, searchAttributes: Object.fromEntries(searchAttributeKeys.map((k) => [k.name, keyword])) });
-      const registered = (await connection.operatorService.listSearchAttributes({ namespace: controllerNamespace })).customAttributes ?? {};
-      return searchAttributeKeys.every((k) => k.name in registered) ? true : undefined;
-    }, 60_000, 1000);
+    await until(
+      'the search attributes registered',
+      async () => {
+        await connection.operatorService.addSearchAttributes({
+          namespace: controllerNamespace,
+          searchAttributes: Object.fromEntries(searchAttributeKeys.map((k) => [k.name, keyword])),
+        });
+        const registered =
+          (await connection.operatorService.listSearchAttributes({ namespace: controllerNamespace }))
+            .customAttributes ?? {};
+        return searchAttributeKeys.every((k) => k.name in registered) ? true : undefined;
+      },
+      60_000,
+      1000,
+    );
     // The frontend knows a new namespace after its namespace cache refreshes: until then every call in it fails.
-    await until('the new namespaces usable', async () => {
-      for (const namespace of [controllerNamespace, baselineNamespace]) await new Client({ connection, namespace }).workflow.count();
-      return true;
-    }, 60_000, 1000);
+    await until(
+      'the new namespaces usable',
+      async () => {
+        for (const namespace of [controllerNamespace, baselineNamespace])
+          await new Client({ connection, namespace }).workflow.count();
+        return true;
+      },
+      60_000,
+      1000,
+    );
   } finally {
     await connection.close();
   }
@@ -409,21 +505,48 @@ async function main(): Promise<void> {
   const pods = spawnNode('pods', 'simulator/main.ts', ['--light'], { KUBECONFIG: kube.kubeconfig });
   for (let i = 0; i < controllerCount; i++) controllerMetricsPorts.push(await freePort());
   const controllers = Array.from({ length: controllerCount }, (_, i) =>
-    spawnNode(`controller-${i}`, values.compiled ? 'dist/worker/main.js' : 'worker/main.ts', ['--temporal-namespace', controllerNamespace, '--namespace', k8sNamespace, `--metrics-bind-address=127.0.0.1:${controllerMetricsPorts[i]}`, '--health-probe-bind-address=0', ...(values['controller-flag'] ?? [])], {
-      KUBECONFIG: kube.kubeconfig,
-      TEMPORAL_ADDRESS: temporal.address,
-      ...controllerEnvironment,
-      ...Object.fromEntries((values['controller-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)])),
-      GLIDEPATH_MEMORY_PROBE: memoryProbeFile(i),
-    }, [...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions), '--import', join(root, 'bench/memory-probe.mjs')]),
+    spawnNode(
+      `controller-${i}`,
+      values.compiled ? 'dist/worker/main.js' : 'worker/main.ts',
+      [
+        '--temporal-namespace',
+        controllerNamespace,
+        '--namespace',
+        k8sNamespace,
+        `--metrics-bind-address=127.0.0.1:${controllerMetricsPorts[i]}`,
+        '--health-probe-bind-address=0',
+        ...(values['controller-flag'] ?? []),
+      ],
+      {
+        KUBECONFIG: kube.kubeconfig,
+        TEMPORAL_ADDRESS: temporal.address,
+        ...controllerEnvironment,
+        ...Object.fromEntries(
+          (values['controller-env'] ?? []).map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+        ),
+        GLIDEPATH_MEMORY_PROBE: memoryProbeFile(i),
+      },
+      [
+        ...(values['node-option']?.filter(Boolean) ?? controllerNodeOptions),
+        '--import',
+        join(root, 'bench/memory-probe.mjs'),
+      ],
+    ),
   );
   controllerPids.push(...controllers.map((c) => c.pid!));
   podsPid = pods.pid!;
   for (const [i, c] of controllers.entries()) {
-    await until(`controller ${i} running`, () => {
-      if (c.exitCode !== null) throw new Error(`controller ${i} exited (${c.exitCode}); read ${join(dir, `controller-${i}.log`)}`);
-      return readFileSync(join(dir, `controller-${i}.log`), 'utf8').includes('glidepath controller running') ? true : undefined;
-    }, 120_000);
+    await until(
+      `controller ${i} running`,
+      () => {
+        if (c.exitCode !== null)
+          throw new Error(`controller ${i} exited (${c.exitCode}); read ${join(dir, `controller-${i}.log`)}`);
+        return readFileSync(join(dir, `controller-${i}.log`), 'utf8').includes('glidepath controller running')
+          ? true
+          : undefined;
+      },
+      120_000,
+    );
   }
   console.log(`servers and ${controllerCount} controller(s) up in ${secs(Date.now() - t0)}\n`);
 
@@ -453,8 +576,16 @@ async function main(): Promise<void> {
       if (!(s?.deprecatedVersions ?? []).length && !gone.has(name)) gone.set(name, now);
     }
   };
-  const informer = k8s.makeInformer(kc, `/apis/${group}/${version}/namespaces/${k8sNamespace}/temporalworkerdeployments`, () =>
-    custom.listNamespacedCustomObject({ group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments' }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
+  const informer = k8s.makeInformer(
+    kc,
+    `/apis/${group}/${version}/namespaces/${k8sNamespace}/temporalworkerdeployments`,
+    () =>
+      custom.listNamespacedCustomObject({
+        group,
+        version,
+        namespace: k8sNamespace,
+        plural: 'temporalworkerdeployments',
+      }) as Promise<k8s.KubernetesListObject<k8s.KubernetesObject>>,
   );
   let informerStopped = false;
   informer.on('add', observe);
@@ -473,16 +604,37 @@ async function main(): Promise<void> {
       rollout: marker === 'v1' ? { strategy: 'AllAtOnce' } : { strategy: 'Progressive', steps },
       sunset: { scaledownDelay: '0s', deleteDelay: '0s' },
       workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: podNamespace },
-      template: { spec: { containers: [{ name: 'w', image: 'bench:1', env: [{ name: 'EXAMPLE_TASK_QUEUE', value: `scale-${name}` }, { name: 'MARKER', value: marker }] }] } },
+      template: {
+        spec: {
+          containers: [
+            {
+              name: 'w',
+              image: 'bench:1',
+              env: [
+                { name: 'EXAMPLE_TASK_QUEUE', value: `scale-${name}` },
+                { name: 'MARKER', value: marker },
+              ],
+            },
+          ],
+        },
+      },
     },
   });
   const settle = (what: string, done: Map<string, number>, timeoutMs: number) =>
-    until(what, () => (done.size >= resources ? true : undefined), timeoutMs, 250).catch((err: Error) => console.log(`  ${err.message}: ${done.size}/${resources}`));
+    until(what, () => (done.size >= resources ? true : undefined), timeoutMs, 250).catch((err: Error) =>
+      console.log(`  ${err.message}: ${done.size}/${resources}`),
+    );
 
   // Phase 1: create all, v1 AllAtOnce.
   const phase1 = Date.now();
   await inBatches(names, writeConcurrency, async (name) => {
-    await custom.createNamespacedCustomObject({ group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments', body: twd(name, 'v1') });
+    await custom.createNamespacedCustomObject({
+      group,
+      version,
+      namespace: k8sNamespace,
+      plural: 'temporalworkerdeployments',
+      body: twd(name, 'v1'),
+    });
     benchWrites++;
     created.set(name, Date.now());
   });
@@ -493,14 +645,25 @@ async function main(): Promise<void> {
   // Phase 2: patch all to v2 Progressive.
   const phase2 = Date.now();
   const persistenceBefore = await scrapePersistence(temporal.metricsUrl);
-  await inBatches(names.filter((n) => ready.has(n)), writeConcurrency, async (name) => {
-    await custom.patchNamespacedCustomObject(
-      { group, version, namespace: k8sNamespace, plural: 'temporalworkerdeployments', name, body: { spec: twd(name, 'v2').spec } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
-    );
-    benchWrites++;
-    patched.set(name, Date.now());
-  });
+  await inBatches(
+    names.filter((n) => ready.has(n)),
+    writeConcurrency,
+    async (name) => {
+      await custom.patchNamespacedCustomObject(
+        {
+          group,
+          version,
+          namespace: k8sNamespace,
+          plural: 'temporalworkerdeployments',
+          name,
+          body: { spec: twd(name, 'v2').spec },
+        },
+        k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+      );
+      benchWrites++;
+      patched.set(name, Date.now());
+    },
+  );
   const phase2Patched = Date.now();
   await settle('v2 current everywhere', current2, phaseTimeoutMs);
   const phase2End = Date.now();
@@ -512,15 +675,27 @@ async function main(): Promise<void> {
   let idle: { window: [Tick, Tick]; quietAfterMs: number } | undefined;
   if (idleSeconds > 0) {
     const quietFrom = Date.now();
-    const quiet = await until('quiet (10 s without workflow progress or controller writes)', () => (isQuiet(10_000) ? true : undefined), 300_000, 1000).catch((err: Error) => {
+    const quiet = await until(
+      'quiet (10 s without workflow progress or controller writes)',
+      () => (isQuiet(10_000) ? true : undefined),
+      300_000,
+      1000,
+    ).catch((err: Error) => {
       console.log(`  ${err.message}: measuring anyway`);
       return false;
     });
     const start = lastFullTick()!;
     const idleStart = Date.now();
-    console.log(`idle window: ${idleSeconds} s from ${quiet ? 'quiet' : 'not quiet'} (${secs(idleStart - quietFrom)} after the rollouts)`);
+    console.log(
+      `idle window: ${idleSeconds} s from ${quiet ? 'quiet' : 'not quiet'} (${secs(idleStart - quietFrom)} after the rollouts)`,
+    );
     await sleep(idleSeconds * 1000);
-    await until('a sample after the idle window', () => (lastFullTick() && lastFullTick()!.at >= start.at + idleSeconds * 1000 ? true : undefined), 30_000, 200);
+    await until(
+      'a sample after the idle window',
+      () => (lastFullTick() && lastFullTick()!.at >= start.at + idleSeconds * 1000 ? true : undefined),
+      30_000,
+      200,
+    );
     idle = { window: [start, lastFullTick()!], quietAfterMs: idleStart - quietFrom };
   }
   informerStopped = true;
@@ -529,7 +704,8 @@ async function main(): Promise<void> {
   await samplerLoop;
 
   // ---- report ---------------------------------------------------------------------------------------------------
-  const perResource = (start: Map<string, number>, end: Map<string, number>) => [...end].filter(([n]) => start.has(n)).map(([n, t]) => t - start.get(n)!);
+  const perResource = (start: Map<string, number>, end: Map<string, number>) =>
+    [...end].filter(([n]) => start.has(n)).map(([n, t]) => t - start.get(n)!);
   const phase1Times = perResource(created, ready);
   const phase2Times = perResource(patched, current2);
   const goneTimes = perResource(patched, gone);
@@ -555,17 +731,33 @@ async function main(): Promise<void> {
     const ts = window(from - 1000, to + 1000);
     const [a, b] = [ts[0], ts.at(-1)];
     if (!a || !b || a === b) return undefined;
-    return { a, b, temporal: controllersTotal(b.temporal!) - controllersTotal(a.temporal!), seconds: (b.at - a.at) / 1000 };
+    return {
+      a,
+      b,
+      temporal: controllersTotal(b.temporal!) - controllersTotal(a.temporal!),
+      seconds: (b.at - a.at) / 1000,
+    };
   };
   /**
    * The highest rate over any `seconds` in a row (each from the closest two samples at least that far apart): two
    * samples closer than a second (a slow scrape, then the next at once) make a rate of a fraction of a second.
    */
-  const peakOver = (from: number, to: number, seconds: number, count: (t: Tick) => { at: number; n: number } | undefined = byServer) =>
-    busiestOver(from, to, seconds, count)?.rate ?? NaN;
+  const peakOver = (
+    from: number,
+    to: number,
+    seconds: number,
+    count: (t: Tick) => { at: number; n: number } | undefined = byServer,
+  ) => busiestOver(from, to, seconds, count)?.rate ?? NaN;
   /** The busiest `seconds` in a row by `count`: its rate and the ticks at both ends. */
-  const busiestOver = (from: number, to: number, seconds: number, count: (t: Tick) => { at: number; n: number } | undefined) => {
-    const ts = ticks.filter((t) => t.at >= from - 1000 && t.at <= to + 1000).flatMap((t) => (count(t) ? [{ t, ...count(t)! }] : []));
+  const busiestOver = (
+    from: number,
+    to: number,
+    seconds: number,
+    count: (t: Tick) => { at: number; n: number } | undefined,
+  ) => {
+    const ts = ticks
+      .filter((t) => t.at >= from - 1000 && t.at <= to + 1000)
+      .flatMap((t) => (count(t) ? [{ t, ...count(t)! }] : []));
     let best: { rate: number; a: Tick; b: Tick } | undefined;
     for (let i = 0, j = 1; j < ts.length; j++) {
       while (i + 1 < j && ts[j]!.at - ts[i + 1]!.at >= seconds * 1000) i++;
@@ -583,30 +775,48 @@ async function main(): Promise<void> {
   };
   /** The controller's Temporal calls between two samples, by "namespace\toperation". */
   const controllerCallsBetween = (a: Tick, b: Tick) =>
-    [...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)] as const).filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
+    [...b.temporal!]
+      .map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)] as const)
+      .filter(([k, v]) => v > 0 && isControllers({ namespace: k.split('\t')[0]!, operation: k.split('\t')[1]! }));
   const peak = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
   const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
   const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
   const runTicks = ticks.filter((t) => t.at >= phase1 && t.at <= goneEnd + 1000);
   // One controller: its probe samples every 2 s and may catch a peak between the benchmark's samples.
-  const peakRss = Math.max(peak(runTicks.map((t) => t.rssKb)), controllerCount === 1 ? (probePeak(phase1, goneEnd + 1000)?.rssKb ?? 0) : 0);
+  const peakRss = Math.max(
+    peak(runTicks.map((t) => t.rssKb)),
+    controllerCount === 1 ? (probePeak(phase1, goneEnd + 1000)?.rssKb ?? 0) : 0,
+  );
   const startRss = ticks.filter((t) => t.at < phase1).at(-1)?.rssKb ?? NaN;
   const lastTick = ticks.at(-1);
   const firstTick = ticks.find((t) => t.at >= phase1);
   const cpuMs = lastTick && firstTick ? lastTick.cpuMs - firstTick.cpuMs : NaN;
 
   console.log(`\n${attributionNote}`);
-  console.log(`Kubernetes requests are counted by kube-apiserver (${kubeRequestsMetric}), all clients but the benchmark's own writes; "controller writes" are those to glidepath.dev resources, Deployments (not their status, which the pod simulator writes) and Events.\n`);
-  console.log(`Results: ${resources} resources, ${controllerCount} controller process(es), light pods; v1 AllAtOnce, then v2 Progressive (${steps.map((s) => `${s.rampPercentage}% ${s.pauseDuration}`).join(', ')})`);
+  console.log(
+    `Kubernetes requests are counted by kube-apiserver (${kubeRequestsMetric}), all clients but the benchmark's own writes; "controller writes" are those to glidepath.dev resources, Deployments (not their status, which the pod simulator writes) and Events.\n`,
+  );
+  console.log(
+    `Results: ${resources} resources, ${controllerCount} controller process(es), light pods; v1 AllAtOnce, then v2 Progressive (${steps.map((s) => `${s.rampPercentage}% ${s.pauseDuration}`).join(', ')})`,
+  );
   const phaseLine = (label: string, start: number, created: number, end: number, times: number[]) =>
-    console.log(`  ${label}: wall ${secs(end - start)} (writes took ${secs(created - start)}); per resource p50 ${secs(pct(times, 50))}, p95 ${secs(pct(times, 95))}, max ${secs(peak(times))}; ${times.length}/${resources} complete`);
+    console.log(
+      `  ${label}: wall ${secs(end - start)} (writes took ${secs(created - start)}); per resource p50 ${secs(pct(times, 50))}, p95 ${secs(pct(times, 95))}, max ${secs(peak(times))}; ${times.length}/${resources} complete`,
+    );
   phaseLine('phase 1, create → Ready with v1 current', phase1, phase1Created, phase1End, phase1Times);
   phaseLine('phase 2, patch → v2 current          ', phase2, phase2Patched, phase2End, phase2Times);
-  console.log(`  phase 2, patch → old version gone:      wall ${secs(goneEnd - phase2)}; per resource p50 ${secs(pct(goneTimes, 50))}, p95 ${secs(pct(goneTimes, 95))}; ${goneTimes.length}/${resources} within ${secs(goneTimeoutMs)} more`);
-  console.log(`  controller RSS peak: ${mb(peakRss)} (${controllerCount === 1 ? 'the higher of the benchmark\'s samples and its memory probe\'s' : `sum over ${controllerCount} processes`}; target ≤ 300 MB; ${mb(startRss)} started, before any resource); CPU ${secs(cpuMs)} over ${secs(goneEnd - phase1)} (${f1(cpuMs / (goneEnd - phase1))} cores); pods process peak RSS ${mb(peak(runTicks.map((t) => t.podsRssKb)))}`);
+  console.log(
+    `  phase 2, patch → old version gone:      wall ${secs(goneEnd - phase2)}; per resource p50 ${secs(pct(goneTimes, 50))}, p95 ${secs(pct(goneTimes, 95))}; ${goneTimes.length}/${resources} within ${secs(goneTimeoutMs)} more`,
+  );
+  console.log(
+    `  controller RSS peak: ${mb(peakRss)} (${controllerCount === 1 ? "the higher of the benchmark's samples and its memory probe's" : `sum over ${controllerCount} processes`}; target ≤ 300 MB; ${mb(startRss)} started, before any resource); CPU ${secs(cpuMs)} over ${secs(goneEnd - phase1)} (${f1(cpuMs / (goneEnd - phase1))} cores); pods process peak RSS ${mb(peak(runTicks.map((t) => t.podsRssKb)))}`,
+  );
   console.log(`  controller 0 at its peak: ${memoryAtPeak(phase1, goneEnd + 1000)}`);
-  for (const [label, from, to] of [['phase 1', phase1, phase1End], ['phase 2', phase2, goneEnd]] as const) {
+  for (const [label, from, to] of [
+    ['phase 1', phase1, phase1End],
+    ['phase 2', phase2, goneEnd],
+  ] as const) {
     const r = rates(from, to);
     const tot = totals(from, to);
     console.log(
@@ -631,13 +841,20 @@ async function main(): Promise<void> {
     for (const seconds of process.env.BENCH_VERBOSE ? [5, 1] : []) {
       const busiest = busiestOver(from, to, seconds, byOwn);
       if (!busiest?.a.own || !busiest.b.own) continue;
-      const ops = [...delta(busiest.b.own.byOperation, busiest.a.own.byOperation)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
+      const ops = [...delta(busiest.b.own.byOperation, busiest.a.own.byOperation)]
+        .filter(([, v]) => v > 0)
+        .sort((x, y) => y[1] - x[1]);
       const span = ((busiest.b.own.at - busiest.a.own.at) / 1000).toFixed(2);
-      console.log(`      in its busiest ${seconds} s (${f0(busiest.rate)}/s over ${span} s): ${ops.map(([k, v]) => `${k} ${v}`).join(', ')}`);
+      console.log(
+        `      in its busiest ${seconds} s (${f0(busiest.rate)}/s over ${span} s): ${ops.map(([k, v]) => `${k} ${v}`).join(', ')}`,
+      );
     }
     if (tot) {
-      const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') => f1((tot.b[key] - tot.a[key]) / (tot.b.at - tot.a.at));
-      console.log(`    CPU in cores: the dev server ${cores('serverCpuMs')}, the pods' process ${cores('podsCpuMs')}, the controller ${cores('cpuMs')} (of ${availableParallelism()})`);
+      const cores = (key: 'cpuMs' | 'serverCpuMs' | 'podsCpuMs') =>
+        f1((tot.b[key] - tot.a[key]) / (tot.b.at - tot.a.at));
+      console.log(
+        `    CPU in cores: the dev server ${cores('serverCpuMs')}, the pods' process ${cores('podsCpuMs')}, the controller ${cores('cpuMs')} (of ${availableParallelism()})`,
+      );
     }
     if (process.env.BENCH_VERBOSE) {
       console.log(`    Temporal RPS from the controller, each second: ${r.map((x) => f0(x.temporal)).join(' ')}`);
@@ -655,21 +872,39 @@ async function main(): Promise<void> {
   if (p2) {
     const ops = controllerCallsBetween(p2.a, p2.b);
     console.log('  phase 2 controller RPCs per resource, by namespace and operation:');
-    for (const [k, v] of ops.sort((x, y) => y[1] - x[1])) console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
+    for (const [k, v] of ops.sort((x, y) => y[1] - x[1]))
+      console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
   }
 
   // What the server did for phase 2, all namespaces: its own database operations and the requests it got.
   if (persistenceBefore && persistenceAfter) {
-    const ops = [...delta(persistenceAfter.byOperation, persistenceBefore.byOperation)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
-    console.log(`  phase 2 dev server database operations per resource (persistence_requests), ${ops.reduce((n, [, v]) => n + v, 0)} in all:`);
-    console.log(`    ${ops.slice(0, 12).map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`).join(', ')}`);
-    const byNamespace = [...delta(persistenceAfter.requestsByNamespace, persistenceBefore.requestsByNamespace)].filter(([, v]) => v > 0).sort((x, y) => y[1] - x[1]);
-    console.log(`  phase 2 requests the dev server's frontend got per resource, by namespace: ${byNamespace.map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`).join(', ')}`);
+    const ops = [...delta(persistenceAfter.byOperation, persistenceBefore.byOperation)]
+      .filter(([, v]) => v > 0)
+      .sort((x, y) => y[1] - x[1]);
+    console.log(
+      `  phase 2 dev server database operations per resource (persistence_requests), ${ops.reduce((n, [, v]) => n + v, 0)} in all:`,
+    );
+    console.log(
+      `    ${ops
+        .slice(0, 12)
+        .map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`)
+        .join(', ')}`,
+    );
+    const byNamespace = [...delta(persistenceAfter.requestsByNamespace, persistenceBefore.requestsByNamespace)]
+      .filter(([, v]) => v > 0)
+      .sort((x, y) => y[1] - x[1]);
+    console.log(
+      `  phase 2 requests the dev server's frontend got per resource, by namespace: ${byNamespace.map(([k, v]) => `${k} ${(v / resources).toFixed(1)}`).join(', ')}`,
+    );
   }
 
   // Errors.
   const runAll = totals(phase1, goneEnd);
-  const failed = (op: string) => (runAll ? (runAll.b.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) - (runAll.a.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) : NaN);
+  const failed = (op: string) =>
+    runAll
+      ? (runAll.b.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) -
+        (runAll.a.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0)
+      : NaN;
   const logLines = (file: string) => {
     try {
       return readFileSync(join(dir, file), 'utf8').split('\n');
@@ -680,24 +915,47 @@ async function main(): Promise<void> {
   const controllerLines = Array.from({ length: controllerCount }, (_, i) => logLines(`controller-${i}.log`)).flat();
   const controllerErrors = controllerLines.filter((l) => /error/i.test(l));
   // A light pod's failed poll or answer, and the simulator's failed reconciles and hooks (not its scale lines).
-  const podErrors = logLines('pods.log').filter((l) => /light pod \S+: |pod simulator: \S+: /.test(l) && !/ pods \d+ → \d+$/.test(l));
+  const podErrors = logLines('pods.log').filter(
+    (l) => /light pod \S+: |pod simulator: \S+: /.test(l) && !/ pods \d+ → \d+$/.test(l),
+  );
   console.log(
     `  errors: ${resources - phase1Times.length} not Ready in phase 1, ${resources - phase2Times.length} without v2 current in phase 2; ` +
       `workflow task failures ${f0(failed('RespondWorkflowTaskFailed'))}, activity attempts failed ${f0(failed('RespondActivityTaskFailed'))} (namespace ${controllerNamespace}); ` +
       `controller log lines with 'error' ${controllerErrors.length}; pod simulator errors ${podErrors.length}; ` +
-      `failed scrapes ${samplerErrors} (of ${ticks.length}, p50 ${f0(pct(ticks.map((t) => t.scrapeMs), 50))} ms each)`,
+      `failed scrapes ${samplerErrors} (of ${ticks.length}, p50 ${f0(
+        pct(
+          ticks.map((t) => t.scrapeMs),
+          50,
+        ),
+      )} ms each)`,
   );
-  const distinct = (lines: string[]) => [...new Set(lines.map((l) => l.replace(/^\S+Z /, '').replace(/\d+/g, 'N').slice(0, 160)))].slice(0, 5);
+  const distinct = (lines: string[]) =>
+    [
+      ...new Set(
+        lines.map((l) =>
+          l
+            .replace(/^\S+Z /, '')
+            .replace(/\d+/g, 'N')
+            .slice(0, 160),
+        ),
+      ),
+    ].slice(0, 5);
   for (const l of distinct(controllerErrors)) console.log(`    controller: ${l}`);
   // A failed workflow task's cause, whole: the logs go with the run (without --keep), and the count alone says nothing.
-  for (const l of controllerLines.map(stripVTControlCharacters).filter((l) => /Failing workflow task/.test(l)).slice(0, 5)) console.log(`    failed workflow task: ${l.slice(0, 1000)}`);
+  for (const l of controllerLines
+    .map(stripVTControlCharacters)
+    .filter((l) => /Failing workflow task/.test(l))
+    .slice(0, 5))
+    console.log(`    failed workflow task: ${l.slice(0, 1000)}`);
   for (const l of distinct(podErrors)) console.log(`    pods: ${l}`);
 
   if (idle) {
     const [a, b] = idle.window;
     const hours = (b.at - a.at) / 3_600_000;
     const perResourceHour = (n: number) => (n / resources / hours).toFixed(2);
-    console.log(`\nIdle: ${secs(b.at - a.at)} with ${resources} resources (after ${secs(idle.quietAfterMs)} to settle), per resource-hour (count / ${resources} / ${hours.toFixed(4)} h):`);
+    console.log(
+      `\nIdle: ${secs(b.at - a.at)} with ${resources} resources (after ${secs(idle.quietAfterMs)} to settle), per resource-hour (count / ${resources} / ${hours.toFixed(4)} h):`,
+    );
     const temporalDelta = new Map([...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)]));
     const baseline = (op: string) => temporalDelta.get(`${baselineNamespace}\t${op}`) ?? 0;
     let total = 0;
@@ -710,18 +968,30 @@ async function main(): Promise<void> {
       total += own;
     }
     console.log(`  Temporal RPCs from the controller: ${perResourceHour(total)} per resource-hour (target ≤ 12)`);
-    console.log(`    ${'namespace  operation'.padEnd(60)} ${'count'.padStart(7)} ${'less server bg'.padStart(15)} ${'per res-hour'.padStart(13)}`);
-    for (const [k, v, own] of rows.sort((x, y) => y[2] - x[2])) console.log(`    ${k.padEnd(60)} ${String(v).padStart(7)} ${String(own).padStart(15)} ${perResourceHour(own).padStart(13)}`);
+    console.log(
+      `    ${'namespace  operation'.padEnd(60)} ${'count'.padStart(7)} ${'less server bg'.padStart(15)} ${'per res-hour'.padStart(13)}`,
+    );
+    for (const [k, v, own] of rows.sort((x, y) => y[2] - x[2]))
+      console.log(
+        `    ${k.padEnd(60)} ${String(v).padStart(7)} ${String(own).padStart(15)} ${perResourceHour(own).padStart(13)}`,
+      );
     const unattributed = [...temporalDelta].filter(([k, v]) => v > 0 && k.startsWith('_unknown_'));
-    if (unattributed.length) console.log(`    not attributable (no namespace): ${unattributed.map(([k, v]) => `${k.split('\t')[1]} ${v}`).join(', ')}`);
+    if (unattributed.length)
+      console.log(
+        `    not attributable (no namespace): ${unattributed.map(([k, v]) => `${k.split('\t')[1]} ${v}`).join(', ')}`,
+      );
     const kd = new Map([...b.kube!].map(([k, v]) => [k, v - (a.kube!.get(k) ?? 0)]));
     const writes = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'w');
     const controllerWrites = writes.filter(([k]) => k.split('\t')[2] !== 'other').reduce((s, [, v]) => s + v, 0);
     const reads = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'r').reduce((s, [, v]) => s + v, 0);
-    console.log(`  Kubernetes writes by the controller: ${perResourceHour(controllerWrites)} per resource-hour (target 0); all reads ${perResourceHour(reads)} per resource-hour`);
+    console.log(
+      `  Kubernetes writes by the controller: ${perResourceHour(controllerWrites)} per resource-hour (target 0); all reads ${perResourceHour(reads)} per resource-hour`,
+    );
     for (const [k, v] of writes.sort((x, y) => y[1] - x[1])) {
       const [what, , owner] = k.split('\t');
-      console.log(`    ${what!.padEnd(60)} ${String(v).padStart(7)} ${perResourceHour(v).padStart(13)}${owner === 'other' ? '  (not the controller: simulator or servers)' : ''}`);
+      console.log(
+        `    ${what!.padEnd(60)} ${String(v).padStart(7)} ${perResourceHour(v).padStart(13)}${owner === 'other' ? '  (not the controller: simulator or servers)' : ''}`,
+      );
     }
   }
   console.log(`\ntotal ${secs(Date.now() - t0)}`);
@@ -757,11 +1027,17 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
   while (sampling) {
     const started = Date.now();
     const [temporal, kube, own] = await Promise.all([
-      scrapeTemporal(metricsUrl).then(byNamespaceOperation).catch(() => (samplerErrors++, undefined)),
-      scrapeKube(kc).then(kubeByKey).catch(() => (samplerErrors++, undefined)),
+      scrapeTemporal(metricsUrl)
+        .then(byNamespaceOperation)
+        .catch(() => (samplerErrors++, undefined)),
+      scrapeKube(kc)
+        .then(kubeByKey)
+        .catch(() => (samplerErrors++, undefined)),
       // Before the controllers are up (and if one does not answer) there is no own count.
       // --without-own-count: not at all, to see what a scrape a second of the Temporal core's metrics costs the controller.
-      controllerPids.length && !values['without-own-count'] ? scrapeOwnRequests(controllerMetricsPorts).catch(() => undefined) : Promise.resolve(undefined),
+      controllerPids.length && !values['without-own-count']
+        ? scrapeOwnRequests(controllerMetricsPorts).catch(() => undefined)
+        : Promise.resolve(undefined),
     ]);
     const procs = controllerPids.map(procStats);
     ticks.push({
@@ -782,12 +1058,24 @@ async function sampler(metricsUrl: string, kc: k8s.KubeConfig): Promise<void> {
 }
 
 /** The dev server's database operations by operation, and its frontend's requests by namespace (one scrape: the page is large). */
-async function scrapePersistence(metricsUrl: string): Promise<{ byOperation: Map<string, number>; requestsByNamespace: Map<string, number> } | undefined> {
+async function scrapePersistence(
+  metricsUrl: string,
+): Promise<{ byOperation: Map<string, number>; requestsByNamespace: Map<string, number> } | undefined> {
   try {
     const samples = await scrapeTemporalMetrics(metricsUrl, ['persistence_requests', temporalRequestsMetric], 30_000);
     return {
-      byOperation: sumBy(samples, 'persistence_requests', () => true, (l) => l.operation ?? '?'),
-      requestsByNamespace: sumBy(samples, temporalRequestsMetric, (l) => l.service_name === 'frontend', (l) => l.namespace ?? '?'),
+      byOperation: sumBy(
+        samples,
+        'persistence_requests',
+        () => true,
+        (l) => l.operation ?? '?',
+      ),
+      requestsByNamespace: sumBy(
+        samples,
+        temporalRequestsMetric,
+        (l) => l.service_name === 'frontend',
+        (l) => l.namespace ?? '?',
+      ),
     };
   } catch (err) {
     console.log(`  the dev server's metrics could not be read: ${err instanceof Error ? err.message : String(err)}`);
@@ -807,7 +1095,8 @@ function isQuiet(ms: number): boolean {
   if (!a || !b || b.at - a.at < ms * 0.9) return false;
   for (const [k, v] of b.temporal!) {
     const [namespace, operation] = k.split('\t');
-    if (namespace === controllerNamespace && !operation!.startsWith('Poll') && v - (a.temporal!.get(k) ?? 0) > 0) return false;
+    if (namespace === controllerNamespace && !operation!.startsWith('Poll') && v - (a.temporal!.get(k) ?? 0) > 0)
+      return false;
   }
   return kubeDelta(b.kube!, a.kube!).controllerWrites - (b.benchWrites - a.benchWrites) === 0;
 }

@@ -43,7 +43,8 @@ export function kubeSettings(flags: KubeFlags): KubeSettings {
     throw new CliError(`cannot read the kubeconfig: ${(err as Error).message}`, ExitCode.Usage);
   }
   if (flags.context) {
-    if (!kc.getContextObject(flags.context)) throw new CliError(`context "${flags.context}" is not in the kubeconfig`, ExitCode.Usage);
+    if (!kc.getContextObject(flags.context))
+      throw new CliError(`context "${flags.context}" is not in the kubeconfig`, ExitCode.Usage);
     kc.setCurrentContext(flags.context);
   }
   const current = kc.getCurrentContext();
@@ -88,7 +89,11 @@ export function temporalSettings(flags: TemporalFlags, env: NodeJS.ProcessEnv = 
   };
   const namespace = flags.temporalNamespace ?? loaded.namespace ?? defaultControllerNamespace;
   const profile = flags.temporalProfile ?? env.TEMPORAL_PROFILE;
-  return { connection, namespace, describe: `${connection.address}, namespace ${namespace}${profile ? ` (profile ${profile})` : ''}` };
+  return {
+    connection,
+    namespace,
+    describe: `${connection.address}, namespace ${namespace}${profile ? ` (profile ${profile})` : ''}`,
+  };
 }
 
 function definedOnly(env: NodeJS.ProcessEnv): Record<string, string> {
@@ -110,7 +115,15 @@ const dnsLabel = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 export function parseResourceRef(text: string, defaultNamespace: string): ResourceRef {
   const parts = text.split('/');
   const [namespace, name] = parts.length === 2 ? parts : [defaultNamespace, parts[0]];
-  if (parts.length > 2 || !namespace || !name || !dnsLabel.test(namespace) || !dnsLabel.test(name) || name.length > 63 || namespace.length > 63) {
+  if (
+    parts.length > 2 ||
+    !namespace ||
+    !name ||
+    !dnsLabel.test(namespace) ||
+    !dnsLabel.test(name) ||
+    name.length > 63 ||
+    namespace.length > 63
+  ) {
     throw new CliError(`"${text}" is not NAMESPACE/NAME or NAME (lower-case letters, digits and "-")`, ExitCode.Usage);
   }
   return { namespace, name };

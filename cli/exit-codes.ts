@@ -49,7 +49,19 @@ const grpcCannotConnect = new Set([
   7, // PERMISSION_DENIED
 ]);
 /** Node's network errors. */
-const networkCodes = new Set(['ECONNREFUSED', 'ECONNRESET', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'ETIMEDOUT', 'CERT_HAS_EXPIRED', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+const networkCodes = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ETIMEDOUT',
+  'CERT_HAS_EXPIRED',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /** The error, or one of its causes, that satisfies `test`. */
 export function findCause(err: unknown, test: (e: unknown) => boolean): unknown {
@@ -81,9 +93,17 @@ export function exitCodeOf(err: unknown): ExitCode {
     if (api.code === 401 || api.code === 403) return ExitCode.CannotConnect;
     return ExitCode.Failed;
   }
-  if (findCause(err, (e) => networkCodes.has(String((e as { code?: unknown }).code ?? '')))) return ExitCode.CannotConnect;
+  if (findCause(err, (e) => networkCodes.has(String((e as { code?: unknown }).code ?? ''))))
+    return ExitCode.CannotConnect;
   // The SDK's own words when it gives up connecting (a wrong address, TLS to a plain server…).
-  if (findCause(err, (e) => e instanceof Error && /Failed to connect before the deadline|No connection established|connect ECONNREFUSED/i.test(e.message))) {
+  if (
+    findCause(
+      err,
+      (e) =>
+        e instanceof Error &&
+        /Failed to connect before the deadline|No connection established|connect ECONNREFUSED/i.test(e.message),
+    )
+  ) {
     return ExitCode.CannotConnect;
   }
   return ExitCode.Failed;

@@ -19,14 +19,30 @@ import { basename } from 'node:path';
 import { WorkflowUpdateFailedError, type WorkflowHandle } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
 import pc from 'picocolors';
-import { history, updates, type AbortRequest, type ControlName, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
+import {
+  history,
+  updates,
+  type AbortRequest,
+  type ControlName,
+  type PromoteRequest,
+  type RollbackRequest,
+} from '../workflows/messages.js';
 import type { RolloutStatus } from '../workflows/state.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from '../workflows/search-attributes.js';
 import { refusalReason } from '../starter/annotations.js';
 import { parseResourceRef, parseWorkflowId, type ResourceRef } from './config.js';
 import { CliError, ExitCode, errorMessage, exitCodeOf } from './exit-codes.js';
 import { parseInvocation, type GlobalOptions, type Invocation } from './program.js';
-import { formatData, plain, renderHistory, renderList, renderRollout, renderUnavailable, type Colors, type ListRow } from './render.js';
+import {
+  formatData,
+  plain,
+  renderHistory,
+  renderList,
+  renderRollout,
+  renderUnavailable,
+  type Colors,
+  type ListRow,
+} from './render.js';
 import { Session, updateTimeoutMs, type ListedResource } from './session.js';
 import { rolloutView, type RolloutView } from './view.js';
 import { watch, type WatchIo } from './watch.js';
@@ -36,7 +52,12 @@ type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
 
 /** What each control did, for the first word of its answer. */
 const done: Record<ControlName, string> = {
-  pause: 'paused', resume: 'resumed', abort: 'aborted', promote: 'promoted', rollback: 'rolled back', retry: 'retrying',
+  pause: 'paused',
+  resume: 'resumed',
+  abort: 'aborted',
+  promote: 'promoted',
+  rollback: 'rolled back',
+  retry: 'retrying',
 };
 
 /** Where the CLI writes and reads; the process's own by default. */
@@ -46,7 +67,12 @@ export interface CliIo extends WatchIo {
   name: string;
 }
 
-const processIo = (): CliIo => ({ stdout: process.stdout, stdin: process.stdin, env: process.env, name: programName(process.argv[1]) });
+const processIo = (): CliIo => ({
+  stdout: process.stdout,
+  stdin: process.stdin,
+  env: process.env,
+  name: programName(process.argv[1]),
+});
 
 /** The name people typed: `kubectl glidepath` for the plugin, else `glidepath`. */
 export function programName(script: string | undefined): string {
@@ -91,7 +117,7 @@ function useColors(g: GlobalOptions, io: CliIo): boolean {
 
 /** NAMESPACE/NAME, or NAME in the namespace `-n` or the kube context gives (the kubeconfig is read only then). */
 function resourceRef(session: Session, text: string): ResourceRef {
-  return parseResourceRef(text, text.includes('/') ? 'default' : session.flags.namespace ?? session.kube().namespace);
+  return parseResourceRef(text, text.includes('/') ? 'default' : (session.flags.namespace ?? session.kube().namespace));
 }
 
 /** One resource's rollout, or why it cannot be shown. */
@@ -101,7 +127,12 @@ interface Entry {
   error?: string;
 }
 
-async function status(session: Session, inv: Extract<Invocation, { command: 'status' }>, colors: Colors, io: CliIo): Promise<string> {
+async function status(
+  session: Session,
+  inv: Extract<Invocation, { command: 'status' }>,
+  colors: Colors,
+  io: CliIo,
+): Promise<string> {
   const g = inv.globals;
   const single = inv.resource ? resourceRef(session, inv.resource) : undefined;
   const where = g.allNamespaces ? 'any namespace' : `namespace ${g.namespace ?? session.kube().namespace}`;
@@ -116,7 +147,11 @@ async function status(session: Session, inv: Extract<Invocation, { command: 'sta
         const code = exitCodeOf(err);
         // One resource: its error is the command's. Several: a missing rollout is a line among the others.
         if (single || code === ExitCode.CannotConnect) throw err;
-        if (code === ExitCode.NotFound) return { ref, error: `no rollout workflow${ref.phase ? ` (resource phase ${ref.phase})` : ''}: is the controller running against this Temporal?` };
+        if (code === ExitCode.NotFound)
+          return {
+            ref,
+            error: `no rollout workflow${ref.phase ? ` (resource phase ${ref.phase})` : ''}: is the controller running against this Temporal?`,
+          };
         return { ref, error: (err as Error).message };
       }
     });
@@ -131,7 +166,14 @@ async function status(session: Session, inv: Extract<Invocation, { command: 'sta
     if (g.output !== 'table') return formatData(asData(list), g.output);
     if (!list.length) return `no TemporalWorkerDeployments in ${where}`;
     const now = Date.now();
-    return list.map((e) => (e.view ? renderRollout(e.view, { colors, now, barSize }) : renderUnavailable(e.ref, e.error ?? '', colors)).join('\n')).join('\n\n');
+    return list
+      .map((e) =>
+        (e.view
+          ? renderRollout(e.view, { colors, now, barSize })
+          : renderUnavailable(e.ref, e.error ?? '', colors)
+        ).join('\n'),
+      )
+      .join('\n\n');
   };
 
   if (!inv.watch) return render(await entries());
@@ -139,8 +181,13 @@ async function status(session: Session, inv: Extract<Invocation, { command: 'sta
   const frame =
     g.output === 'table'
       ? async () => render(await entries())
-      : async () => (g.output === 'json' ? JSON.stringify(asData(await entries())) : `---\n${formatData(asData(await entries()), 'yaml')}`);
-  await watch(io, inv.intervalMs, frame, (at) => colors.dim(`${title}   every ${inv.intervalMs / 1000}s   ${at.toLocaleTimeString()}   (q or Ctrl-C to quit)`));
+      : async () =>
+          g.output === 'json'
+            ? JSON.stringify(asData(await entries()))
+            : `---\n${formatData(asData(await entries()), 'yaml')}`;
+  await watch(io, inv.intervalMs, frame, (at) =>
+    colors.dim(`${title}   every ${inv.intervalMs / 1000}s   ${at.toLocaleTimeString()}   (q or Ctrl-C to quit)`),
+  );
   return '';
 }
 
@@ -148,7 +195,9 @@ async function list(session: Session, g: GlobalOptions, colors: Colors): Promise
   const namespace = g.allNamespaces ? undefined : (g.namespace ?? session.kube().namespace);
   const client = await session.client();
   const rows: ListRow[] = [];
-  for await (const wf of client.workflow.list({ query: `WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'` })) {
+  for await (const wf of client.workflow.list({
+    query: `WorkflowType = 'RolloutWorkflow' AND ExecutionStatus = 'Running'`,
+  })) {
     const ref = parseWorkflowId(wf.workflowId);
     if (!ref || (namespace && ref.namespace !== namespace)) continue;
     const sa = wf.typedSearchAttributes;
@@ -162,16 +211,26 @@ async function list(session: Session, g: GlobalOptions, colors: Colors): Promise
   }
   rows.sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
   if (g.output !== 'table') return formatData(rows, g.output);
-  return rows.length ? renderList(rows, { colors, now: Date.now() }) : `no rollouts running in ${namespace ? `namespace ${namespace}` : 'any namespace'}`;
+  return rows.length
+    ? renderList(rows, { colors, now: Date.now() })
+    : `no rollouts running in ${namespace ? `namespace ${namespace}` : 'any namespace'}`;
 }
 
-const optional = <K extends string>(key: K, value: string | undefined) => (value ? ({ [key]: value } as Record<K, string>) : {});
+const optional = <K extends string>(key: K, value: string | undefined) =>
+  value ? ({ [key]: value } as Record<K, string>) : {};
 
-async function control(session: Session, inv: Extract<Invocation, { command: ControlName }>, colors: Colors): Promise<string> {
+async function control(
+  session: Session,
+  inv: Extract<Invocation, { command: ControlName }>,
+  colors: Colors,
+): Promise<string> {
   const ref = resourceRef(session, inv.resource);
   const name = inv.command;
   if (!(await session.mayControl(ref))) {
-    throw new CliError(`refused: Kubernetes does not let you patch ${ref.namespace}/${ref.name} (a ${name} needs the right its annotation needs: patch on the resource)`, ExitCode.Failed);
+    throw new CliError(
+      `refused: Kubernetes does not let you patch ${ref.namespace}/${ref.name} (a ${name} needs the right its annotation needs: patch on the resource)`,
+      ExitCode.Failed,
+    );
   }
   const request: AnyControlRequest = { reason: inv.reason, identity: identity(session), requestId: randomUUID() };
   // A query first, for every control: with no controller running it fails within its short deadline and nothing
@@ -192,7 +251,8 @@ async function send(handle: WorkflowHandle, control: ControlName, request: AnyCo
   try {
     return await handle.executeUpdate(update, { args: [request], updateId: request.requestId });
   } catch (err) {
-    if (err instanceof WorkflowUpdateFailedError) throw new CliError(`refused: ${refusalReason(control, err.cause?.message ?? err.message)}`, ExitCode.Failed);
+    if (err instanceof WorkflowUpdateFailedError)
+      throw new CliError(`refused: ${refusalReason(control, err.cause?.message ?? err.message)}`, ExitCode.Failed);
     throw err;
   }
 }

@@ -23,12 +23,29 @@ export function formatData(data: unknown, format: 'json' | 'yaml'): string {
 }
 
 /** cli-table3 without borders: columns three spaces apart, no padding, trailing blanks trimmed. */
-export function borderlessTable(head: string[], rows: (string | { content: string; hAlign: 'right' })[][], colors: Colors = plain): string {
+export function borderlessTable(
+  head: string[],
+  rows: (string | { content: string; hAlign: 'right' })[][],
+  colors: Colors = plain,
+): string {
   const table = new Table({
     head: head.map((h) => colors.bold(h)),
     chars: {
-      top: '', 'top-mid': '', 'top-left': '', 'top-right': '', bottom: '', 'bottom-mid': '', 'bottom-left': '', 'bottom-right': '',
-      left: '', 'left-mid': '', mid: '', 'mid-mid': '', right: '', 'right-mid': '', middle: '   ',
+      top: '',
+      'top-mid': '',
+      'top-left': '',
+      'top-right': '',
+      bottom: '',
+      'bottom-mid': '',
+      'bottom-left': '',
+      'bottom-right': '',
+      left: '',
+      'left-mid': '',
+      mid: '',
+      'mid-mid': '',
+      right: '',
+      'right-mid': '',
+      middle: '   ',
     },
     style: { 'padding-left': 0, 'padding-right': 0, head: [], border: [], compact: true },
   });
@@ -80,14 +97,18 @@ function openCell(v: VersionView): string {
 }
 
 function statusCell(v: VersionView): string {
-  return [v.status, v.scaledDown ? '(scaled down)' : '', v.blocked ? `(blocked: ${v.blocked})` : ''].filter(Boolean).join(' ');
+  return [v.status, v.scaledDown ? '(scaled down)' : '', v.blocked ? `(blocked: ${v.blocked})` : '']
+    .filter(Boolean)
+    .join(' ');
 }
 
 /** The step track: `10% ✔ › 25% ◀ › 50% › 100%` (done, in force, to come; 100% is being made current). */
 export function stepTrack(view: RolloutView): string {
   if (!view.steps?.length) return '';
   const index = view.step ? view.step.number - 1 : -1;
-  const marks = view.steps.map((p, i) => (i < index || (i === index && view.step?.leftMs === 0) ? `${p}% ✔` : i === index ? `${p}% ◀` : `${p}%`));
+  const marks = view.steps.map((p, i) =>
+    i < index || (i === index && view.step?.leftMs === 0) ? `${p}% ✔` : i === index ? `${p}% ◀` : `${p}%`,
+  );
   return [...marks, '100%'].join(' › ');
 }
 
@@ -118,31 +139,56 @@ export function stepLine(view: RolloutView): string {
  */
 export function renderRollout(view: RolloutView, opts: { colors?: Colors; now: number; barSize?: number }): string[] {
   const c = opts.colors ?? plain;
-  const about = [view.strategy, view.generation !== undefined ? `generation ${view.generation}` : ''].filter(Boolean).join(', ');
-  const lines = [`${c.bold(`${view.namespace}/${view.name}`)}   ${colorPhase(view.phase, c)}${view.paused && view.phase !== 'Paused' ? `   ${c.yellow('(paused)')}` : ''}${about ? `   ${c.dim(about)}` : ''}`];
+  const about = [view.strategy, view.generation !== undefined ? `generation ${view.generation}` : '']
+    .filter(Boolean)
+    .join(', ');
+  const lines = [
+    `${c.bold(`${view.namespace}/${view.name}`)}   ${colorPhase(view.phase, c)}${view.paused && view.phase !== 'Paused' ? `   ${c.yellow('(paused)')}` : ''}${about ? `   ${c.dim(about)}` : ''}`,
+  ];
   if (view.rampPercentage !== undefined) {
     const ramp = `${String(view.rampPercentage).padStart(3)}%`;
     const step = stepLine(view) || (view.phase === 'AwaitingPromotion' ? 'awaiting promote' : '');
-    lines.push(`  ramp    ${c.cyan(progressBar(view.rampPercentage, opts.barSize))}   ${c.bold(ramp)}${step ? `   ${step}` : ''}`);
+    lines.push(
+      `  ramp    ${c.cyan(progressBar(view.rampPercentage, opts.barSize))}   ${c.bold(ramp)}${step ? `   ${step}` : ''}`,
+    );
     const track = stepTrack(view);
     if (track) lines.push(`  steps   ${track}`);
   }
   if (view.message) lines.push(`  ${view.message}`);
   if (view.retrying) lines.push(`  ${c.yellow('retrying')} ${view.retrying.what}: ${view.retrying.message}`);
-  if (view.managerHeldBy) lines.push(`  ${c.yellow('held')}: ${view.managerHeldBy} holds the worker deployment's manager identity`);
-  if (view.lastAbortReason && (view.phase === 'Aborted' || view.reason === 'RolledBack')) lines.push(`  ${c.red('aborted')}: ${view.lastAbortReason}`);
+  if (view.managerHeldBy)
+    lines.push(`  ${c.yellow('held')}: ${view.managerHeldBy} holds the worker deployment's manager identity`);
+  if (view.lastAbortReason && (view.phase === 'Aborted' || view.reason === 'RolledBack'))
+    lines.push(`  ${c.red('aborted')}: ${view.lastAbortReason}`);
   if (view.lastAnalysis) lines.push(`  analysis: ${view.lastAnalysis}`);
-  if (view.refused?.last) lines.push(`  ${c.dim(`last refused: ${view.refused.last.control}: ${view.refused.last.why}`)}`);
+  if (view.refused?.last)
+    lines.push(`  ${c.dim(`last refused: ${view.refused.last.control}: ${view.refused.last.why}`)}`);
   if (view.versions.length) {
     const right = (content: string) => ({ content, hAlign: 'right' as const });
-    const rows = view.versions.map((v) => [v.buildId, v.role, statusCell(v), right(`${v.traffic}%`), right(openCell(v)), age(v.since, opts.now)]);
-    lines.push('', ...borderlessTable(['BUILD', 'ROLE', 'STATUS', 'TRAFFIC', 'OPEN', 'SINCE'], rows, c).split('\n').map((l) => `  ${l}`));
+    const rows = view.versions.map((v) => [
+      v.buildId,
+      v.role,
+      statusCell(v),
+      right(`${v.traffic}%`),
+      right(openCell(v)),
+      age(v.since, opts.now),
+    ]);
+    lines.push(
+      '',
+      ...borderlessTable(['BUILD', 'ROLE', 'STATUS', 'TRAFFIC', 'OPEN', 'SINCE'], rows, c)
+        .split('\n')
+        .map((l) => `  ${l}`),
+    );
   }
   return lines;
 }
 
 /** A resource whose rollout could not be read: its name, and why (listed among the others). */
-export function renderUnavailable(ref: { namespace: string; name: string }, why: string, colors: Colors = plain): string[] {
+export function renderUnavailable(
+  ref: { namespace: string; name: string },
+  why: string,
+  colors: Colors = plain,
+): string[] {
   return [`${colors.bold(`${ref.namespace}/${ref.name}`)}   ${colors.dim(why)}`];
 }
 
@@ -175,7 +221,14 @@ export function renderList(rows: ListRow[], opts: { colors?: Colors; now: number
   if (!rows.length) return 'no rollouts running';
   return borderlessTable(
     ['NAMESPACE', 'NAME', 'PHASE', 'CURRENT', 'TARGET', 'AGE'],
-    rows.map((r) => [r.namespace, r.name, r.phase ? colorPhase(r.phase, c) : '', r.current ?? '', r.target ?? '', age(r.started, opts.now)]),
+    rows.map((r) => [
+      r.namespace,
+      r.name,
+      r.phase ? colorPhase(r.phase, c) : '',
+      r.current ?? '',
+      r.target ?? '',
+      age(r.started, opts.now),
+    ]),
     c,
   );
 }

@@ -13,7 +13,15 @@ import { pinnedRunningOn } from '../temporal/pinned.js';
 import { TemporalConnections, type TemporalTarget } from '../temporal/connections.js';
 import { status as statusQuery } from '../workflows/messages.js';
 import type { RolloutStatus, TemporalPlace } from '../workflows/state.js';
-import { kubeSettings, temporalSettings, type KubeFlags, type KubeSettings, type ResourceRef, type TemporalFlags, type TemporalSettings } from './config.js';
+import {
+  kubeSettings,
+  temporalSettings,
+  type KubeFlags,
+  type KubeSettings,
+  type ResourceRef,
+  type TemporalFlags,
+  type TemporalSettings,
+} from './config.js';
 import { CliError, ExitCode, exitCodeOf, findCause } from './exit-codes.js';
 import { versionPlaces } from './view.js';
 
@@ -66,7 +74,9 @@ export class Session {
     const auth = this.kube().kc.makeApiClient(k8s.AuthorizationV1Api);
     for (const resource of Object.values(resourceKinds).map((k) => k.plural)) {
       const review = await auth.createSelfSubjectAccessReview({
-        body: { spec: { resourceAttributes: { group, resource, verb: 'patch', namespace: ref.namespace, name: ref.name } } },
+        body: {
+          spec: { resourceAttributes: { group, resource, verb: 'patch', namespace: ref.namespace, name: ref.name } },
+        },
       });
       if (review.status?.allowed) return true;
     }
@@ -81,7 +91,10 @@ export class Session {
       try {
         connection = await Connection.connect({ connectTimeout: '5s', ...options });
       } catch (err) {
-        throw new CliError(`cannot connect to Temporal at ${describe}: ${(err as Error).message}`, ExitCode.CannotConnect);
+        throw new CliError(
+          `cannot connect to Temporal at ${describe}: ${(err as Error).message}`,
+          ExitCode.CannotConnect,
+        );
       }
       return { connection, client: new Client({ connection, namespace }) };
     })();
@@ -96,7 +109,11 @@ export class Session {
     const client = await this.client();
     if (temporalNamespace === client.options.namespace) return client;
     let other = this.namespaced.get(temporalNamespace);
-    if (!other) this.namespaced.set(temporalNamespace, (other = new Client({ connection: client.connection, namespace: temporalNamespace })));
+    if (!other)
+      this.namespaced.set(
+        temporalNamespace,
+        (other = new Client({ connection: client.connection, namespace: temporalNamespace })),
+      );
     return other;
   }
 
@@ -110,9 +127,21 @@ export class Session {
     for (const kind of ['TemporalWorkerDeployment', 'WorkerDeployment'] as const) {
       let obj: { status?: { rolloutWorkflow?: Partial<RolloutWorkflowRef> } } | undefined;
       try {
-        obj = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, namespace: ref.namespace, plural: resourceKinds[kind].plural, name: ref.name }))) as typeof obj;
+        obj = (await ignoreNotFound(
+          custom.getNamespacedCustomObject({
+            group,
+            version,
+            namespace: ref.namespace,
+            plural: resourceKinds[kind].plural,
+            name: ref.name,
+          }),
+        )) as typeof obj;
       } catch (err) {
-        if (exitCodeOf(err) === ExitCode.CannotConnect) throw new CliError(`cannot read ${ref.namespace}/${ref.name} from Kubernetes: ${(err as Error).message}`, ExitCode.CannotConnect);
+        if (exitCodeOf(err) === ExitCode.CannotConnect)
+          throw new CliError(
+            `cannot read ${ref.namespace}/${ref.name} from Kubernetes: ${(err as Error).message}`,
+            ExitCode.CannotConnect,
+          );
         throw err;
       }
       if (!obj) continue;
@@ -121,8 +150,15 @@ export class Session {
       const { workflowId, temporalNamespace } = obj.status?.rolloutWorkflow ?? {};
       if (workflowId && temporalNamespace) return { workflowId, temporalNamespace };
     }
-    if (found) throw new CliError(`${ref.namespace}/${ref.name}: its status names no rollout workflow yet (status.rolloutWorkflow); is the Glidepath controller running?`, ExitCode.NotFound);
-    throw new CliError(`${ref.namespace}/${ref.name}: no TemporalWorkerDeployment or WorkerDeployment of that name`, ExitCode.NotFound);
+    if (found)
+      throw new CliError(
+        `${ref.namespace}/${ref.name}: its status names no rollout workflow yet (status.rolloutWorkflow); is the Glidepath controller running?`,
+        ExitCode.NotFound,
+      );
+    throw new CliError(
+      `${ref.namespace}/${ref.name}: no TemporalWorkerDeployment or WorkerDeployment of that name`,
+      ExitCode.NotFound,
+    );
   }
 
   /**
@@ -185,7 +221,10 @@ export class Session {
     const connection = await this.workers().get(target);
     // A deadline: a worker's Temporal that does not answer costs a `?`, not a hung status.
     const { count } = await withTimeout(
-      connection.workflowService.countWorkflowExecutions({ namespace: place.temporalNamespace, query: pinnedRunningOn(target, buildId) }),
+      connection.workflowService.countWorkflowExecutions({
+        namespace: place.temporalNamespace,
+        query: pinnedRunningOn(target, buildId),
+      }),
       countTimeoutMs,
     );
     return Number(count ?? 0);
@@ -197,9 +236,14 @@ export class Session {
         const core = this.kube().kc.makeApiClient(k8s.CoreV1Api);
         const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
         if (!secret) return undefined;
-        return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
+        return Object.fromEntries(
+          Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]),
+        );
       },
-      { connect: (options) => withTimeout(Connection.connect({ ...options, connectTimeout: countTimeoutMs }), countTimeoutMs) },
+      {
+        connect: (options) =>
+          withTimeout(Connection.connect({ ...options, connectTimeout: countTimeoutMs }), countTimeoutMs),
+      },
     );
     return this.workerConnections;
   }
@@ -213,22 +257,30 @@ export class Session {
     const listOf = async (kind: ResourceKind): Promise<Listed> => {
       const plural = resourceKinds[kind].plural;
       try {
-        return (allNamespaces
-          ? await custom.listClusterCustomObject({ group, version, plural })
-          : await custom.listNamespacedCustomObject({ group, version, namespace, plural })) as Listed;
+        return (
+          allNamespaces
+            ? await custom.listClusterCustomObject({ group, version, plural })
+            : await custom.listNamespacedCustomObject({ group, version, namespace, plural })
+        ) as Listed;
       } catch (err) {
         const code = exitCodeOf(err);
-        if (code === ExitCode.CannotConnect) throw new CliError(`cannot list ${kind}s at ${where}: ${(err as Error).message}`, code);
+        if (code === ExitCode.CannotConnect)
+          throw new CliError(`cannot list ${kind}s at ${where}: ${(err as Error).message}`, code);
         // An install from before WorkerDeployments has only the older kind.
         if (code === ExitCode.NotFound && kind === 'WorkerDeployment') return {};
-        if (code === ExitCode.NotFound) throw new CliError(`no ${kind} kind at ${where}: are Glidepath's CRDs installed?`, code);
+        if (code === ExitCode.NotFound)
+          throw new CliError(`no ${kind} kind at ${where}: are Glidepath's CRDs installed?`, code);
         throw err;
       }
     };
     const lists = await Promise.all((['TemporalWorkerDeployment', 'WorkerDeployment'] as const).map(listOf));
     return lists
       .flatMap((list) => list.items ?? [])
-      .map((o) => ({ namespace: o.metadata?.namespace ?? namespace, name: o.metadata?.name ?? '', ...(o.status?.phase ? { phase: o.status.phase } : {}) }))
+      .map((o) => ({
+        namespace: o.metadata?.namespace ?? namespace,
+        name: o.metadata?.name ?? '',
+        ...(o.status?.phase ? { phase: o.status.phase } : {}),
+      }))
       .filter((r) => r.name)
       .sort((a, b) => a.namespace.localeCompare(b.namespace) || a.name.localeCompare(b.name));
   }

@@ -66,9 +66,11 @@ export interface RolloutView {
 export function versionPlaces(status: RolloutStatus): { buildId: string; place?: TemporalPlace }[] {
   const out: { buildId: string; place?: TemporalPlace }[] = [];
   if (status.target) out.push({ buildId: status.target.buildId, place: status.target.place ?? status.currentPlace });
-  if (status.current && status.current !== status.target?.buildId) out.push({ buildId: status.current, place: status.currentPlace });
+  if (status.current && status.current !== status.target?.buildId)
+    out.push({ buildId: status.current, place: status.currentPlace });
   for (const d of status.deprecated) {
-    if (!out.some((v) => v.buildId === d.buildId)) out.push({ buildId: d.buildId, place: d.place ?? status.currentPlace });
+    if (!out.some((v) => v.buildId === d.buildId))
+      out.push({ buildId: d.buildId, place: d.place ?? status.currentPlace });
   }
   return out;
 }
@@ -77,7 +79,12 @@ export function versionPlaces(status: RolloutStatus): { buildId: string; place?:
  * The view of one resource's rollout.
  * @param open executions open on each version by build ID (`null`: could not be counted; absent: not counted)
  */
-export function rolloutView(ref: ResourceRef, status: RolloutStatus & { workflowId?: string }, open: Record<string, number | null>, now: number): RolloutView {
+export function rolloutView(
+  ref: ResourceRef,
+  status: RolloutStatus & { workflowId?: string },
+  open: Record<string, number | null>,
+  now: number,
+): RolloutView {
   const target = status.target;
   const ramping = target?.stepIndex !== undefined && (target.rampPercentage ?? 0) > 0;
   const ramp = target ? (ramping ? target.rampPercentage! : 0) : undefined;
@@ -94,7 +101,13 @@ export function rolloutView(ref: ResourceRef, status: RolloutStatus & { workflow
     });
   }
   if (status.current && status.current !== target?.buildId) {
-    versions.push({ buildId: status.current, role: 'current', status: 'Current', traffic: 100 - (ramp ?? 0), ...counted(status.current) });
+    versions.push({
+      buildId: status.current,
+      role: 'current',
+      status: 'Current',
+      traffic: 100 - (ramp ?? 0),
+      ...counted(status.current),
+    });
   }
   for (const d of status.deprecated) {
     if (versions.some((v) => v.buildId === d.buildId)) continue;
@@ -119,7 +132,9 @@ export function rolloutView(ref: ResourceRef, status: RolloutStatus & { workflow
     paused: status.paused,
     ...(status.generation !== undefined ? { generation: status.generation } : {}),
     ...(status.strategy ? { strategy: status.strategy } : {}),
-    ...(status.strategy === 'Progressive' && status.steps?.length ? { steps: status.steps.map((s) => s.rampPercentage) } : {}),
+    ...(status.strategy === 'Progressive' && status.steps?.length
+      ? { steps: status.steps.map((s) => s.rampPercentage) }
+      : {}),
     ...(ramp !== undefined ? { rampPercentage: ramp } : {}),
   };
   const step = stepView(status, now);
@@ -135,9 +150,15 @@ export function rolloutView(ref: ResourceRef, status: RolloutStatus & { workflow
 export function stepView(status: RolloutStatus, now: number): StepView | undefined {
   const target = status.target;
   const steps = status.steps ?? [];
-  if (status.strategy !== 'Progressive' || target?.stepIndex === undefined || !steps[target.stepIndex]) return undefined;
+  if (status.strategy !== 'Progressive' || target?.stepIndex === undefined || !steps[target.stepIndex])
+    return undefined;
   const step = steps[target.stepIndex]!;
-  const view: StepView = { number: target.stepIndex + 1, count: steps.length, rampPercentage: step.rampPercentage, counting: false };
+  const view: StepView = {
+    number: target.stepIndex + 1,
+    count: steps.length,
+    rampPercentage: step.rampPercentage,
+    counting: false,
+  };
   if (!step.pauseDuration) return view;
   view.pauseMs = parseDuration(step.pauseDuration);
   const since = target.stepHeldSince ? Date.parse(target.stepHeldSince) : NaN;

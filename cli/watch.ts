@@ -16,7 +16,12 @@ export interface WatchIo {
  * exist ends the watch with its exit code); a later one is shown under the last good frame, and the watch goes on.
  * @param header the line above the frame on a terminal, given the time of the frame
  */
-export async function watch(io: WatchIo, intervalMs: number, frame: () => Promise<string>, header: (at: Date) => string): Promise<void> {
+export async function watch(
+  io: WatchIo,
+  intervalMs: number,
+  frame: () => Promise<string>,
+  header: (at: Date) => string,
+): Promise<void> {
   let text = await frame();
   const stop = stopper(io);
   const tty = io.stdout.isTTY === true;

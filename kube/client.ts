@@ -31,11 +31,22 @@ export class SharedConnectionsKubeConfig extends k8s.KubeConfig {
     const secure = agent.constructor === https.Agent;
     if (!secure && agent.constructor !== http.Agent) return agent;
     const options = (agent as http.Agent & { options: https.AgentOptions }).options;
-    const identity = [secure, options.ca, options.cert, options.key, options.pfx, options.passphrase, options.servername, options.rejectUnauthorized];
+    const identity = [
+      secure,
+      options.ca,
+      options.cert,
+      options.key,
+      options.pfx,
+      options.passphrase,
+      options.servername,
+      options.rejectUnauthorized,
+    ];
     const key = createHash('sha256').update(JSON.stringify(identity)).digest('hex');
     let kept = this.agents.get(key);
     if (!kept) {
-      kept = secure ? new https.Agent({ ...options, keepAlive: true }) : new http.Agent({ ...options, keepAlive: true });
+      kept = secure
+        ? new https.Agent({ ...options, keepAlive: true })
+        : new http.Agent({ ...options, keepAlive: true });
       this.agents.set(key, kept);
     }
     return kept;
@@ -59,7 +70,9 @@ export const asMergePatch = k8s.setHeaderOptions('Content-Type', k8s.PatchStrate
  * activity past its timeout is, before its retry starts), the request is aborted instead of landing after the
  * retry's. Outside an activity (the watcher), `options` as they are.
  */
-export function withinAttempt(options: k8s.ConfigurationOptions<k8s.ObservableMiddleware>): k8s.ConfigurationOptions<k8s.ObservableMiddleware> {
+export function withinAttempt(
+  options: k8s.ConfigurationOptions<k8s.ObservableMiddleware>,
+): k8s.ConfigurationOptions<k8s.ObservableMiddleware> {
   let signal: AbortSignal;
   try {
     signal = Context.current().cancellationSignal;
@@ -71,7 +84,11 @@ export function withinAttempt(options: k8s.ConfigurationOptions<k8s.ObservableMi
     pre: (request) => (request.setSignal(signal), new k8s.Observable(Promise.resolve(request))),
     post: (response) => new k8s.Observable(Promise.resolve(response)),
   };
-  return { ...options, middleware: [...(options.middleware ?? []), abortWithAttempt], middlewareMergeStrategy: 'append' };
+  return {
+    ...options,
+    middleware: [...(options.middleware ?? []), abortWithAttempt],
+    middlewareMergeStrategy: 'append',
+  };
 }
 
 /** The HTTP status of a failed Kubernetes call, if it was one. */

@@ -46,8 +46,18 @@ export const injectedEnvNames: ReadonlySet<string> = new Set([
 const injectedVolumes: ReadonlySet<string> = new Set(['temporal-tls', 'temporal-tls-ca']);
 /** Pod labels and annotations a controller (or `kubectl rollout restart`) adds; the marker of our dry run. */
 export const templateCheckLabel = 'glidepath.dev/template-check';
-const injectedLabels: ReadonlySet<string> = new Set([ForeignLabels.buildId, ForeignLabels.deploymentName, Labels.buildId, Labels.workerDeployment, templateCheckLabel]);
-const injectedAnnotations: ReadonlySet<string> = new Set(['temporal.io/connection-spec-hash', 'temporal.io/pod-template-spec-hash', 'kubectl.kubernetes.io/restartedAt']);
+const injectedLabels: ReadonlySet<string> = new Set([
+  ForeignLabels.buildId,
+  ForeignLabels.deploymentName,
+  Labels.buildId,
+  Labels.workerDeployment,
+  templateCheckLabel,
+]);
+const injectedAnnotations: ReadonlySet<string> = new Set([
+  'temporal.io/connection-spec-hash',
+  'temporal.io/pod-template-spec-hash',
+  'kubectl.kubernetes.io/restartedAt',
+]);
 
 type Json = Record<string, unknown>;
 const isObject = (x: unknown): x is Json => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -55,7 +65,13 @@ const asList = (x: unknown): Json[] => (Array.isArray(x) ? x.filter(isObject) : 
 
 /** A Deployment as kube-apiserver sends it, as much of it as adoption reads. */
 export interface RawDeployment {
-  metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; ownerReferences?: { apiVersion?: string; kind?: string; uid?: string }[]; deletionTimestamp?: string };
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    ownerReferences?: { apiVersion?: string; kind?: string; uid?: string }[];
+    deletionTimestamp?: string;
+  };
   spec?: { replicas?: number; template?: Json };
   status?: { availableReplicas?: number };
 }
@@ -117,7 +133,11 @@ export function userPartOfTemplate(template: unknown): unknown {
   });
   return pruned({
     ...template,
-    metadata: { ...without(metadata, new Set(['creationTimestamp'])) as Json, labels: without(metadata.labels, injectedLabels), annotations: without(metadata.annotations, injectedAnnotations) },
+    metadata: {
+      ...(without(metadata, new Set(['creationTimestamp'])) as Json),
+      labels: without(metadata.labels, injectedLabels),
+      annotations: without(metadata.annotations, injectedAnnotations),
+    },
     spec: {
       ...spec,
       containers: asList(spec.containers).map(container),
@@ -148,7 +168,11 @@ export function templateCheckDeployment(owner: Owner, template: unknown): Json {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
     metadata: { generateName: `${owner.name.slice(0, 40)}-template-check-`, namespace: owner.namespace },
-    spec: { replicas: 0, selector: { matchLabels: { [templateCheckLabel]: 'true' } }, template: { ...t, metadata: { ...metadata, labels } } },
+    spec: {
+      replicas: 0,
+      selector: { matchLabels: { [templateCheckLabel]: 'true' } },
+      template: { ...t, metadata: { ...metadata, labels } },
+    },
   };
 }
 
@@ -158,7 +182,12 @@ export function templateCheckDeployment(owner: Owner, template: unknown): Json {
  * deleting the other controller's object no longer garbage-collects running workers. Undefined when it is ours already.
  */
 export function adoptionPatch(d: RawDeployment, owner: Owner, buildId: string): Json | undefined {
-  const labels = { [Labels.managedBy]: managerName, [Labels.workerDeployment]: owner.name, [Labels.buildId]: buildId, [Labels.ownerUid]: owner.uid };
+  const labels = {
+    [Labels.managedBy]: managerName,
+    [Labels.workerDeployment]: owner.name,
+    [Labels.buildId]: buildId,
+    [Labels.ownerUid]: owner.uid,
+  };
   const ours = ownerReference(owner);
   const refs = d.metadata?.ownerReferences ?? [];
   const kept = refs.filter((r) => !(r.apiVersion ?? '').startsWith(`${foreignGroup}/`) && r.uid !== owner.uid);

@@ -26,12 +26,16 @@ export function gateInputReader(core: k8s.CoreV1Api): GateInputReader {
     if (source.configMapKeyRef) {
       const { name, key } = source.configMapKeyRef;
       where = `ConfigMap ${namespace}/${name} key "${key}"`;
-      text = (await mustExist('ConfigMap', namespace, name, core.readNamespacedConfigMap({ name, namespace }))).data?.[key];
+      text = (await mustExist('ConfigMap', namespace, name, core.readNamespacedConfigMap({ name, namespace }))).data?.[
+        key
+      ];
       if (text === undefined) throw new PermanentError(`ConfigMap ${namespace}/${name} has no key "${key}"`);
     } else if (source.secretKeyRef) {
       const { name, key } = source.secretKeyRef;
       where = `Secret ${namespace}/${name} key "${key}"`;
-      const data = (await mustExist('Secret', namespace, name, core.readNamespacedSecret({ name, namespace }))).data?.[key];
+      const data = (await mustExist('Secret', namespace, name, core.readNamespacedSecret({ name, namespace }))).data?.[
+        key
+      ];
       if (data === undefined) throw new PermanentError(`Secret ${namespace}/${name} has no key "${key}"`);
       text = Buffer.from(data, 'base64').toString('utf8');
     }

@@ -5,7 +5,12 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../api/common.js';
-import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookup } from '../api/desired.js';
+import {
+  clusterConnectionsUnreadable,
+  connectionFromObject,
+  desiredOf,
+  type ConnectionLookup,
+} from '../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../api/kinds.js';
 import { installationAnnotation } from '../api/names.js';
 import type { Desired, Owner } from '../api/resource.js';
@@ -22,33 +27,37 @@ export interface ControllerFacts {
   installation?: string;
 }
 
-export type ResourceRead = ControllerFacts & (
-  | { found: false }
-  | {
-      found: true;
-      uid: string;
-      kind: ResourceKind;
-      resourceVersion: string;
-      generation: number;
-      /** metadata.deletionTimestamp is set. */
-      deleting: boolean;
-      /** The installation its annotation names (`glidepath.dev/installation`), if any. */
-      claimedBy?: string;
-      /** When the spec (and its connection) can be used; `desired.uid` is the object's uid. */
-      desired?: Desired;
-      /** Why not, when `desired` is absent, as the watcher says it (its phase and reason too). */
-      problem?: string;
-      problemPhase?: 'InvalidSpec' | 'Pending';
-      problemReason?: 'InvalidSpec' | 'ConnectionNotFound';
-    }
-);
+export type ResourceRead = ControllerFacts &
+  (
+    | { found: false }
+    | {
+        found: true;
+        uid: string;
+        kind: ResourceKind;
+        resourceVersion: string;
+        generation: number;
+        /** metadata.deletionTimestamp is set. */
+        deleting: boolean;
+        /** The installation its annotation names (`glidepath.dev/installation`), if any. */
+        claimedBy?: string;
+        /** When the spec (and its connection) can be used; `desired.uid` is the object's uid. */
+        desired?: Desired;
+        /** Why not, when `desired` is absent, as the watcher says it (its phase and reason too). */
+        problem?: string;
+        problemPhase?: 'InvalidSpec' | 'Pending';
+        problemReason?: 'InvalidSpec' | 'ConnectionNotFound';
+      }
+  );
 
 type RawObject = k8s.KubernetesObject & { spec?: unknown };
 
 const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
 
 export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFacts = {}) {
-  const configured: ControllerFacts = { ...(controller.timings ? { timings: controller.timings } : {}), ...(controller.installation ? { installation: controller.installation } : {}) };
+  const configured: ControllerFacts = {
+    ...(controller.timings ? { timings: controller.timings } : {}),
+    ...(controller.installation ? { installation: controller.installation } : {}),
+  };
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   /**
    * The object, or undefined when the apiserver says that object is not found. A 404 that does not name it (the
@@ -56,7 +65,13 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
    */
   const getResource = async (kind: ResourceKind, namespace: string, name: string): Promise<RawObject | undefined> => {
     try {
-      return (await custom.getNamespacedCustomObject({ group, version, namespace, plural: pluralOf(kind), name })) as RawObject;
+      return (await custom.getNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: pluralOf(kind),
+        name,
+      })) as RawObject;
     } catch (err) {
       if (statusCode(err) === 404 && notFoundName(err) === name) return undefined;
       throw err;
@@ -95,11 +110,15 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
         resourceVersion: meta.resourceVersion ?? '',
         generation: meta.generation ?? 0,
         deleting: !!meta.deletionTimestamp,
-        ...(meta.annotations?.[installationAnnotation] !== undefined ? { claimedBy: meta.annotations[installationAnnotation] } : {}),
+        ...(meta.annotations?.[installationAnnotation] !== undefined
+          ? { claimedBy: meta.annotations[installationAnnotation] }
+          : {}),
         ...configured,
       };
       const result = await desiredOf({ ...obj, kind }, kind, connection);
-      return result.ok ? { ...read, desired: result.desired } : { ...read, problem: result.problem, problemPhase: result.phase, problemReason: result.reason };
+      return result.ok
+        ? { ...read, desired: result.desired }
+        : { ...read, problem: result.problem, problemPhase: result.phase, problemReason: result.reason };
     },
 
     /**
@@ -107,9 +126,12 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
      * owner.uid, or undefined. Of two, the one created first (as the watcher hands over the first of two namesakes).
      */
     async findSuccessor(owner: Owner): Promise<Owner | undefined> {
-      const found = await Promise.all(resourceKindList.map(async (kind) => ({ kind, obj: await getResource(kind, owner.namespace, owner.name) })));
+      const found = await Promise.all(
+        resourceKindList.map(async (kind) => ({ kind, obj: await getResource(kind, owner.namespace, owner.name) })),
+      );
       const live = found.filter(
-        (f): f is { kind: ResourceKind; obj: RawObject } => !!f.obj?.metadata?.uid && f.obj.metadata.uid !== owner.uid && !f.obj.metadata.deletionTimestamp,
+        (f): f is { kind: ResourceKind; obj: RawObject } =>
+          !!f.obj?.metadata?.uid && f.obj.metadata.uid !== owner.uid && !f.obj.metadata.deletionTimestamp,
       );
       const createdAt = (o: RawObject) => Date.parse(String(o.metadata?.creationTimestamp ?? '')) || 0;
       // resourceKindList lists TemporalWorkerDeployment first: a stable sort keeps it first on a tie.

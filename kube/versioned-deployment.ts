@@ -38,7 +38,16 @@ export interface Owner {
 
 export interface VersionedDeploymentInput {
   owner: Owner;
-  spec: Pick<NormalizedSpec, 'template' | 'replicas' | 'minReadySeconds' | 'progressDeadlineSeconds' | 'workerOptions' | 'revisionHistoryLimit' | 'strategy'>;
+  spec: Pick<
+    NormalizedSpec,
+    | 'template'
+    | 'replicas'
+    | 'minReadySeconds'
+    | 'progressDeadlineSeconds'
+    | 'workerOptions'
+    | 'revisionHistoryLimit'
+    | 'strategy'
+  >;
   connection: TemporalConnectionSpec;
   buildId: string;
   /** Replicas to ask for (defaults to `spec.replicas`; sunset scales to 0). */
@@ -47,7 +56,14 @@ export interface VersionedDeploymentInput {
 
 /** The owner reference every Deployment of a resource carries: its controller, of the resource's own kind. */
 export function ownerReference(owner: Owner): k8s.V1OwnerReference {
-  return { apiVersion, kind: owner.kind ?? 'TemporalWorkerDeployment', name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true };
+  return {
+    apiVersion,
+    kind: owner.kind ?? 'TemporalWorkerDeployment',
+    name: owner.name,
+    uid: owner.uid,
+    controller: true,
+    blockOwnerDeletion: true,
+  };
 }
 
 /** Whether a Deployment belongs to this incarnation of the resource: its owner-uid label, and nothing else, says so. */
@@ -64,10 +80,12 @@ export function workerEnv(input: VersionedDeploymentInput): k8s.V1EnvVar[] {
     { name: 'TEMPORAL_DEPLOYMENT_NAME', value: workerDeploymentName(owner.namespace, owner.name) },
     { name: 'TEMPORAL_WORKER_BUILD_ID', value: buildId },
   ];
-  if (connection.mutualTLSSecretRef || connection.apiKeySecretRef || connection.tls?.caCertSecretRef) env.push({ name: 'TEMPORAL_TLS', value: 'true' });
+  if (connection.mutualTLSSecretRef || connection.apiKeySecretRef || connection.tls?.caCertSecretRef)
+    env.push({ name: 'TEMPORAL_TLS', value: 'true' });
   if (connection.tls?.serverName) env.push({ name: 'TEMPORAL_TLS_SERVER_NAME', value: connection.tls.serverName });
   // Temporal's envconfig name: the SDKs' env-based config trusts this CA for the server's certificate.
-  if (connection.tls?.caCertSecretRef) env.push({ name: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', value: `${caMountPath}/ca.crt` });
+  if (connection.tls?.caCertSecretRef)
+    env.push({ name: 'TEMPORAL_TLS_SERVER_CA_CERT_PATH', value: `${caMountPath}/ca.crt` });
   if (connection.mutualTLSSecretRef) {
     env.push(
       { name: 'TEMPORAL_TLS_CLIENT_CERT_PATH', value: `${tlsMountPath}/tls.crt` },
@@ -101,7 +119,9 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
     return added.length ? [...(mounts ?? []), ...added] : mounts;
   };
   const volumes = [
-    ...(connection.mutualTLSSecretRef ? [{ name: tlsVolume, secret: { secretName: connection.mutualTLSSecretRef.name } }] : []),
+    ...(connection.mutualTLSSecretRef
+      ? [{ name: tlsVolume, secret: { secretName: connection.mutualTLSSecretRef.name } }]
+      : []),
     ...(ca ? [{ name: caVolume, secret: { secretName: ca.name, items: [{ key: 'ca.crt', path: 'ca.crt' }] } }] : []),
   ];
 
@@ -148,7 +168,9 @@ export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
     observedGeneration: d.status?.observedGeneration,
     replicas: d.spec?.replicas,
     availableReplicas: d.status?.availableReplicas ?? 0,
-    progressDeadlineExceeded: d.status?.conditions?.some((c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded'),
+    progressDeadlineExceeded: d.status?.conditions?.some(
+      (c) => c.type === 'Progressing' && c.reason === 'ProgressDeadlineExceeded',
+    ),
     resourceVersion: d.metadata?.resourceVersion,
     ownerUid: d.metadata?.labels?.[Labels.ownerUid],
   };

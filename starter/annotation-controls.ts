@@ -13,7 +13,16 @@ import type { KubernetesActivities } from '../activities/kubernetes.js';
 import { statusCode } from '../kube/client.js';
 import { updates, type AbortRequest, type PromoteRequest, type RollbackRequest } from '../workflows/messages.js';
 import type { RolloutStatus } from '../workflows/state.js';
-import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, inSetOrder, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
+import {
+  annotationIdentity,
+  annotationRequestId,
+  annotationSetter,
+  controlsOf,
+  inSetOrder,
+  refusalReason,
+  removalPatch,
+  type AnnotatedControl,
+} from './annotations.js';
 import type { Resource } from './informers.js';
 import type { RetryScheduler } from './retry-scheduler.js';
 
@@ -64,13 +73,21 @@ export class AnnotationControls {
     const before = this.sightings.get(m.uid!);
     if (!controls.length) return void this.sightings.delete(m.uid!);
     // Only the settings there now are remembered: one removed and set again is seen anew.
-    const now = new Map(controls.map((c) => [`${c.key}=${c.value}`, before?.get(`${c.key}=${c.value}`) ?? { resourceVersion: m.resourceVersion ?? '' }]));
+    const now = new Map(
+      controls.map((c) => [
+        `${c.key}=${c.value}`,
+        before?.get(`${c.key}=${c.value}`) ?? { resourceVersion: m.resourceVersion ?? '' },
+      ]),
+    );
     this.sightings.set(m.uid!, now);
     this.w.retry.schedule(`controls ${m.namespace}/${m.name} (${m.uid})`, async () => {
       const latest = this.w.latest(obj);
       const meta = latest.metadata ?? {};
       const seen = (c: AnnotatedControl) => this.sightings.get(meta.uid!)?.get(`${c.key}=${c.value}`)?.resourceVersion;
-      for (const c of inSetOrder(controlsOf(meta.annotations), seen, (c) => annotationSetter(meta.managedFields, c.key))) await this.runControl(latest, c, buildId);
+      for (const c of inSetOrder(controlsOf(meta.annotations), seen, (c) =>
+        annotationSetter(meta.managedFields, c.key),
+      ))
+        await this.runControl(latest, c, buildId);
     });
   }
 
@@ -87,12 +104,17 @@ export class AnnotationControls {
     if (sighting.done !== requestId) {
       // promote, abort and retry name the spec's build: meant for a build that is no longer the one in question
       // (a newer spec superseded it), they are refused instead of acting on another build.
-      const named = buildId && (c.control === 'promote' || c.control === 'abort' || c.control === 'retry') ? { buildId } : {};
+      const named =
+        buildId && (c.control === 'promote' || c.control === 'abort' || c.control === 'retry') ? { buildId } : {};
       const request: AnyControlRequest = { ...c.request, ...named, identity: annotationIdentity(setter), requestId };
       const refusal = await this.sendControl(obj, c, request);
       if (refusal) {
         const owner = { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: this.w.kindOf(obj) };
-        await this.w.kube.recordEvent(owner, { type: 'Warning', reason: 'ControlRefused', message: `${c.key}=${c.value} refused: ${refusal}` });
+        await this.w.kube.recordEvent(owner, {
+          type: 'Warning',
+          reason: 'ControlRefused',
+          message: `${c.key}=${c.value} refused: ${refusal}`,
+        });
       }
       sighting.done = requestId;
     }
@@ -100,12 +122,18 @@ export class AnnotationControls {
   }
 
   /** The update; the workflow's refusal if it refused. */
-  private async sendControl(obj: Resource, c: AnnotatedControl, request: AnyControlRequest): Promise<string | undefined> {
+  private async sendControl(
+    obj: Resource,
+    c: AnnotatedControl,
+    request: AnyControlRequest,
+  ): Promise<string | undefined> {
     const workflowId = rolloutWorkflowId(this.w.installation, obj.metadata!.namespace!, obj.metadata!.name!);
     const update = updates[c.control] as UpdateDefinition<RolloutStatus, [AnyControlRequest]>;
     try {
       // The requestId is also the update ID: the server answers a re-send within the run with the first result.
-      const status = await this.w.client.workflow.getHandle(workflowId).executeUpdate(update, { args: [request], updateId: request.requestId });
+      const status = await this.w.client.workflow
+        .getHandle(workflowId)
+        .executeUpdate(update, { args: [request], updateId: request.requestId });
       this.w.log(`${c.key} done`, { workflowId, phase: status.phase, identity: request.identity });
       return undefined;
     } catch (err) {
@@ -120,7 +148,13 @@ export class AnnotationControls {
     const meta = obj.metadata!;
     try {
       await this.w.custom.patchNamespacedCustomObject({
-        group, version, plural: pluralOf(this.w.kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: this.w.fieldManager, body: removalPatch(c.key, c.value),
+        group,
+        version,
+        plural: pluralOf(this.w.kindOf(obj)),
+        namespace: meta.namespace!,
+        name: meta.name!,
+        fieldManager: this.w.fieldManager,
+        body: removalPatch(c.key, c.value),
       });
     } catch (err) {
       // 404: the resource is gone; 422: the `test` failed, the annotation was removed or changed meanwhile.

@@ -15,7 +15,8 @@ import { makeTrimmedInformer, trimDeployment, trimResource } from './trimmed-cac
 export type Resource = k8s.KubernetesObject & { spec?: unknown; status?: unknown };
 
 /** An informer and its cache; `latestResourceVersion` is '' until its list has succeeded. */
-export type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T> & { latestResourceVersion(): string };
+export type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> &
+  k8s.ObjectCache<T> & { latestResourceVersion(): string };
 
 type NamespacedConnectionKind = Exclude<ConnectionKind, 'ClusterConnection'>;
 
@@ -141,8 +142,15 @@ export class Informers {
       for (const item of list.items) item.kind ??= kind;
       return list;
     };
-    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => new k8s.ListWatch(`/apis/${group}/${version}${at}/${p}`, new k8s.Watch(kc), listCustom(p, kind), false);
-    const resourceInformerOf = (kind: ResourceKind) => makeTrimmedInformer(kc, `/apis/${group}/${version}${at}/${resourceKinds[kind].plural}`, listCustom(resourceKinds[kind].plural, kind), trimResource);
+    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) =>
+      new k8s.ListWatch(`/apis/${group}/${version}${at}/${p}`, new k8s.Watch(kc), listCustom(p, kind), false);
+    const resourceInformerOf = (kind: ResourceKind) =>
+      makeTrimmedInformer(
+        kc,
+        `/apis/${group}/${version}${at}/${resourceKinds[kind].plural}`,
+        listCustom(resourceKinds[kind].plural, kind),
+        trimResource,
+      );
     const selector = `${Labels.managedBy}=${managerName}`;
     const scope: Scope = {
       resources: {
@@ -156,14 +164,20 @@ export class Informers {
       deployments: makeTrimmedInformer(
         kc,
         `/apis/apps/v1${at}/deployments`,
-        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: selector }) : apps.listDeploymentForAllNamespaces({ labelSelector: selector })),
+        () =>
+          namespace
+            ? apps.listNamespacedDeployment({ namespace, labelSelector: selector })
+            : apps.listDeploymentForAllNamespaces({ labelSelector: selector }),
         trimDeployment,
         selector,
       ),
       foreignDeployments: makeTrimmedInformer(
         kc,
         `/apis/apps/v1${at}/deployments`,
-        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: ForeignLabels.deploymentName }) : apps.listDeploymentForAllNamespaces({ labelSelector: ForeignLabels.deploymentName })),
+        () =>
+          namespace
+            ? apps.listNamespacedDeployment({ namespace, labelSelector: ForeignLabels.deploymentName })
+            : apps.listDeploymentForAllNamespaces({ labelSelector: ForeignLabels.deploymentName }),
         trimDeployment,
         ForeignLabels.deploymentName,
       ),
@@ -171,7 +185,10 @@ export class Informers {
     // After the event is scheduled, and never throwing into the informer: a gauge must not cost an event.
     const seen = (o: Resource, gone = false) => {
       try {
-        this.events.seen?.({ namespace: o.metadata!.namespace!, name: o.metadata!.name! }, gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}));
+        this.events.seen?.(
+          { namespace: o.metadata!.namespace!, name: o.metadata!.name! },
+          gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}),
+        );
       } catch (err) {
         this.events.log(`resource gauges not set: ${String(err)}`);
       }
@@ -202,7 +219,12 @@ export class Informers {
       scope.deployments.on('update', (d) => deployment(d, true));
       scope.deployments.on('delete', (d) => deployment(d, false));
     }
-    for (const informer of [...Object.values(scope.connections), ...Object.values(scope.resources), scope.deployments, scope.foreignDeployments] as Cache<k8s.KubernetesObject>[]) {
+    for (const informer of [
+      ...Object.values(scope.connections),
+      ...Object.values(scope.resources),
+      scope.deployments,
+      scope.foreignDeployments,
+    ] as Cache<k8s.KubernetesObject>[]) {
       this.restartOnError(informer);
     }
     return scope;
@@ -227,10 +249,13 @@ export class Informers {
       setTimeout(() => {
         const before = errors;
         // A start that lists without a new error is a watch working again.
-        void informer.start().then(() => {
-          this.noteListed(informer);
-          if (errors === before) this.failingWatches.delete(informer);
-        }, () => {});
+        void informer.start().then(
+          () => {
+            this.noteListed(informer);
+            if (errors === before) this.failingWatches.delete(informer);
+          },
+          () => {},
+        );
       }, delayMs).unref();
     });
   }
@@ -239,11 +264,18 @@ export class Informers {
   private async mayListClusterConnections(): Promise<boolean> {
     if (this.byNamespace.has('')) return true;
     try {
-      await this.custom.listClusterCustomObject({ group, version, plural: connectionKinds.ClusterConnection.plural, limit: 1 });
+      await this.custom.listClusterCustomObject({
+        group,
+        version,
+        plural: connectionKinds.ClusterConnection.plural,
+        limit: 1,
+      });
       return true;
     } catch (err) {
       if (statusCode(err) !== 403 && statusCode(err) !== 404) throw err;
-      this.events.log('ClusterConnections are not readable here (a namespaced install): resources that name one are reported, not rolled out');
+      this.events.log(
+        'ClusterConnections are not readable here (a namespaced install): resources that name one are reported, not rolled out',
+      );
       return false;
     }
   }
@@ -251,11 +283,20 @@ export class Informers {
   /** ClusterConnections, cluster-wide: a change re-handles every resource that names it, in any namespace. */
   private makeClusterConnections(): Cache<Resource> {
     const { plural: p } = connectionKinds.ClusterConnection;
-    const informer = new k8s.ListWatch(`/apis/${group}/${version}/${p}`, new k8s.Watch(this.kc), async () => {
-      const list = (await this.custom.listClusterCustomObject({ group, version, plural: p })) as k8s.KubernetesListObject<Resource>;
-      for (const item of list.items) item.kind ??= 'ClusterConnection';
-      return list;
-    }, false);
+    const informer = new k8s.ListWatch(
+      `/apis/${group}/${version}/${p}`,
+      new k8s.Watch(this.kc),
+      async () => {
+        const list = (await this.custom.listClusterCustomObject({
+          group,
+          version,
+          plural: p,
+        })) as k8s.KubernetesListObject<Resource>;
+        for (const item of list.items) item.kind ??= 'ClusterConnection';
+        return list;
+      },
+      false,
+    );
     informer.on('add', (o) => this.events.connection(o, 'ClusterConnection'));
     informer.on('update', (o) => this.events.connection(o, 'ClusterConnection'));
     this.restartOnError(informer as Cache<k8s.KubernetesObject>);

@@ -22,7 +22,12 @@ import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { apiVersion, group, version } from '../api/common.js';
-import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookupResult } from '../api/desired.js';
+import {
+  clusterConnectionsUnreadable,
+  connectionFromObject,
+  desiredOf,
+  type ConnectionLookupResult,
+} from '../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { finalizer, installationAnnotation, rolloutWorkflowId } from '../api/names.js';
 import { asApply, asMergePatch, ignoreNotFound } from '../kube/client.js';
@@ -30,7 +35,13 @@ import { buildIdNow, createFirstDeployment } from './first-deployment.js';
 import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
 import { ForeignLabels } from '../kube/foreign-deployments.js';
 import { Labels, managerName, observeDeployment } from '../kube/versioned-deployment.js';
-import { deleted, deploymentObserved, specChanged, type DeletedRequest, type SpecChangedHint } from '../workflows/messages.js';
+import {
+  deleted,
+  deploymentObserved,
+  specChanged,
+  type DeletedRequest,
+  type SpecChangedHint,
+} from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
 import type { RolloutWorkflow } from '../workflows/rollout-workflow.js';
 import type { Desired, Owner } from '../api/resource.js';
@@ -62,14 +73,15 @@ export interface WatcherOptions {
   onResourceSeen?: (resource: { namespace: string; name: string }, status: Record<string, unknown> | undefined) => void;
 }
 
-
 /** The kind of a resource object (every object in the caches says it: ./informers.ts). */
-const kindOf = (obj: Resource): ResourceKind => (obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment');
+const kindOf = (obj: Resource): ResourceKind =>
+  obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment';
 const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
 
 /** The connection a resource names, read off the raw object (its kind defaulted as for the resource's kind). */
 function connectionRefOf(obj: Resource): { kind: ConnectionKind; name?: string } {
-  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)?.workerOptions?.connectionRef;
+  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)
+    ?.workerOptions?.connectionRef;
   return { kind: ref?.kind ?? resourceKinds[kindOf(obj)].defaultConnectionKind, name: ref?.name };
 }
 
@@ -171,7 +183,8 @@ export class Watcher {
   resync(): void {
     if (this.stopped) return;
     for (const scope of this.informers.scopes()) {
-      for (const kind of resourceKindList) for (const obj of scope.resources[kind].list()) this.scheduleResource(obj, { force: true });
+      for (const kind of resourceKindList)
+        for (const obj of scope.resources[kind].list()) this.scheduleResource(obj, { force: true });
     }
   }
 
@@ -184,7 +197,9 @@ export class Watcher {
   private scheduleResource(obj: Resource, opts: { force?: boolean } = {}): void {
     if (!this.informers.synced) return; // `start` handles every cached resource once all are listed
     const m = obj.metadata ?? {};
-    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResource(this.latest(obj), opts.force ?? false));
+    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () =>
+      this.onResource(this.latest(obj), opts.force ?? false),
+    );
   }
 
   /** The cached copy of `obj` if newer: a retry must not repeat a write made from a stale resourceVersion. */
@@ -200,7 +215,9 @@ export class Watcher {
   }
 
   private scheduleDeployment(d: k8s.V1Deployment, exists: boolean, opts: { force?: boolean } = {}): void {
-    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () => this.onDeployment(d, exists, opts.force ?? false));
+    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () =>
+      this.onDeployment(d, exists, opts.force ?? false),
+    );
   }
 
   /**
@@ -242,9 +259,19 @@ export class Watcher {
       const owner: Owner = { namespace: ns, name, uid, kind };
       const claimed = meta.annotations?.[installationAnnotation] === this.options.installation;
       const handedOver = claimed && !!meta.finalizers?.includes(finalizer);
-      const firstSight = !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
+      const firstSight =
+        !handedOver &&
+        obj.status === undefined &&
+        !this.hasDeployments(ns, name) &&
+        this.firstApplies < maxFirstApplies;
       // A wake-up, not the spec: the workflow reads the resource itself before it acts.
-      const hint: SpecChangedHint = { uid, kind, generation: desired.generation, resourceVersion: meta.resourceVersion ?? '', connectionVersion: desired.connectionVersion };
+      const hint: SpecChangedHint = {
+        uid,
+        kind,
+        generation: desired.generation,
+        resourceVersion: meta.resourceVersion ?? '',
+        connectionVersion: desired.connectionVersion,
+      };
       // allSettled: a retry must not start while the other call is still in flight. On first sight the claim (with
       // the finalizer) fences the first apply (see applyFirstDeployment). The signal waits for the claim only.
       const claim = handedOver ? undefined : this.claim(obj);
@@ -300,7 +327,8 @@ export class Watcher {
   private async onResourceGone(obj: Resource): Promise<void> {
     const uid = obj.metadata!.uid!;
     const holder = obj.metadata?.annotations?.[installationAnnotation];
-    if (holder === undefined || holder === this.options.installation) await this.signalDeleted(obj, { start: false, force: true });
+    if (holder === undefined || holder === this.options.installation)
+      await this.signalDeleted(obj, { start: false, force: true });
     for (const memo of [this.signalled, this.reported, this.warned]) memo.delete(uid);
     this.controls.forget(uid);
     // A namesake of the other kind refused while this one existed is handed over now.
@@ -364,7 +392,9 @@ export class Watcher {
     const text = JSON.stringify(obs);
     if (!force && this.observed.get(key) === text) return;
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, ns, owner)).signal(deploymentObserved, obs);
+      await this.options.client.workflow
+        .getHandle(rolloutWorkflowId(this.options.installation, ns, owner))
+        .signal(deploymentObserved, obs);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
@@ -376,8 +406,11 @@ export class Watcher {
   private hasDeployments(namespace: string, name: string): boolean {
     const scope = this.informers.scopeOf(namespace);
     if (!scope) return true;
-    const named = (cache: Cache<k8s.V1Deployment>, label: string) => cache.list(namespace).some((d) => d.metadata?.labels?.[label] === name);
-    return named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName);
+    const named = (cache: Cache<k8s.V1Deployment>, label: string) =>
+      cache.list(namespace).some((d) => d.metadata?.labels?.[label] === name);
+    return (
+      named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName)
+    );
   }
 
   /**
@@ -385,14 +418,33 @@ export class Watcher {
    * no Deployment at all, created beside the workflow's start (see first-deployment.ts: created, never applied
    * over, fenced by the finalizer patch). Best effort: a failed create is logged, and the workflow applies it.
    */
-  private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired, claim: Promise<void>): Promise<void> {
+  private async applyFirstDeployment(
+    obj: Resource,
+    owner: Owner,
+    desired: Desired,
+    claim: Promise<void>,
+  ): Promise<void> {
     this.firstApplies++;
     const started = performance.now();
     try {
       // Rejects when the fence is refused: retried as any failure.
-      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => claim, buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}) });
-      if (typeof outcome !== 'string') this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`);
-      else this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, outcome, ms: Math.round(performance.now() - started) });
+      const outcome = await createFirstDeployment(this.apps, {
+        owner,
+        desired,
+        fence: () => claim,
+        buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}),
+      });
+      if (typeof outcome !== 'string')
+        this.log(
+          `the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`,
+        );
+      else
+        this.log('applied the first Deployment', {
+          resource: `${owner.namespace}/${owner.name}`,
+          buildId: desired.buildId,
+          outcome,
+          ms: Math.round(performance.now() - started),
+        });
     } finally {
       this.firstApplies--;
     }
@@ -407,8 +459,18 @@ export class Watcher {
     const finalizers = meta.finalizers?.includes(finalizer) ? meta.finalizers : [...(meta.finalizers ?? []), finalizer];
     await this.custom.patchNamespacedCustomObject(
       {
-        group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!,
-        body: { metadata: { finalizers, annotations: { [installationAnnotation]: this.options.installation }, resourceVersion: meta.resourceVersion } },
+        group,
+        version,
+        plural: pluralOf(kindOf(obj)),
+        namespace: meta.namespace!,
+        name: meta.name!,
+        body: {
+          metadata: {
+            finalizers,
+            annotations: { [installationAnnotation]: this.options.installation },
+            resourceVersion: meta.resourceVersion,
+          },
+        },
       },
       asMergePatch,
     );
@@ -426,7 +488,10 @@ export class Watcher {
     const said = `elsewhere/${holder}`;
     if (this.warned.get(meta.uid!) !== said && !meta.deletionTimestamp) {
       const message = `installation ${holder} rolls out this resource (annotation ${installationAnnotation}); installation ${this.options.installation} leaves it alone`;
-      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Normal', reason: 'ManagedByAnotherInstallation', message });
+      await this.kube.recordEvent(
+        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
+        { type: 'Normal', reason: 'ManagedByAnotherInstallation', message },
+      );
       this.warned.set(meta.uid!, said);
       this.log(message, { resource: `${meta.namespace}/${meta.name}` });
     }
@@ -452,7 +517,10 @@ export class Watcher {
       }
     }
     if (this.warned.get(meta.uid!) !== said) {
-      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Warning', reason, message });
+      await this.kube.recordEvent(
+        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
+        { type: 'Warning', reason, message },
+      );
       this.warned.set(meta.uid!, said);
       await this.wakeHandedOver(obj); // a failure is retried without a second Event
     }
@@ -467,9 +535,17 @@ export class Watcher {
   private async wakeHandedOver(obj: Resource): Promise<void> {
     const meta = obj.metadata!;
     if (!meta.finalizers?.includes(finalizer)) return;
-    const hint: SpecChangedHint = { uid: meta.uid!, kind: kindOf(obj), generation: meta.generation ?? 0, resourceVersion: meta.resourceVersion ?? '', connectionVersion: '' };
+    const hint: SpecChangedHint = {
+      uid: meta.uid!,
+      kind: kindOf(obj),
+      generation: meta.generation ?? 0,
+      resourceVersion: meta.resourceVersion ?? '',
+      connectionVersion: '',
+    };
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!)).signal(specChanged, hint);
+      await this.options.client.workflow
+        .getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!))
+        .signal(specChanged, hint);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
@@ -478,8 +554,20 @@ export class Watcher {
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
     const meta = obj.metadata!;
     const at = new Date().toISOString();
-    const cond = (type: string) => ({ type, status: 'False', reason, message, lastTransitionTime: at, observedGeneration: meta.generation });
-    await this.applyStatus(obj, { phase, message, observedGeneration: meta.generation, conditions: [cond('Ready'), cond('Progressing')] });
+    const cond = (type: string) => ({
+      type,
+      status: 'False',
+      reason,
+      message,
+      lastTransitionTime: at,
+      observedGeneration: meta.generation,
+    });
+    await this.applyStatus(obj, {
+      phase,
+      message,
+      observedGeneration: meta.generation,
+      conditions: [cond('Ready'), cond('Progressing')],
+    });
   }
 
   /**
@@ -489,7 +577,7 @@ export class Watcher {
   private async releaseProblem(obj: Resource): Promise<void> {
     await this.applyStatus(obj, { observedGeneration: obj.metadata!.generation });
     this.reported.delete(obj.metadata!.uid!);
-    this.log('cleared the watcher\'s condition', { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
+    this.log("cleared the watcher's condition", { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
   }
 
   private async applyStatus(obj: Resource, status: Record<string, unknown>): Promise<void> {
@@ -497,7 +585,13 @@ export class Watcher {
     await ignoreNotFound(
       this.custom.patchNamespacedCustomObjectStatus(
         {
-          group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, force: true,
+          group,
+          version,
+          plural: pluralOf(kindOf(obj)),
+          namespace: meta.namespace!,
+          name: meta.name!,
+          fieldManager: watcherManager,
+          force: true,
           body: { apiVersion, kind: kindOf(obj), metadata: { name: meta.name, namespace: meta.namespace }, status },
         },
         asApply,

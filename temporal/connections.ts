@@ -70,9 +70,15 @@ export class TemporalConnections {
     if (previous?.contentKey === contentKey) return previous.connection;
 
     // Bounded, so an attempt fails within an activity's budget; the failure says why (the SDK's says only "deadline").
-    const connection = this.connect({ connectTimeout: '5s', ...options, ...(this.interceptors ? { interceptors: this.interceptors } : {}) }).catch(async (err: unknown) => {
+    const connection = this.connect({
+      connectTimeout: '5s',
+      ...options,
+      ...(this.interceptors ? { interceptors: this.interceptors } : {}),
+    }).catch(async (err: unknown) => {
       if (!(err instanceof Error) || !/before the deadline/.test(err.message)) throw err;
-      throw new Error(`cannot connect to Temporal: ${await whyUnreachable(target.connection.hostPort, options.tls !== undefined && options.tls !== false)}`);
+      throw new Error(
+        `cannot connect to Temporal: ${await whyUnreachable(target.connection.hostPort, options.tls !== undefined && options.tls !== false)}`,
+      );
     });
     const entry: Live = { contentKey, connection };
     this.live.set(specKey, entry);
@@ -110,10 +116,15 @@ export class TemporalConnections {
     // tls.caCertSecretRef: the server's certificate is checked against this CA (never beside mTLS: its ca.crt is it).
     const caRef = spec.tls?.caCertSecretRef;
     const serverRootCACertificate = caRef ? must(await secret(caRef.name), caRef.name, 'ca.crt') : undefined;
-    const serverTls = { serverNameOverride: spec.tls?.serverName, ...(serverRootCACertificate ? { serverRootCACertificate } : {}) };
+    const serverTls = {
+      serverNameOverride: spec.tls?.serverName,
+      ...(serverRootCACertificate ? { serverRootCACertificate } : {}),
+    };
     if (spec.apiKeySecretRef) {
       const { name, key } = spec.apiKeySecretRef;
-      const apiKey = must(await secret(name), name, key).toString('utf8').trim();
+      const apiKey = must(await secret(name), name, key)
+        .toString('utf8')
+        .trim();
       return { address: spec.hostPort, tls: serverTls, apiKey };
     }
     if (serverRootCACertificate) return { address: spec.hostPort, tls: serverTls };
@@ -156,7 +167,12 @@ async function close(connection: Promise<Connection>): Promise<void> {
 function fingerprint(specKey: string, options: ConnectionOptions): string {
   const hash = createHash('sha256').update(specKey);
   const tls = typeof options.tls === 'object' ? options.tls : undefined;
-  for (const part of [tls?.serverRootCACertificate, tls?.clientCertPair?.crt, tls?.clientCertPair?.key, options.apiKey]) {
+  for (const part of [
+    tls?.serverRootCACertificate,
+    tls?.clientCertPair?.crt,
+    tls?.clientCertPair?.key,
+    options.apiKey,
+  ]) {
     hash.update('\0');
     if (part !== undefined && typeof part !== 'function') hash.update(part);
   }

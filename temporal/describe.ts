@@ -18,19 +18,29 @@ const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
 /** The server's workflow IDs for its system workflows (go.temporal.io/server common/worker_versioning). */
 export const deploymentWorkflowId = (deploymentName: string) => `temporal-sys-worker-deployment:${deploymentName}`;
-export const versionWorkflowId = (deploymentName: string, buildId: string) => `temporal-sys-worker-deployment-version:${deploymentName}:${buildId}`;
+export const versionWorkflowId = (deploymentName: string, buildId: string) =>
+  `temporal-sys-worker-deployment-version:${deploymentName}:${buildId}`;
 
 /** A NOT_FOUND of the Temporal namespace itself: the worker deployment is not "not there yet", the call is refused. */
-export const isNamespaceNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND && /^Namespace .* is not found/i.test(err.details || err.message);
+export const isNamespaceNotFound = (err: unknown) =>
+  isGrpcServiceError(err) &&
+  err.code === GrpcStatus.NOT_FOUND &&
+  /^Namespace .* is not found/i.test(err.details || err.message);
 
 /** The thing read is not there (yet). Not a missing namespace: that is an error to show (`isNamespaceNotFound`). */
-export const isNotFound = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND && !isNamespaceNotFound(err);
+export const isNotFound = (err: unknown) =>
+  isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND && !isNamespaceNotFound(err);
 
 /** The refusal of a query to a system workflow between its runs. */
 export const isQueryBetweenRuns = (err: unknown) =>
-  isGrpcServiceError(err) && err.code === GrpcStatus.FAILED_PRECONDITION && /workflow task is not scheduled yet/i.test(err.details || err.message);
+  isGrpcServiceError(err) &&
+  err.code === GrpcStatus.FAILED_PRECONDITION &&
+  /workflow task is not scheduled yet/i.test(err.details || err.message);
 
-export type DescribeService = Pick<WorkflowService, 'describeWorkerDeployment' | 'describeWorkerDeploymentVersion' | 'describeWorkflowExecution'>;
+export type DescribeService = Pick<
+  WorkflowService,
+  'describeWorkerDeployment' | 'describeWorkerDeploymentVersion' | 'describeWorkflowExecution'
+>;
 
 export interface SettledReadOptions {
   /** Reads before giving up on a refusal that stays transient (the error is thrown then; a caller retries). */
@@ -44,7 +54,10 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 async function systemWorkflowRunning(svc: DescribeService, namespace: string, workflowId: string): Promise<boolean> {
   try {
     const res = await svc.describeWorkflowExecution({ namespace, execution: { workflowId } });
-    return res.workflowExecutionInfo?.status === temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING;
+    return (
+      res.workflowExecutionInfo?.status ===
+      temporal.api.enums.v1.WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING
+    );
   } catch (err) {
     if (isNotFound(err)) return false;
     throw err;
@@ -55,14 +68,21 @@ async function systemWorkflowRunning(svc: DescribeService, namespace: string, wo
  * Runs `read` until it answers, or is refused with a NOT_FOUND that holds (`undefined`): a refusal of the
  * continue-as-new window is read again after 20, 40, 80 … ms (≈ 2.5 s over 8 attempts).
  */
-export async function settledRead<T>(svc: DescribeService, namespace: string, workflowId: string, read: () => Promise<T>, o: SettledReadOptions = {}): Promise<T | undefined> {
+export async function settledRead<T>(
+  svc: DescribeService,
+  namespace: string,
+  workflowId: string,
+  read: () => Promise<T>,
+  o: SettledReadOptions = {},
+): Promise<T | undefined> {
   const attempts = o.attempts ?? 8;
   const sleep = o.sleep ?? defaultSleep;
   for (let attempt = 1; ; attempt++) {
     try {
       return await read();
     } catch (err) {
-      const between = isQueryBetweenRuns(err) || (isNotFound(err) && (await systemWorkflowRunning(svc, namespace, workflowId)));
+      const between =
+        isQueryBetweenRuns(err) || (isNotFound(err) && (await systemWorkflowRunning(svc, namespace, workflowId)));
       if (!between) {
         if (isNotFound(err)) return undefined;
         throw err;
@@ -88,12 +108,34 @@ export const registrationPollDelay = (previousMs: number | undefined, describeMs
 export const refusedPollDelay = 5_000;
 
 /** A worker deployment, or `undefined` when it does not exist. */
-export function describeDeploymentSettled(svc: DescribeService, namespace: string, deploymentName: string, o?: SettledReadOptions) {
-  return settledRead(svc, namespace, deploymentWorkflowId(deploymentName), () => svc.describeWorkerDeployment({ namespace, deploymentName }), o);
+export function describeDeploymentSettled(
+  svc: DescribeService,
+  namespace: string,
+  deploymentName: string,
+  o?: SettledReadOptions,
+) {
+  return settledRead(
+    svc,
+    namespace,
+    deploymentWorkflowId(deploymentName),
+    () => svc.describeWorkerDeployment({ namespace, deploymentName }),
+    o,
+  );
 }
 
 /** A version of a worker deployment, or `undefined` when the server does not know it. */
-export function describeVersionSettled(svc: DescribeService, namespace: string, deploymentName: string, buildId: string, o?: SettledReadOptions) {
-  return settledRead(svc, namespace, versionWorkflowId(deploymentName, buildId), () =>
-    svc.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName, buildId } }), o);
+export function describeVersionSettled(
+  svc: DescribeService,
+  namespace: string,
+  deploymentName: string,
+  buildId: string,
+  o?: SettledReadOptions,
+) {
+  return settledRead(
+    svc,
+    namespace,
+    versionWorkflowId(deploymentName, buildId),
+    () => svc.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName, buildId } }),
+    o,
+  );
 }

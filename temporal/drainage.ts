@@ -10,7 +10,6 @@ import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { pinnedRunningOn } from './pinned.js';
 
-
 export function createDrainageActivities(
   connections: TemporalConnections,
   versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>,

@@ -32,7 +32,8 @@ const concurrency = 10;
  * The running executions pinned to the version: AutoUpgrade ones on it move on with routing by themselves, and are
  * never cancelled, terminated, signalled or re-pinned here.
  */
-export const pinnedRunningOn = (t: TemporalTarget, buildId: string) => `${versionFilter(t, buildId)} AND TemporalWorkflowVersioningBehavior = "Pinned" AND ExecutionStatus = "Running"`;
+export const pinnedRunningOn = (t: TemporalTarget, buildId: string) =>
+  `${versionFilter(t, buildId)} AND TemporalWorkflowVersioningBehavior = "Pinned" AND ExecutionStatus = "Running"`;
 
 /** An execution that closed (or went) since visibility listed it: nothing left to do to it. */
 const isGone = (err: unknown) => isGrpcServiceError(err) && err.code === GrpcStatus.NOT_FOUND;
@@ -60,7 +61,11 @@ async function eachLimited<T>(items: T[], progress: Progress, act: (item: T) => 
   return done;
 }
 
-export function createPinnedActivities(connections: TemporalConnections, identity: string, chargeHeartbeat: Charge = () => {}) {
+export function createPinnedActivities(
+  connections: TemporalConnections,
+  identity: string,
+  chargeHeartbeat: Charge = () => {},
+) {
   const progress = (): Progress => {
     const ctx = Context.current();
     return { heartbeat: chargedHeartbeat(ctx, chargeHeartbeat), cancelled: ctx.cancellationSignal };
@@ -74,7 +79,11 @@ export function createPinnedActivities(connections: TemporalConnections, identit
    * timeout: the workflow bounds the whole by its heartbeat instead). Visibility pages by a token, so acting on a page
    * does not move the next one. Returns how many were listed and how many `act` returned true for.
    */
-  async function eachPinned(t: TemporalTarget, buildId: string, act: (e: Execution) => Promise<boolean>): Promise<{ matched: number; acted: number }> {
+  async function eachPinned(
+    t: TemporalTarget,
+    buildId: string,
+    act: (e: Execution) => Promise<boolean>,
+  ): Promise<{ matched: number; acted: number }> {
     const svc = await service(t);
     const p = progress();
     const query = pinnedRunningOn(t, buildId);
@@ -83,7 +92,11 @@ export function createPinnedActivities(connections: TemporalConnections, identit
     let nextPageToken: Uint8Array | undefined;
     do {
       const res = await svc.listWorkflowExecutions({ namespace: t.temporalNamespace, pageSize, nextPageToken, query });
-      const page = (res.executions ?? []).flatMap((e) => (e.execution?.workflowId && e.execution.runId ? [{ workflowId: e.execution.workflowId, runId: e.execution.runId }] : []));
+      const page = (res.executions ?? []).flatMap((e) =>
+        e.execution?.workflowId && e.execution.runId
+          ? [{ workflowId: e.execution.workflowId, runId: e.execution.runId }]
+          : [],
+      );
       matched += page.length;
       acted += await eachLimited(page, p, act);
       p.heartbeat();
@@ -95,7 +108,9 @@ export function createPinnedActivities(connections: TemporalConnections, identit
   return {
     /** Running executions on the version (visibility). */
     async countPinned(t: TemporalTarget, buildId: string): Promise<number> {
-      const { count } = await (await service(t)).countWorkflowExecutions({
+      const { count } = await (
+        await service(t)
+      ).countWorkflowExecutions({
         namespace: t.temporalNamespace,
         query: pinnedRunningOn(t, buildId),
       });
@@ -107,15 +122,36 @@ export function createPinnedActivities(connections: TemporalConnections, identit
      * Idempotent: a terminate or signal of one closed since it was listed is skipped (the server answers NOT_FOUND);
      * a cancel of one the server accepts, closed or not, and counts in `acted`.
      */
-    async actOnPinned(t: TemporalTarget, buildId: string, action: PinnedAction, reason: string): Promise<{ matched: number; acted: number }> {
-      if (action.kind === 'Signal' && !action.signalName) throw new PermanentError('actOnPinned: a Signal action needs a signalName');
+    async actOnPinned(
+      t: TemporalTarget,
+      buildId: string,
+      action: PinnedAction,
+      reason: string,
+    ): Promise<{ matched: number; acted: number }> {
+      if (action.kind === 'Signal' && !action.signalName)
+        throw new PermanentError('actOnPinned: a Signal action needs a signalName');
       const svc = await service(t);
       const namespace = t.temporalNamespace;
       return eachPinned(t, buildId, async (workflowExecution) => {
         try {
-          if (action.kind === 'Terminate') await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
-          else if (action.kind === 'Cancel') await svc.requestCancelWorkflowExecution({ namespace, workflowExecution, reason, identity, requestId: randomUUID() });
-          else await svc.signalWorkflowExecution({ namespace, workflowExecution, signalName: action.signalName, identity, requestId: randomUUID() });
+          if (action.kind === 'Terminate')
+            await svc.terminateWorkflowExecution({ namespace, workflowExecution, reason, identity });
+          else if (action.kind === 'Cancel')
+            await svc.requestCancelWorkflowExecution({
+              namespace,
+              workflowExecution,
+              reason,
+              identity,
+              requestId: randomUUID(),
+            });
+          else
+            await svc.signalWorkflowExecution({
+              namespace,
+              workflowExecution,
+              signalName: action.signalName,
+              identity,
+              requestId: randomUUID(),
+            });
           return true;
         } catch (err) {
           if (isGone(err)) return false;
@@ -129,9 +165,16 @@ export function createPinnedActivities(connections: TemporalConnections, identit
      * workflow task runs on the other version's workers. Visibility shows the new version once one has. The server
      * keeps no reason for an options update: it goes to the activity's log.
      */
-    async movePinned(t: TemporalTarget, fromBuildId: string, toBuildId: string, reason: string): Promise<{ matched: number; moved: number }> {
+    async movePinned(
+      t: TemporalTarget,
+      fromBuildId: string,
+      toBuildId: string,
+      reason: string,
+    ): Promise<{ matched: number; moved: number }> {
       const svc = await service(t);
-      logWarning(`moving the running executions of ${t.deploymentName} pinned to ${fromBuildId} to ${toBuildId}: ${reason}`);
+      logWarning(
+        `moving the running executions of ${t.deploymentName} pinned to ${fromBuildId} to ${toBuildId}: ${reason}`,
+      );
       const { matched, acted } = await eachPinned(t, fromBuildId, async (workflowExecution) => {
         try {
           await svc.updateWorkflowExecutionOptions({
@@ -140,7 +183,8 @@ export function createPinnedActivities(connections: TemporalConnections, identit
             workflowExecutionOptions: {
               versioningOverride: {
                 pinned: {
-                  behavior: temporal.api.workflow.v1.VersioningOverride.PinnedOverrideBehavior.PINNED_OVERRIDE_BEHAVIOR_PINNED,
+                  behavior:
+                    temporal.api.workflow.v1.VersioningOverride.PinnedOverrideBehavior.PINNED_OVERRIDE_BEHAVIOR_PINNED,
                   version: { deploymentName: t.deploymentName, buildId: toBuildId },
                 },
               },

@@ -14,7 +14,10 @@ export async function whyUnreachable(hostPort: string, tls: boolean, timeoutMs =
   const tcp = await new Promise<string | undefined>((resolve) => {
     const socket = connect({ host, port, timeout: timeoutMs });
     socket.once('connect', () => (socket.destroy(), resolve(undefined)));
-    socket.once('timeout', () => (socket.destroy(), resolve(`no answer from ${hostPort} within ${timeoutMs / 1000} s`)));
+    socket.once(
+      'timeout',
+      () => (socket.destroy(), resolve(`no answer from ${hostPort} within ${timeoutMs / 1000} s`)),
+    );
     socket.once('error', (err: NodeJS.ErrnoException) => {
       socket.destroy();
       if (err.code === 'ECONNREFUSED') resolve(`connection refused by ${hostPort} (nothing listens there)`);

@@ -44,8 +44,12 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   // CommonJS modules inside an ES module bundle call require: give them Node's.
-  banner: { js: "import { createRequire as __glidepathRequire } from 'node:module'; const require = __glidepathRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __glidepathRequire } from 'node:module'; const require = __glidepathRequire(import.meta.url);",
+  },
 });
 const size = statSync(out).size;
 renameSync(out, entry);
-console.log(`dist/worker/main.js bundled: ${(size / 1e6).toFixed(1)} MB (was ${(before / 1e3).toFixed(0)} kB of imports)`);
+console.log(
+  `dist/worker/main.js bundled: ${(size / 1e6).toFixed(1)} MB (was ${(before / 1e3).toFixed(0)} kB of imports)`,
+);

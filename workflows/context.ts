@@ -17,7 +17,13 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
+import type {
+  Activities,
+  KubeEvent,
+  RoutingCallOptions,
+  RoutingCallResult,
+  TemporalTarget,
+} from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
 import { recheckDelay, renderStatus } from './decisions.js';
@@ -27,7 +33,18 @@ import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.j
 import type { HistoryEntry, RolloutState, TemporalPlace } from './state.js';
 import type { Owner } from '../api/resource.js';
 import { waitsTaskQueue } from './task-queues.js';
-import { bulkOptions, gateWaitOptions, kubeOptions, localOptions, localReportingOptions, localRoutingWriteOptions, reportingOptions, temporalOptions, waitOptions, waitWithinOptions } from './activity-options.js';
+import {
+  bulkOptions,
+  gateWaitOptions,
+  kubeOptions,
+  localOptions,
+  localReportingOptions,
+  localRoutingWriteOptions,
+  reportingOptions,
+  temporalOptions,
+  waitOptions,
+  waitWithinOptions,
+} from './activity-options.js';
 import { Blocked, ContinueAsNewDue, managerHeldBy, permanentCause, rootCause } from './failures.js';
 
 const now = () => new Date();
@@ -36,14 +53,19 @@ const now = () => new Date();
 export const historyLimit = 100;
 
 /** Which worker deployment a conflict token is of: the server, the namespace, the name. */
-const routingTokenKey = (t: TemporalTarget) => JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
+const routingTokenKey = (t: TemporalTarget) =>
+  JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
 
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
 /** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
 function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
-  if (phase === undefined && events.length === 1) return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
-  const reasons = events.length === 0 ? '' : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
+  if (phase === undefined && events.length === 1)
+    return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
+  const reasons =
+    events.length === 0
+      ? ''
+      : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
   if (phase === undefined) return reasons;
   return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }
@@ -126,7 +148,9 @@ export class RolloutContext {
 
   /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
-    this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
+    this.state.routingToken = result?.conflictToken
+      ? { of: routingTokenKey(t), token: result.conflictToken }
+      : undefined;
   }
 
   /**
@@ -138,7 +162,9 @@ export class RolloutContext {
    * aborted current. A stray ramp is undone by the abort's own read of the routing (`clearRampIf`); a set-current,
    * the point of no return, stays an activity, recorded before it is made (`promoting`).
    */
-  async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
+  async routingCall(
+    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
+  ): Promise<RoutingCallResult> {
     // Not once the run is due to continue as new: as for reports (see `statusWriter`), a local marker and a signal
     // arriving in its task could be replayed in another order than they happened.
     if (this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
@@ -153,10 +179,14 @@ export class RolloutContext {
       log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
       this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
     }
-    return summary === undefined ? this.routingByActivity(write) : this.withSummary(summary, () => this.routingByActivity(write));
+    return summary === undefined
+      ? this.routingByActivity(write)
+      : this.withSummary(summary, () => this.routingByActivity(write));
   }
 
-  private async routingByActivity(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
+  private async routingByActivity(
+    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
+  ): Promise<RoutingCallResult> {
     const result = await write(this.temporal);
     this.routingAsActivity = false;
     return result;
@@ -169,10 +199,15 @@ export class RolloutContext {
     const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
     return new Proxy(proxy, {
       get: (target, name: string) => {
-        type Call = ((...args: unknown[]) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown> };
+        type Call = ((...args: unknown[]) => Promise<unknown>) & {
+          executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown>;
+        };
         const call = target[name as keyof Activities] as unknown as Call;
         const noted = (...args: unknown[]) => (noteTask(), call(...args));
-        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (noteTask(), call.executeWithOptions(options, args));
+        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (
+          noteTask(),
+          call.executeWithOptions(options, args)
+        );
         return noted;
       },
     });
@@ -248,9 +283,22 @@ export class RolloutContext {
     const s = this.state;
     const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.stepIndex } : undefined;
     const phaseSince = s.phaseSince ?? s.since;
-    const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured }, phase, reason, target, now: at });
+    const { points, measured } = transitionMetrics({
+      before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured },
+      phase,
+      reason,
+      target,
+      now: at,
+    });
     emitMetrics(points, this.owner); // a sink, not a command: replay-safe
-    Object.assign(s, { phase, reason, message, since: at.toISOString(), phaseSince: phase === s.phase ? phaseSince : at.toISOString(), measured });
+    Object.assign(s, {
+      phase,
+      reason,
+      message,
+      since: at.toISOString(),
+      phaseSince: phase === s.phase ? phaseSince : at.toISOString(),
+      measured,
+    });
     this.showInSearch();
     this.markDirty();
     this.event(type, reason, message);
@@ -268,7 +316,13 @@ export class RolloutContext {
   }
 
   /** Adds a line to `history` (bounded: the oldest go). */
-  record(kind: HistoryEntry['kind'], what: string, who: string, why: string, buildId = this.state.target?.buildId): void {
+  record(
+    kind: HistoryEntry['kind'],
+    what: string,
+    who: string,
+    why: string,
+    buildId = this.state.target?.buildId,
+  ): void {
     const history = (this.state.history ??= []);
     history.push({ at: now().toISOString(), kind, what, who, why, ...(buildId ? { buildId } : {}) });
     if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
@@ -278,7 +332,11 @@ export class RolloutContext {
    * Someone else holds the worker deployment's manager identity: the phase says who, and the caller tries again
    * after a backoff (attempt 0, 1, … : 1 s doubling to 1 min).
    */
-  async waitForManager(holder: string, attempt: number, opts: { untilDeleted?: boolean; background?: boolean } = {}): Promise<void> {
+  async waitForManager(
+    holder: string,
+    attempt: number,
+    opts: { untilDeleted?: boolean; background?: boolean } = {},
+  ): Promise<void> {
     // Background work (a sunset's version delete) waits too, but the phase is the rollout's to say.
     if (!opts.background && this.state.managerHeldBy !== holder) {
       this.state.managerHeldBy = holder;
@@ -289,10 +347,15 @@ export class RolloutContext {
         'Warning',
       );
     }
-    await this.wait(() => this.state.deleting, recheckDelay(attempt, 60_000), 'wait for the manager identity to be handed back');
+    await this.wait(
+      () => this.state.deleting,
+      recheckDelay(attempt, 60_000),
+      'wait for the manager identity to be handed back',
+    );
     if (this.state.deleting) {
       // The deletion's own steps (untilDeleted: false) go on, reporting it; the rollout's stop.
-      if (opts.untilDeleted === false) throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
+      if (opts.untilDeleted === false)
+        throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
       throw new CancelledFailure('the resource is being deleted');
     }
     this.checkpoint();
@@ -301,8 +364,17 @@ export class RolloutContext {
   /** The manager identity is ours again (or nobody's). */
   managerBack(): void {
     if (this.state.managerHeldBy === undefined) return;
-    this.record('transition', 'ManagerIdentityHandedBack', 'glidepath', `${this.state.managerHeldBy} no longer holds the manager identity`);
-    this.event('Normal', 'ManagerIdentityHandedBack', `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`);
+    this.record(
+      'transition',
+      'ManagerIdentityHandedBack',
+      'glidepath',
+      `${this.state.managerHeldBy} no longer holds the manager identity`,
+    );
+    this.event(
+      'Normal',
+      'ManagerIdentityHandedBack',
+      `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`,
+    );
     this.state.managerHeldBy = undefined;
     if (this.state.target) this.state.target.managerClaimed = false; // claimed again before its next routing change
     this.markDirty();
@@ -338,17 +410,25 @@ export class RolloutContext {
       // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
       await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
-      const status = this.statusDirty ? renderStatus(this.state, { workflowId: workflowInfo().workflowId, temporalNamespace: workflowInfo().namespace }) : undefined;
+      const status = this.statusDirty
+        ? renderStatus(this.state, {
+            workflowId: workflowInfo().workflowId,
+            temporalNamespace: workflowInfo().namespace,
+          })
+        : undefined;
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
       // Never local once the run is to continue as new: a signal arriving while it does fails that task, and on the
       // replay that follows, a local report's marker resolves before the signal, so the run continued without it.
-      const local = !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+      const local =
+        !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
         const report = { ...(status ? { status } : {}), events };
-        const written = await this.withSummary(summary, () => (local ? this.localReporting : this.reporting).report(this.owner, report));
+        const written = await this.withSummary(summary, () =>
+          (local ? this.localReporting : this.reporting).report(this.owner, report),
+        );
         if (!local) this.reportAsActivity = false;
         if (written === false && !this.state.deleting) onGone();
       } catch (err) {
@@ -412,7 +492,11 @@ export class RolloutContext {
    * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
    * timers, with checkpoints, so the history stays bounded however long it takes).
    */
-  async call<T>(what: string, fn: () => Promise<T>, opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean; background?: boolean } = {}): Promise<T> {
+  async call<T>(
+    what: string,
+    fn: () => Promise<T>,
+    opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean; background?: boolean } = {},
+  ): Promise<T> {
     const untilDeleted = opts.untilDeleted ?? true;
     let held = false;
     try {
@@ -426,7 +510,10 @@ export class RolloutContext {
           const holder = managerHeldBy(err);
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
             held = true;
-            await this.waitForManager(holder, round, { untilDeleted, ...(opts.background ? { background: true } : {}) });
+            await this.waitForManager(holder, round, {
+              untilDeleted,
+              ...(opts.background ? { background: true } : {}),
+            });
             continue;
           }
           const permanent = permanentCause(err);

@@ -20,7 +20,12 @@ export class Blocked extends Error {
 
 /** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
 export function managerHeldBy(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure) || err.cause.type !== 'ManagerIdentityHeld') return undefined;
+  if (
+    !(err instanceof ActivityFailure) ||
+    !(err.cause instanceof ApplicationFailure) ||
+    err.cause.type !== 'ManagerIdentityHeld'
+  )
+    return undefined;
   const holder = err.cause.details?.[0];
   return typeof holder === 'string' && holder ? holder : 'someone else';
 }

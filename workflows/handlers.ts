@@ -6,7 +6,14 @@
  */
 import { condition, log, setHandler } from '@temporalio/workflow';
 import { forgetForeignTemplates, withAliasedControl } from './adoption.js';
-import { parseControl, planRetry, planRollback, problemWithControl, rollbackWindowMs, type Control } from './controls.js';
+import {
+  parseControl,
+  planRetry,
+  planRollback,
+  problemWithControl,
+  rollbackWindowMs,
+  type Control,
+} from './controls.js';
 import { alreadyRead } from './decisions.js';
 import * as messages from './messages.js';
 import type { Resource } from './resource.js';
@@ -47,7 +54,8 @@ function registerWakeUps(r: Resource): void {
     messages.deleted,
     safely('deleted', (req?: messages.DeletedRequest) => {
       const uid = (req as { uid?: unknown } | undefined)?.uid;
-      if (typeof uid !== 'string' || uid === '') return r.refuse('deleted', 'it names no uid: send { "uid": "<the resource\'s uid>" }');
+      if (typeof uid !== 'string' || uid === '')
+        return r.refuse('deleted', 'it names no uid: send { "uid": "<the resource\'s uid>" }');
       if (uid !== owner.uid) return void (r.state.successorHinted = true); // another object under this name
       r.state.readDue = true;
     }),
@@ -56,23 +64,40 @@ function registerWakeUps(r: Resource): void {
     messages.deploymentObserved,
     safely('deploymentObserved', (input: unknown) => {
       const obs = input as DeploymentObservation;
-      if (typeof obs?.buildId !== 'string' || typeof obs.exists !== 'boolean') throw new Error('not a Deployment observation');
+      if (typeof obs?.buildId !== 'string' || typeof obs.exists !== 'boolean')
+        throw new Error('not a Deployment observation');
       if (obs.ownerUid && obs.ownerUid !== owner.uid) return;
       // A wake-up: a wait on this build reads its Deployment (the same resourceVersion as last read: nothing new).
       const s = r.state;
-      const known = [s.current?.buildId, s.target?.buildId, ...s.deprecated.map((v) => v.buildId)].includes(obs.buildId);
+      const known = [s.current?.buildId, s.target?.buildId, ...s.deprecated.map((v) => v.buildId)].includes(
+        obs.buildId,
+      );
       const read = s.deployments[obs.buildId];
-      if (known && (!read?.resourceVersion || read.resourceVersion !== obs.resourceVersion || read.exists !== obs.exists)) ctx.deploymentsChanged.add(obs.buildId);
+      if (
+        known &&
+        (!read?.resourceVersion || read.resourceVersion !== obs.resourceVersion || read.exists !== obs.exists)
+      )
+        ctx.deploymentsChanged.add(obs.buildId);
       const live = !ctx.removing.has(obs.buildId) && known;
       if (!obs.exists && live && !s.deleting) s.resyncDue = true;
     }),
   );
-  setHandler(messages.resync, safely('resync', () => void (r.state.resyncDue = true)));
+  setHandler(
+    messages.resync,
+    safely('resync', () => void (r.state.resyncDue = true)),
+  );
 }
 
 function registerControls(r: Resource, controls: Controls): void {
   const names: messages.ControlName[] = ['pause', 'resume', 'promote', 'abort', 'rollback', 'retry'];
-  const signals = { pause: messages.pause, resume: messages.resume, abort: messages.abort, promote: messages.promote, rollback: messages.rollback, retry: messages.retry };
+  const signals = {
+    pause: messages.pause,
+    resume: messages.resume,
+    abort: messages.abort,
+    promote: messages.promote,
+    rollback: messages.rollback,
+    retry: messages.retry,
+  };
   for (const name of names) {
     setHandler(
       signals[name],
@@ -89,7 +114,9 @@ function registerControls(r: Resource, controls: Controls): void {
         const tookEffect = controls.take(name, withAliasedControl(r.state, parseControl(req)) as Control, 'update');
         // Answer with the status once the control shows in it (routing changed, phase Paused…), or after 20 s; at
         // once when this run is continuing as new (the control is carried in the state; the next run shows it).
-        await condition(() => tookEffect() || r.continuingAsNew || r.state.deleting, 20_000, { summary: `${name}: answer once it shows in the status` });
+        await condition(() => tookEffect() || r.continuingAsNew || r.state.deleting, 20_000, {
+          summary: `${name}: answer once it shows in the status`,
+        });
         return r.status();
       },
       {
@@ -121,7 +148,11 @@ class Controls {
     const c = withAliasedControl(this.state, parseControl(req));
     if (typeof c === 'string') return c;
     if (this.seen(c)) return undefined; // a re-sent control: answered, not taken twice
-    return problemWithControl(name, c, this.state, { promoting: this.r.ctx.promoting, blocked: this.r.blocked, now: now() });
+    return problemWithControl(name, c, this.state, {
+      promoting: this.r.ctx.promoting,
+      blocked: this.r.blocked,
+      now: now(),
+    });
   }
 
   /** Takes a control that passed `problemWith`; returns what says it took effect. */
@@ -131,8 +162,12 @@ class Controls {
     if (c.requestId) state.recentRequests = [...(state.recentRequests ?? []), c.requestId].slice(-50);
     const by = who(c, via);
     const buildId = state.target?.buildId;
-    r.ctx.record('control', name, by, c.reason ?? '', name === 'rollback' ? c.toBuildId ?? buildId : buildId);
-    r.ctx.event('Normal', `${name[0]!.toUpperCase()}${name.slice(1)}`, `${name}${c.full ? ' (full)' : ''} by ${by}${c.reason ? `: ${c.reason}` : ''}`);
+    r.ctx.record('control', name, by, c.reason ?? '', name === 'rollback' ? (c.toBuildId ?? buildId) : buildId);
+    r.ctx.event(
+      'Normal',
+      `${name[0]!.toUpperCase()}${name.slice(1)}`,
+      `${name}${c.full ? ' (full)' : ''} by ${by}${c.reason ? `: ${c.reason}` : ''}`,
+    );
     switch (name) {
       case 'pause':
         state.pausedBy = { reason: c.reason || `paused by ${by}`, buildId, who: by };
@@ -146,7 +181,9 @@ class Controls {
       case 'promote':
         state.promote = { full: c.full === true || state.promote?.full === true, buildId };
         r.unblocked = true;
-        return () => this.state.target?.buildId !== buildId || (this.state.promote === undefined && !(c.full && this.state.current?.buildId !== buildId));
+        return () =>
+          this.state.target?.buildId !== buildId ||
+          (this.state.promote === undefined && !(c.full && this.state.current?.buildId !== buildId));
       case 'abort':
         this.abortTarget('Aborted', c.reason || `aborted by ${by}`);
         return () => this.rampCleared(buildId!);
@@ -164,7 +201,9 @@ class Controls {
   }
 
   private rampCleared(buildId: string): boolean {
-    return this.state.target?.buildId !== buildId && !(this.state.rampsToClear ?? []).some((e) => e.buildId === buildId);
+    return (
+      this.state.target?.buildId !== buildId && !(this.state.rampsToClear ?? []).some((e) => e.buildId === buildId)
+    );
   }
 
   /** The target gets no more new work and is sunset; its ramp is cleared first thing (Aborted, or RolledBack). */
@@ -176,7 +215,14 @@ class Controls {
     state.promote = undefined;
     r.sunsets.retire(target.buildId, target.place);
     const movePinned = opts.movePinned !== false && state.desired?.spec.rollout.onAbort?.movePinned === true;
-    state.rampsToClear = [...(state.rampsToClear ?? []), { buildId: target.buildId, ...(target.place ? { place: target.place } : {}), ...(movePinned ? { movePinned } : {}) }];
+    state.rampsToClear = [
+      ...(state.rampsToClear ?? []),
+      {
+        buildId: target.buildId,
+        ...(target.place ? { place: target.place } : {}),
+        ...(movePinned ? { movePinned } : {}),
+      },
+    ];
     state.target = undefined;
     r.sunsets.sync();
     r.cancelRollout();
@@ -193,13 +239,19 @@ class Controls {
     }
     const to = plan.buildId;
     // A target in flight is abandoned too (its pinned work is not moved onto the build being rolled back from).
-    if (state.target && state.aborted?.buildId !== state.target.buildId) this.abortTarget('RolledBack', reason, { movePinned: false });
+    if (state.target && state.aborted?.buildId !== state.target.buildId)
+      this.abortTarget('RolledBack', reason, { movePinned: false });
     const spec = state.desired!;
     // Routing now differs from the spec: its build is held as rolled back until the spec changes or `retry`.
     state.aborted = spec.buildId === to ? undefined : { buildId: spec.buildId, reason, cause: 'RolledBack' };
     const version = state.deprecated.find((v) => v.buildId === to);
     state.deprecated = state.deprecated.filter((v) => v.buildId !== to);
-    state.target = { buildId: to, generation: spec.generation, rollback: { reason, who: by }, ...(version?.place ? { place: version.place } : {}) };
+    state.target = {
+      buildId: to,
+      generation: spec.generation,
+      rollback: { reason, who: by },
+      ...(version?.place ? { place: version.place } : {}),
+    };
     r.sunsets.sync();
     r.cancelRollout();
     r.unblocked = true;

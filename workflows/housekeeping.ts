@@ -33,8 +33,12 @@ async function quietly(r: Resource, what: string, work: () => Promise<void>, aga
 function liveVersions(r: Resource) {
   const s = r.state;
   return [
-    ...[s.current?.buildId, s.target?.buildId].filter((b): b is string => !!b).map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas, heal: true })),
-    ...s.deprecated.filter((v) => !r.ctx.removing.has(v.buildId)).map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
+    ...[s.current?.buildId, s.target?.buildId]
+      .filter((b): b is string => !!b)
+      .map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas, heal: true })),
+    ...s.deprecated
+      .filter((v) => !r.ctx.removing.has(v.buildId))
+      .map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
   ].flatMap((v) => {
     const template = s.templates?.[v.buildId];
     return template ? [{ ...v, template }] : [];
@@ -46,22 +50,36 @@ async function resyncLoop(r: Resource): Promise<never> {
   const { ctx, owner } = r;
   for (;;) {
     // No new round once a ContinueAsNew is due (a stream of resync signals must not hold it off).
-    await condition(() => r.state.resyncDue === true && !ctx.continueAsNewDue(), r.state.timings.resyncIntervalMs, { summary: 'periodic resync' });
+    await condition(() => r.state.resyncDue === true && !ctx.continueAsNewDue(), r.state.timings.resyncIntervalMs, {
+      summary: 'periodic resync',
+    });
     r.state.resyncDue = false;
     if (!r.state.desired || r.state.deleting) continue;
-    await quietly(r, 'resync', async () => {
-      // The spec may have changed unseen, or the resource been deleted unseen (its finalizer removed while no
-      // watcher ran): it must not be healed forever.
-      await r.readOwner();
-      if (r.state.deleting || ctx.handedAway) return;
-      const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) => kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }));
-      for (const name of recreated) ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
-      for (const name of healed) ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
-      // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
-      const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
-      const removed = await ctx.localFirst('delete stray Deployments', (kube) => kube.deleteStrayDeployments(owner, live));
-      for (const name of removed) ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
-    }, () => void (r.state.resyncDue = true));
+    await quietly(
+      r,
+      'resync',
+      async () => {
+        // The spec may have changed unseen, or the resource been deleted unseen (its finalizer removed while no
+        // watcher ran): it must not be healed forever.
+        await r.readOwner();
+        if (r.state.deleting || ctx.handedAway) return;
+        const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) =>
+          kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+        );
+        for (const name of recreated)
+          ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
+        for (const name of healed)
+          ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
+        // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
+        const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
+        const removed = await ctx.localFirst('delete stray Deployments', (kube) =>
+          kube.deleteStrayDeployments(owner, live),
+        );
+        for (const name of removed)
+          ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
+      },
+      () => void (r.state.resyncDue = true),
+    );
   }
 }
 
@@ -70,18 +88,25 @@ async function readLoop(r: Resource): Promise<never> {
   for (;;) {
     await condition(() => r.state.readDue === true && !r.state.deleting && !r.ctx.continueAsNewDue());
     let failed = false;
-    await quietly(r, 'read the resource', async () => {
-      try {
-        await r.readOwner();
-      } catch (err) {
-        if (!(err instanceof Blocked)) throw err;
-        failed = true; // a refusal (RBAC still propagating…): read again after a while, the wake-up is kept
-        throw err;
-      }
-    }, () => void (r.state.readDue = true));
+    await quietly(
+      r,
+      'read the resource',
+      async () => {
+        try {
+          await r.readOwner();
+        } catch (err) {
+          if (!(err instanceof Blocked)) throw err;
+          failed = true; // a refusal (RBAC still propagating…): read again after a while, the wake-up is kept
+          throw err;
+        }
+      },
+      () => void (r.state.readDue = true),
+    );
     if (failed) {
       r.state.readDue = true;
-      await condition(() => r.state.deleting || r.ctx.continueAsNewDue(), 30_000, { summary: 'read the resource again after a refusal' });
+      await condition(() => r.state.deleting || r.ctx.continueAsNewDue(), 30_000, {
+        summary: 'read the resource again after a refusal',
+      });
     }
   }
 }
@@ -91,10 +116,15 @@ async function reapplyLoop(r: Resource): Promise<never> {
   for (;;) {
     await condition(() => r.state.reapplyDue === true && !r.state.deleting && !r.ctx.continueAsNewDue());
     r.state.reapplyDue = false;
-    await quietly(r, 're-apply', async () => {
-      for (const buildId of [r.state.current?.buildId, r.state.target?.buildId]) {
-        if (buildId) await ensureDeployment(r.ctx, buildId);
-      }
-    }, () => void (r.state.reapplyDue = true));
+    await quietly(
+      r,
+      're-apply',
+      async () => {
+        for (const buildId of [r.state.current?.buildId, r.state.target?.buildId]) {
+          if (buildId) await ensureDeployment(r.ctx, buildId);
+        }
+      },
+      () => void (r.state.reapplyDue = true),
+    );
   }
 }

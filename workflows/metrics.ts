@@ -55,7 +55,11 @@ export function transitionMetrics(t: TransitionSeen): { points: MetricPoint[]; m
   const changed = t.before.phase !== t.phase || t.before.reason !== t.reason;
   if (changed) points.push({ metric: RolloutMetric.transitions, value: 1, tags: { phase: t.phase, reason: t.reason } });
   if (t.before.phase !== t.phase) {
-    points.push({ metric: RolloutMetric.phaseSeconds, value: secondsBetween(t.before.phaseSince, t.now), tags: { phase: t.before.phase } });
+    points.push({
+      metric: RolloutMetric.phaseSeconds,
+      value: secondsBetween(t.before.phaseSince, t.now),
+      tags: { phase: t.before.phase },
+    });
   }
   let measured = t.before.measured;
   if (t.target && measured?.buildId !== t.target.buildId) {
@@ -106,7 +110,10 @@ export const rolloutMetricDescriptions: Record<RolloutMetric, string> = {
  * The labels naming a resource. Not `namespace`: on the same endpoint the SDK's metrics mean the Temporal namespace
  * by it, and Prometheus' Kubernetes discovery sets its own `namespace` (the controller pod's).
  */
-export function resourceLabels(resource: { namespace: string; name: string }): { resource_namespace: string; resource_name: string } {
+export function resourceLabels(resource: { namespace: string; name: string }): {
+  resource_namespace: string;
+  resource_name: string;
+} {
   return { resource_namespace: resource.namespace, resource_name: resource.name };
 }
 
@@ -126,7 +133,10 @@ const perResource: ReadonlySet<RolloutMetric> = new Set([
 ]);
 
 /** The labels of one of a resource's points: the resource, or only its namespace (`perResource`). */
-export function pointLabels(metric: RolloutMetric, resource: { namespace: string; name: string }): Record<string, string> {
+export function pointLabels(
+  metric: RolloutMetric,
+  resource: { namespace: string; name: string },
+): Record<string, string> {
   return perResource.has(metric) ? resourceLabels(resource) : { resource_namespace: resource.namespace };
 }
 

@@ -3,7 +3,15 @@
  * taken or a teardown begins), the rollout in flight, the ramps to clear, the status it answers with, and the way
  * out to the next run.
  */
-import { CancellationScope, allHandlersFinished, condition, continueAsNew, isCancellation, log, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  isCancellation,
+  log,
+  workflowInfo,
+} from '@temporalio/workflow';
 import { forgetForeignTemplates, forgetGoneForeignBuilds, withAlias } from './adoption.js';
 import { RolloutContext } from './context.js';
 import { Blocked, ContinueAsNewDue } from './failures.js';
@@ -33,7 +41,10 @@ const now = () => new Date();
 function initialState(input: RolloutInput): RolloutState {
   const info = workflowInfo();
   const forgeable = info.cronSchedule !== undefined || info.retryPolicy !== undefined || info.attempt > 1;
-  const carried = info.continuedFromExecutionRunId !== undefined && !forgeable && input.state?.owner.uid === input.owner.uid ? input.state : undefined;
+  const carried =
+    info.continuedFromExecutionRunId !== undefined && !forgeable && input.state?.owner.uid === input.owner.uid
+      ? input.state
+      : undefined;
   const initial: RolloutState = carried ?? {
     owner: input.owner,
     deprecated: [],
@@ -106,7 +117,8 @@ export class Resource {
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
     const elsewhere = notThisInstallations(workflowInfo().workflowId, owner, read);
     if (elsewhere) {
-      if (!ctx.handedAway) log.warn(`the resource is not this run's any more (${elsewhere}): continuing as new, to end there`);
+      if (!ctx.handedAway)
+        log.warn(`the resource is not this run's any more (${elsewhere}): continuing as new, to end there`);
       ctx.handedAway = elsewhere;
       return { elsewhere };
     }
@@ -116,10 +128,16 @@ export class Resource {
     const decision = planRead(state, read);
     if (decision.kind === 'unconfirmed') {
       // Another live object holds the name: it is this workflow's to serve (its next run reads it itself).
-      return read.found && !read.deleting ? { namespace: owner.namespace, name: owner.name, uid: read.uid, kind: read.kind } : 'unconfirmed';
+      return read.found && !read.deleting
+        ? { namespace: owner.namespace, name: owner.name, uid: read.uid, kind: read.kind }
+        : 'unconfirmed';
     }
     const ours = read.found && read.uid === owner.uid;
-    if (ours) state.read = { resourceVersion: read.resourceVersion, ...(read.desired ? { connectionVersion: read.desired.connectionVersion } : {}) };
+    if (ours)
+      state.read = {
+        resourceVersion: read.resourceVersion,
+        ...(read.desired ? { connectionVersion: read.desired.connectionVersion } : {}),
+      };
     if (decision.kind === 'delete') {
       if (!state.deleting) log.info('cleaning up', { why: decision.why });
       // A deletion seen first by this run cleans up Temporal too, with the spec read from the object.
@@ -127,7 +145,12 @@ export class Resource {
       this.markDeleting();
     } else if (decision.kind === 'spec') this.acceptSpec(decision.desired);
     else if (ours && read.problem && read.generation >= (state.desired?.generation ?? 0)) {
-      this.holdSpecProblem({ generation: read.generation, phase: read.problemPhase ?? 'InvalidSpec', reason: read.problemReason ?? 'InvalidSpec', message: read.problem });
+      this.holdSpecProblem({
+        generation: read.generation,
+        phase: read.problemPhase ?? 'InvalidSpec',
+        reason: read.problemReason ?? 'InvalidSpec',
+        message: read.problem,
+      });
     }
     return 'read';
   }
@@ -146,7 +169,15 @@ export class Resource {
     forgetGoneForeignBuilds(state);
     const moved = read.generation >= (state.desired?.generation ?? 0) ? placeChangeProblem(state, read) : undefined;
     if (moved) {
-      if (this.holdSpecProblem({ generation: read.generation, phase: 'InvalidSpec', reason: 'InvalidSpec', message: moved })) ctx.event('Warning', 'InvalidSpec', moved);
+      if (
+        this.holdSpecProblem({
+          generation: read.generation,
+          phase: 'InvalidSpec',
+          reason: 'InvalidSpec',
+          message: moved,
+        })
+      )
+        ctx.event('Warning', 'InvalidSpec', moved);
       return;
     }
     const decision = planSpecChange(state, withAlias(state, read), now());
@@ -227,7 +258,11 @@ export class Resource {
     const entry = this.state.rampsToClear![0]!;
     try {
       await CancellationScope.nonCancellable(() =>
-        ctx.call(`clear the ramp of ${entry.buildId}`, () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId), { untilDeleted: false }),
+        ctx.call(
+          `clear the ramp of ${entry.buildId}`,
+          () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId),
+          { untilDeleted: false },
+        ),
       );
       ctx.routed(ctx.temporalTarget(entry.place), undefined); // (it may have written: the next write describes)
     } catch (err) {
@@ -241,15 +276,24 @@ export class Resource {
       } catch (err) {
         // A permanent refusal, or a deletion meanwhile: the ramp is cleared all the same.
         if (!(err instanceof Blocked) && !(isCancellation(err) && this.state.deleting)) throw err;
-        ctx.event('Warning', 'Blocked', `executions pinned to ${entry.buildId} could not be moved: ${err instanceof Error ? err.message : String(err)}`);
+        ctx.event(
+          'Warning',
+          'Blocked',
+          `executions pinned to ${entry.buildId} could not be moved: ${err instanceof Error ? err.message : String(err)}`,
+        );
       }
     }
     this.state.rampsToClear = this.state.rampsToClear!.filter((e) => e !== entry);
     this.sunsets.sync();
     const s = this.state;
-    if (s.aborted?.buildId === entry.buildId) ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
+    if (s.aborted?.buildId === entry.buildId)
+      ctx.transition('Aborted', s.aborted.cause ?? 'Aborted', s.aborted.reason, 'Warning');
     else if (!s.target && s.current && s.current.buildId === s.desired?.buildId && s.phase !== 'Ready') {
-      ctx.transition('Ready', 'RolledBack', `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`);
+      ctx.transition(
+        'Ready',
+        'RolledBack',
+        `${s.current.buildId} is current (the spec went back to it; ${entry.buildId} is sunset)`,
+      );
     }
   }
 

@@ -29,7 +29,10 @@ export async function RolloutWorkflow(input: RolloutInput): Promise<DeletionResu
   }
   // A run started by hand, or one whose resource another installation rolls out, touches nothing.
   if (typeof first === 'object' && 'elsewhere' in first) {
-    log.warn(`not the rollout of its resource here (${first.elsewhere}): ending without touching anything`, { owner, workflowId: workflowInfo().workflowId });
+    log.warn(`not the rollout of its resource here (${first.elsewhere}): ending without touching anything`, {
+      owner,
+      workflowId: workflowInfo().workflowId,
+    });
     return;
   }
   if (first === 'continueAsNew') return r.continueAsNew();
@@ -70,7 +73,9 @@ async function readFirst(r: Resource): Promise<FirstRead | 'continueAsNew'> {
       if (err instanceof ContinueAsNewDue) return 'continueAsNew';
       if (!(err instanceof Blocked)) throw err;
       log.warn('the resource could not be read', { error: err.message });
-      await condition(() => false, Math.min(1_000 * 2 ** attempt, 60_000), { summary: 'read the resource again after a refusal' });
+      await condition(() => false, Math.min(1_000 * 2 ** attempt, 60_000), {
+        summary: 'read the resource again after a refusal',
+      });
       if (r.ctx.continueAsNewDue()) return 'continueAsNew';
     }
   }
@@ -81,7 +86,9 @@ async function waitWhileBlocked(r: Resource, blocked: Blocked): Promise<void> {
   r.ctx.transition('Failed', 'Blocked', `${blocked.message}; change the spec, or resume to try again`, 'Warning');
   r.unblocked = false;
   r.blocked = true;
-  await condition(() => r.unblocked || r.state.deleting || r.rampsPending() || !rolloutPending(r.state) || r.ctx.continueAsNewDue());
+  await condition(
+    () => r.unblocked || r.state.deleting || r.rampsPending() || !rolloutPending(r.state) || r.ctx.continueAsNewDue(),
+  );
   r.blocked = false;
   if (!r.unblocked && !r.state.deleting && !r.rampsPending() && rolloutPending(r.state)) await r.continueAsNewNow();
 }
@@ -104,7 +111,9 @@ async function deletion(r: Resource): Promise<DeletionResult> {
     r.state.successorHinted = false;
     let next: Owner | undefined;
     try {
-      next = await ctx.call('look for a new object under the name', () => ctx.kube.findSuccessor(owner), { untilDeleted: false });
+      next = await ctx.call('look for a new object under the name', () => ctx.kube.findSuccessor(owner), {
+        untilDeleted: false,
+      });
     } catch (err) {
       if (err instanceof ContinueAsNewDue) return r.continueAsNew(); // cleans up again, then looks
       if (!(err instanceof Blocked)) throw err;

@@ -13,7 +13,16 @@ import { Blocked, managerHeldBy, timedOut } from './failures.js';
 import type { Target, TemporalPlace } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
-import { firstVersionRouting, gateKey, isPaused, nextRampStep, noPollersMessage, placeOf, stepSummary, versionsToMakeRoom } from './decisions.js';
+import {
+  firstVersionRouting,
+  gateKey,
+  isPaused,
+  nextRampStep,
+  noPollersMessage,
+  placeOf,
+  stepSummary,
+  versionsToMakeRoom,
+} from './decisions.js';
 import { passGate } from './gates.js';
 import type { Sunsets } from './sunset.js';
 import { observe, readDeployment, waitUntilAvailable, waitWhilePaused } from './waiting.js';
@@ -38,8 +47,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     if (early) stillTarget(ctx, buildId); // no await on this path to notice a superseding spec or a deletion
     const [routing] = early
       ? [early.routing]
-      : await Promise.all([ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())), ensureDeployment(ctx, buildId)]);
-    if (!state.current && routing.current) state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
+      : await Promise.all([
+          ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
+          ensureDeployment(ctx, buildId),
+        ]);
+    if (!state.current && routing.current)
+      state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
     await makeRoomForVersion(ctx, buildId, routing);
     target.applied = true;
@@ -59,11 +72,23 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
 
   // AllAtOnce / Manual with `analysis.window`: the target is analysed for that long before promotion.
   const analysis = ctx.spec().rollout.analysis;
-  if (analysis?.window && ctx.spec().rollout.strategy !== 'Progressive' && !target.stepAnalysed && !target.promotedFully) {
+  if (
+    analysis?.window &&
+    ctx.spec().rollout.strategy !== 'Progressive' &&
+    !target.stepAnalysed &&
+    !target.promotedFully
+  ) {
     const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis.window };
     target.stepStartedAt ??= now().toISOString();
     ctx.transition('Gating', 'Gating', `analysing ${buildId} for ${analysis.window} before promotion`);
-    const held = await holdStep(ctx, target, window, 'the analysis window', state.desired!.generation, (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`);
+    const held = await holdStep(
+      ctx,
+      target,
+      window,
+      'the analysis window',
+      state.desired!.generation,
+      (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`,
+    );
     if (held === 'elapsed' || held === 'edited') {
       const outcome = await analyse(ctx, analysis, 'before promotion');
       if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
@@ -74,11 +99,13 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   }
 
   // 5. Route, as the spec in force says (it may change on the way: each round reads it again).
-  if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow') return makeCurrent(ctx, sunsets, buildId);
+  if (!state.current && firstVersionRouting(registration.unversionedPollers) === 'currentNow')
+    return makeCurrent(ctx, sunsets, buildId);
   for (;;) {
     stillTarget(ctx, buildId);
     // A new generation that changed the gate runs it before the next routing change.
-    if (ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
+    if (ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted')
+      return abandon(ctx, sunsets, buildId);
     const generation = state.desired!.generation;
     const plan = nextRampStep(ctx.spec().rollout, target);
     if (plan.kind === 'current') return makeCurrent(ctx, sunsets, buildId);
@@ -97,12 +124,28 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
         CancellationScope.nonCancellable(async () => {
           const t = ctx.temporalTarget();
           const what = `ramp ${buildId} to ${step.rampPercentage}%`;
-          ctx.routed(t, await ctx.call(what, () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))), heldIsOurs));
+          ctx.routed(
+            t,
+            await ctx.call(
+              what,
+              () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))),
+              heldIsOurs,
+            ),
+          );
         }),
       );
       stillTarget(ctx, buildId);
       const at = now().toISOString();
-      Object.assign(target, { stepIndex: plan.index, rampPercentage: step.rampPercentage, rampingSince: target.rampingSince ?? at, stepHeldMs: 0, stepDone: false, stepStartedAt: at, stepAnalysed: false, analysisWaitMs: 0 });
+      Object.assign(target, {
+        stepIndex: plan.index,
+        rampPercentage: step.rampPercentage,
+        rampingSince: target.rampingSince ?? at,
+        stepHeldMs: 0,
+        stepDone: false,
+        stepStartedAt: at,
+        stepAnalysed: false,
+        analysisWaitMs: 0,
+      });
     }
     target.stepIndex = plan.index;
     ctx.transition('Ramping', 'Ramping', `step ${plan.index + 1}/${steps.length}: ${stepSummary(step)}`);
@@ -128,7 +171,10 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
 }
 
 /** Runs the spec's rollout gate unless it passed; 'aborted' when it failed under policy Abort. */
-async function rolloutGate(ctx: RolloutContext, registration: NonNullable<Target['registration']>): Promise<'aborted' | undefined> {
+async function rolloutGate(
+  ctx: RolloutContext,
+  registration: NonNullable<Target['registration']>,
+): Promise<'aborted' | undefined> {
   const target = ctx.state.target!;
   const gate = ctx.spec().rollout.gate;
   if (!gate || target.gatePassed) return undefined;
@@ -145,7 +191,8 @@ async function rolloutGate(ctx: RolloutContext, registration: NonNullable<Target
  * the rollout's scope, but code that resumes synchronously must not act for the old target before the next await.
  */
 function stillTarget(ctx: RolloutContext, buildId: string): void {
-  if (ctx.state.target?.buildId !== buildId || ctx.state.deleting) throw new CancelledFailure(`${buildId} is no longer the target`);
+  if (ctx.state.target?.buildId !== buildId || ctx.state.deleting)
+    throw new CancelledFailure(`${buildId} is no longer the target`);
 }
 
 /** A failed gate or analysis with policy Abort: the target gets no more work and is sunset; the main loop clears its ramp. */
@@ -153,7 +200,10 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
   const place = ctx.state.target?.place;
   sunsets.retire(buildId, place);
   const movePinned = ctx.spec().rollout.onAbort?.movePinned === true;
-  ctx.state.rampsToClear = [...(ctx.state.rampsToClear ?? []), { buildId, ...(place ? { place } : {}), ...(movePinned ? { movePinned } : {}) }];
+  ctx.state.rampsToClear = [
+    ...(ctx.state.rampsToClear ?? []),
+    { buildId, ...(place ? { place } : {}), ...(movePinned ? { movePinned } : {}) },
+  ];
   ctx.state.target = undefined;
 }
 
@@ -161,17 +211,33 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
  * Back to a build that was current moments ago and still runs (the spec went back to it, or `rollback`): current
  * at once, all at once — no gate, no steps, whatever the strategy or a pause says.
  */
-async function rollBack(ctx: RolloutContext, sunsets: Sunsets, buildId: string, why: { reason: string; who: string }): Promise<void> {
+async function rollBack(
+  ctx: RolloutContext,
+  sunsets: Sunsets,
+  buildId: string,
+  why: { reason: string; who: string },
+): Promise<void> {
   const previous = ctx.state.current;
   const spec = ctx.state.desired!.buildId;
-  const differs = spec !== buildId ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry` : '';
+  const differs =
+    spec !== buildId
+      ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry`
+      : '';
   const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
   // Its pods are read, not remembered: routing goes back only to a Deployment that serves (made whole first if not).
   const read = await readDeployment(ctx, buildId);
   if (!ctx.state.deployments[buildId]?.exists || (read.availableReplicas ?? 0) === 0) {
     // Not Glidepath's to render (adopted): nothing to apply, so routing does not go to it.
-    if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId]) throw new Blocked(`roll back to ${buildId}`, 'its Deployment has no available pods, and it is not one Glidepath applies');
-    ctx.transition('Deploying', 'Deploying', `${buildId} has no available pods: applying its Deployment before routing goes back to it`);
+    if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId])
+      throw new Blocked(
+        `roll back to ${buildId}`,
+        'its Deployment has no available pods, and it is not one Glidepath applies',
+      );
+    ctx.transition(
+      'Deploying',
+      'Deploying',
+      `${buildId} has no available pods: applying its Deployment before routing goes back to it`,
+    );
     await ensureDeployment(ctx, buildId);
     await waitUntilAvailable(ctx, buildId, { ignorePause: true }); // a rollback is not held by a pause
   }
@@ -191,8 +257,18 @@ export async function movePinned(ctx: RolloutContext, from: string, to: string, 
   const moved = await ctx.call(`move executions pinned to ${from} onto ${to}`, () =>
     ctx.bulk.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
   );
-  ctx.event('Normal', 'PinnedExecutionsMoved', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`);
-  ctx.record('transition', 'PinnedExecutionsMoved', 'glidepath', `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`, from);
+  ctx.event(
+    'Normal',
+    'PinnedExecutionsMoved',
+    `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`,
+  );
+  ctx.record(
+    'transition',
+    'PinnedExecutionsMoved',
+    'glidepath',
+    `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`,
+    from,
+  );
 }
 
 /** Server-side applies a live build's Deployment from its own template and the spec in force. */
@@ -201,7 +277,9 @@ export async function ensureDeployment(ctx: RolloutContext, buildId: string): Pr
   if (!template) {
     // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
     if (ctx.state.foreign?.[buildId]) {
-      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () => ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }));
+      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () =>
+        ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }),
+      );
       observe(ctx, adopted);
     }
     return; // a version adopted from Temporal: not ours to render
@@ -220,14 +298,27 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
   let budgetMs = ctx.spec().progressDeadlineSeconds * 1000;
   for (;;) {
     try {
-      return await ctx.call(`wait for ${buildId} to poll Temporal`, () => ctx.waitsWithin(budgetMs).awaitVersionRegistered(ctx.temporalTarget(), buildId), {
-        isExpected: timedOut,
-      });
+      return await ctx.call(
+        `wait for ${buildId} to poll Temporal`,
+        () => ctx.waitsWithin(budgetMs).awaitVersionRegistered(ctx.temporalTarget(), buildId),
+        {
+          isExpected: timedOut,
+        },
+      );
     } catch (err) {
       if (!timedOut(err)) throw err;
       // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news).
       const lastFailure = (err.cause.lastHeartbeatDetails as RegistrationCheck | undefined)?.lastCheckFailure;
-      ctx.transition('Failed', 'NoPollers', noPollersMessage(buildId, ctx.spec().progressDeadlineSeconds, typeof lastFailure === 'string' ? lastFailure : undefined), 'Warning');
+      ctx.transition(
+        'Failed',
+        'NoPollers',
+        noPollersMessage(
+          buildId,
+          ctx.spec().progressDeadlineSeconds,
+          typeof lastFailure === 'string' ? lastFailure : undefined,
+        ),
+        'Warning',
+      );
       budgetMs = 3_600_000;
       ctx.checkpoint();
     }
@@ -235,7 +326,10 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
 }
 
 /** Waits for promote (a pause shows Paused meanwhile). `edited`: the spec changed since `generation`; plan again. */
-async function awaitPromotion(ctx: RolloutContext, generation: number): Promise<'promoted' | 'promotedFully' | 'edited'> {
+async function awaitPromotion(
+  ctx: RolloutContext,
+  generation: number,
+): Promise<'promoted' | 'promotedFully' | 'edited'> {
   const { state } = ctx;
   for (;;) {
     await ctx.wait(() => state.promote !== undefined || isPaused(state) || state.desired!.generation !== generation);
@@ -280,7 +374,11 @@ async function holdStep(
     target.stepHeldSince = new Date(started).toISOString();
     ctx.showDetails(); // "… 1m40s left (until 14:03:20 UTC)"
     try {
-      await ctx.wait(() => isPaused(state) || state.promote !== undefined || state.desired!.generation !== generation, remaining, summary(remaining));
+      await ctx.wait(
+        () => isPaused(state) || state.promote !== undefined || state.desired!.generation !== generation,
+        remaining,
+        summary(remaining),
+      );
     } finally {
       target.stepHeldSince = undefined;
     }
@@ -304,7 +402,11 @@ interface Becoming {
  * with `promoting` off: an abort, a rollback or a new target during it takes effect. `stillWanted` throws when the
  * write is no longer wanted after the wait.
  */
-async function routingWrite(ctx: RolloutContext, o: { stillWanted: () => void; untilDeleted?: boolean }, write: () => Promise<void>): Promise<void> {
+async function routingWrite(
+  ctx: RolloutContext,
+  o: { stillWanted: () => void; untilDeleted?: boolean },
+  write: () => Promise<void>,
+): Promise<void> {
   for (let attempt = 0; ; attempt++) {
     let holder: string | undefined;
     try {
@@ -324,7 +426,12 @@ async function routingWrite(ctx: RolloutContext, o: { stillWanted: () => void; u
 const heldIsOurs = { isExpected: (err: unknown) => managerHeldBy(err) !== undefined };
 
 /** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
-export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId: string, how: Becoming = {}): Promise<void> {
+export async function makeCurrent(
+  ctx: RolloutContext,
+  sunsets: Sunsets,
+  buildId: string,
+  how: Becoming = {},
+): Promise<void> {
   const { state } = ctx;
   if (!how.ignorePause) await waitWhilePaused(ctx);
   if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
@@ -334,7 +441,14 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
     try {
       await CancellationScope.nonCancellable(async () => {
         const t = ctx.temporalTarget();
-        ctx.routed(t, await ctx.call(`make ${buildId} current`, () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)), { untilDeleted: false, ...heldIsOurs }));
+        ctx.routed(
+          t,
+          await ctx.call(
+            `make ${buildId} current`,
+            () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)),
+            { untilDeleted: false, ...heldIsOurs },
+          ),
+        );
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
         state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
@@ -359,14 +473,22 @@ export async function makeCurrent(ctx: RolloutContext, sunsets: Sunsets, buildId
 async function makeRoomForVersion(ctx: RolloutContext, buildId: string, routing?: Routing): Promise<void> {
   const { state } = ctx;
   for (;;) {
-    const r = routing ?? (await ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())));
+    const r =
+      routing ??
+      (await ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())));
     routing = undefined;
     if (r.versions.some((v) => v.buildId === buildId)) return;
     const keep = [buildId, ...[state.current?.buildId, r.current, r.ramping].filter((b): b is string => !!b)];
     const plan = versionsToMakeRoom(r.versions, keep, state.timings.maxVersions);
-    for (const b of plan.remove) await ctx.call(`delete version ${b}`, () => ctx.temporal.deleteVersion(ctx.temporalTarget(), b));
+    for (const b of plan.remove)
+      await ctx.call(`delete version ${b}`, () => ctx.temporal.deleteVersion(ctx.temporalTarget(), b));
     if (!plan.atCap) return;
-    ctx.transition('Deploying', 'VersionLimitReached', `the worker deployment has ${r.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`, 'Warning');
+    ctx.transition(
+      'Deploying',
+      'VersionLimitReached',
+      `the worker deployment has ${r.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`,
+      'Warning',
+    );
     await ctx.wait(() => false, 60_000, 'wait for room under the version cap');
     ctx.checkpoint();
   }

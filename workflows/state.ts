@@ -4,7 +4,14 @@
 import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
 import type { Timings } from '../api/timings.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import type { Phase, PodTemplate, Reason, RolloutStep, Strategy, VersionStatus } from '../api/temporal-worker-deployment.js';
+import type {
+  Phase,
+  PodTemplate,
+  Reason,
+  RolloutStep,
+  Strategy,
+  VersionStatus,
+} from '../api/temporal-worker-deployment.js';
 import type { MeasuredRollout } from './metrics.js';
 
 /** The version being rolled out. */
@@ -83,7 +90,12 @@ export interface RolloutState {
    * A newer generation the workflow read and could not take (invalid, or its connection missing): its status says
    * so as the watcher does, instead of writing over the watcher's condition. Cleared when a spec is taken.
    */
-  specProblem?: { generation: number; phase: 'InvalidSpec' | 'Pending'; reason: 'InvalidSpec' | 'ConnectionNotFound'; message: string };
+  specProblem?: {
+    generation: number;
+    phase: 'InvalidSpec' | 'Pending';
+    reason: 'InvalidSpec' | 'ConnectionNotFound';
+    message: string;
+  };
   current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];
@@ -109,7 +121,11 @@ export interface RolloutState {
   /** A promote not yet taken (carried across ContinueAsNew); for the target it names. */
   promote?: { full: boolean; buildId?: string };
   /** Builds that may still hold the ramp (superseded, aborted): cleared before anything else, until Temporal confirms. */
-  rampsToClear?: { buildId: string; place?: TemporalPlace; /** `rollout.onAbort.movePinned`: then its pinned executions move to current. */ movePinned?: boolean }[];
+  rampsToClear?: {
+    buildId: string;
+    place?: TemporalPlace;
+    /** `rollout.onAbort.movePinned`: then its pinned executions move to current. */ movePinned?: boolean;
+  }[];
   /** A resync was asked for and not yet done (carried across ContinueAsNew). */
   resyncDue?: boolean;
   /** The current and target Deployments are to be applied again (new connection, settings or template). */

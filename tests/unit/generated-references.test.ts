@@ -13,7 +13,9 @@ import { helpPages, programName, renderCliReference } from '../../scripts/docs/c
 import { fieldRows, renderCrdReference } from '../../scripts/docs/crd-reference.js';
 import { cliProgram, parseInvocation } from '../../cli/program.js';
 
-const podTemplateSpec = JSON.parse(readFileSync(new URL('../../api/openapi/pod-template-spec.json', import.meta.url), 'utf8')) as JsonSchema;
+const podTemplateSpec = JSON.parse(
+  readFileSync(new URL('../../api/openapi/pod-template-spec.json', import.meta.url), 'utf8'),
+) as JsonSchema;
 
 /** Every property of a zod schema's own JSON Schema, as `a.b[].c` with its description; pod templates are leaves. */
 function zodFields(schema: z.ZodType, podTemplates: string[]): { path: string; description?: string }[] {
@@ -44,7 +46,12 @@ function nodeAt(root: JsonSchema, path: string): JsonSchema | undefined {
 const schemas = [
   { kind: 'TemporalWorkerDeployment', part: 'spec', schema: TemporalWorkerDeploymentSpec, podTemplates: ['template'] },
   { kind: 'TemporalWorkerDeployment', part: 'status', schema: TemporalWorkerDeploymentStatus, podTemplates: [] },
-  { kind: 'WorkerDeployment', part: 'spec', schema: WorkerDeploymentSpec, podTemplates: ['deployment.template', 'template'] },
+  {
+    kind: 'WorkerDeployment',
+    part: 'spec',
+    schema: WorkerDeploymentSpec,
+    podTemplates: ['deployment.template', 'template'],
+  },
   { kind: 'TemporalConnection', part: 'spec', schema: TemporalConnectionSpec, podTemplates: [] },
 ] as const;
 
@@ -58,35 +65,55 @@ describe('the CRD reference', () => {
     expect(fields.filter((f) => !f.description?.trim()).map((f) => f.path)).toEqual([]);
   });
 
-  test.each(schemas)('the $kind $part: each description is in the CRD, for kubectl explain', ({ kind, part, schema, podTemplates }) => {
-    const crd = crds.find((c) => c.spec.names.kind === kind)!;
-    const root = crd.spec.versions[0]!.schema.openAPIV3Schema as JsonSchema;
-    for (const f of zodFields(schema, [...podTemplates])) {
-      expect({ path: f.path, description: nodeAt(root, `${part}.${f.path}`)?.description }).toEqual({ path: f.path, description: f.description });
-    }
-    expect(root.description).toEqual(expect.any(String));
-  });
+  test.each(schemas)(
+    'the $kind $part: each description is in the CRD, for kubectl explain',
+    ({ kind, part, schema, podTemplates }) => {
+      const crd = crds.find((c) => c.spec.names.kind === kind)!;
+      const root = crd.spec.versions[0]!.schema.openAPIV3Schema as JsonSchema;
+      for (const f of zodFields(schema, [...podTemplates])) {
+        expect({ path: f.path, description: nodeAt(root, `${part}.${f.path}`)?.description }).toEqual({
+          path: f.path,
+          description: f.description,
+        });
+      }
+      expect(root.description).toEqual(expect.any(String));
+    },
+  );
 
-  test.each(schemas)('the $kind $part: each field is a row of docs/crd-reference.md, with its description', ({ kind, part, schema, podTemplates }) => {
-    const fields = zodFields(schema, [...podTemplates]);
-    const definition = kindDefinitions().find((k) => k.kind === kind)!;
-    const rows = fieldRows(part === 'spec' ? definition.spec : definition.status, part, definition.podTemplates).rows;
-    expect(rows.map((r) => r.path)).toEqual(fields.map((f) => `${part}.${f.path}`));
-    const section = reference.split(`\n### ${kind} ${part}\n`)[1]!.split('\n#')[0]!;
-    for (const f of fields) {
-      const row = section.split('\n').find((line) => line.startsWith(`| \`${part}.${f.path}\` |`));
-      expect({ path: f.path, row: row?.includes(f.description!.replace(/\|/g, '\\|')) }).toEqual({ path: f.path, row: true });
-    }
-  });
+  test.each(schemas)(
+    'the $kind $part: each field is a row of docs/crd-reference.md, with its description',
+    ({ kind, part, schema, podTemplates }) => {
+      const fields = zodFields(schema, [...podTemplates]);
+      const definition = kindDefinitions().find((k) => k.kind === kind)!;
+      const rows = fieldRows(part === 'spec' ? definition.spec : definition.status, part, definition.podTemplates).rows;
+      expect(rows.map((r) => r.path)).toEqual(fields.map((f) => `${part}.${f.path}`));
+      const section = reference.split(`\n### ${kind} ${part}\n`)[1]!.split('\n#')[0]!;
+      for (const f of fields) {
+        const row = section.split('\n').find((line) => line.startsWith(`| \`${part}.${f.path}\` |`));
+        expect({ path: f.path, row: row?.includes(f.description!.replace(/\|/g, '\\|')) }).toEqual({
+          path: f.path,
+          row: true,
+        });
+      }
+    },
+  );
 
   test('defaults, required fields and CEL rules are in the rows; a spec or status seen before is a link', () => {
     expect(reference).toContain('| `spec.sunset.scaledownDelay` | duration, ≥ 0s | `1h` |  |');
     expect(reference).toContain('| `spec.rollout.steps[].rampPercentage` | integer, 1–99 |  | yes |');
-    expect(reference).toMatch(/\| `spec\.progressDeadlineSeconds` \|.*Validation: must be greater than minReadySeconds\. \|/);
+    expect(reference).toMatch(
+      /\| `spec\.progressDeadlineSeconds` \|.*Validation: must be greater than minReadySeconds\. \|/,
+    );
     // A rule inside the pod template is said at the template, with where it applies.
-    expect(reference).toMatch(/\| `spec\.template` \| PodTemplateSpec \|.*Validation: spec\.restartPolicy: only "Always" is allowed\. \|/);
-    expect(reference).toContain('### WorkerDeployment status\n\nThe same fields as [TemporalWorkerDeployment status](#temporalworkerdeployment-status).');
-    expect(reference).toContain('### ClusterConnection spec\n\nThe same fields as [TemporalConnection spec](#temporalconnection-spec).');
+    expect(reference).toMatch(
+      /\| `spec\.template` \| PodTemplateSpec \|.*Validation: spec\.restartPolicy: only "Always" is allowed\. \|/,
+    );
+    expect(reference).toContain(
+      '### WorkerDeployment status\n\nThe same fields as [TemporalWorkerDeployment status](#temporalworkerdeployment-status).',
+    );
+    expect(reference).toContain(
+      '### ClusterConnection spec\n\nThe same fields as [TemporalConnection spec](#temporalconnection-spec).',
+    );
   });
 });
 
@@ -110,7 +137,8 @@ describe('the CLI reference', () => {
     const before = await renderCliReference();
     const stdout = process.stdout as { isTTY?: boolean; columns?: number };
     const saved = { isTTY: stdout.isTTY, columns: stdout.columns };
-    const watchLine = '\n  -w, --watch                       keep the view up to date (q or Ctrl-C to quit) (default: false)\n';
+    const watchLine =
+      '\n  -w, --watch                       keep the view up to date (q or Ctrl-C to quit) (default: false)\n';
     Object.assign(stdout, { isTTY: true, columns: 80 });
     try {
       // The terminal does reach the CLI's own help (its options wrap at 80 columns)…
