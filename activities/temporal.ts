@@ -14,7 +14,7 @@ import {
   type WorkflowHandle,
 } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { VersionStatus } from '../api/rollout-status.js';
 import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from './errors.js';
 import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
 import { chargedHeartbeat, type Charge } from './heartbeats.js';

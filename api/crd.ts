@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { dnsLabelPattern, group, version } from './common.js';
 import { ConnectionSpec } from './connection.js';
-import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentSpec } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus } from './rollout-status.js';
 import { WorkerDeploymentSpec } from './worker-deployment.js';
 
 /** A JSON Schema node, as much of it as a CRD's structural schema holds. */

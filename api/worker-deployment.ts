@@ -18,10 +18,10 @@ import {
   Rollout,
   Sunset,
   SunsetDefaults,
-  TemporalWorkerDeploymentStatus,
   WorkerOptions,
   type TemporalWorkerDeploymentSpec,
 } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus } from './rollout-status.js';
 
 const deprecated = (field: string) => `deprecated: use spec.deployment.${field}`;
 

@@ -4,7 +4,7 @@
  */
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
-import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { VersionStatus } from '../api/rollout-status.js';
 import { isDrained } from '../api/version-status.js';
 import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';

@@ -25,7 +25,7 @@ import type {
   TemporalTarget,
 } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
-import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason } from '../api/rollout-status.js';
 import { recheckDelay, renderStatus } from './decisions.js';
 import { currentDetails, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';

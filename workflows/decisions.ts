@@ -6,12 +6,8 @@ import { formatDuration, parseDuration } from '../api/duration.js';
 import { rolloutWorkflowId, versionedDeploymentName } from '../api/names.js';
 import { isDrained } from '../api/version-status.js';
 import type { Condition } from '../api/common.js';
-import type {
-  Analysis,
-  Rollout,
-  RolloutStep,
-  TemporalWorkerDeploymentStatus,
-} from '../api/temporal-worker-deployment.js';
+import type { Analysis, Rollout, RolloutStep } from '../api/temporal-worker-deployment.js';
+import type { TemporalWorkerDeploymentStatus } from '../api/rollout-status.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
 import type { RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';

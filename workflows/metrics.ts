@@ -4,7 +4,7 @@
  * and durations are workflow time, so they survive restarts of the controller.
  */
 import { metricMeter } from '@temporalio/workflow';
-import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason } from '../api/rollout-status.js';
 
 export const RolloutMetric = {
   started: 'glidepath_rollouts_started_total',

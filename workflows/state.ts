@@ -4,14 +4,8 @@
 import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
 import type { Timings } from '../api/timings.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import type {
-  Phase,
-  PodTemplate,
-  Reason,
-  RolloutStep,
-  Strategy,
-  VersionStatus,
-} from '../api/temporal-worker-deployment.js';
+import type { PodTemplate, RolloutStep, Strategy } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason, VersionStatus } from '../api/rollout-status.js';
 import type { MeasuredRollout } from './metrics.js';
 
 /** The version being rolled out. */

@@ -7,7 +7,7 @@
  */
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import type { VersionStatus } from '../api/temporal-worker-deployment.js';
+import type { VersionStatus } from '../api/rollout-status.js';
 import { type RolloutContext } from './context.js';
 import { Blocked, ContinueAsNewDue, timedOut } from './failures.js';
 import { isDrained } from '../api/version-status.js';

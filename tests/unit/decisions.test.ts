@@ -3,10 +3,9 @@ import { versionedDeploymentName } from '../../api/names.js';
 import {
   RolloutStep,
   TemporalWorkerDeploymentSpec,
-  TemporalWorkerDeploymentStatus,
-  type Phase,
   type TemporalWorkerDeploymentSpecInput,
 } from '../../api/temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus, type Phase } from '../../api/rollout-status.js';
 import {
   drainPollDelay,
   firstVersionRouting,

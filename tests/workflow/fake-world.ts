@@ -30,9 +30,8 @@ import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from
 import {
   TemporalWorkerDeploymentSpec,
   type TemporalWorkerDeploymentSpecInput,
-  type TemporalWorkerDeploymentStatus,
-  type VersionStatus,
 } from '../../api/temporal-worker-deployment.js';
+import { type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/rollout-status.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
