@@ -137,7 +137,7 @@ beforeAll(async () => {
   for (const file of ['launch.js', 'glidepath.js', 'kubectl-glidepath.js'])
     copyFileSync(join(repo, 'bin', file), join(pkg, 'bin', file));
   copyFileSync(join(repo, 'package.json'), join(pkg, 'package.json'));
-  for (const dir of ['starter', 'node_modules']) symlinkSync(join(repo, dir), join(pkg, dir));
+  for (const dir of ['cli', 'node_modules']) symlinkSync(join(repo, dir), join(pkg, dir));
   const path = join(linked, 'path');
   mkdirSync(path);
   symlinkSync(join(pkg, 'bin', 'glidepath.js'), join(path, 'glidepath'));
