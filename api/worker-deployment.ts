@@ -206,7 +206,7 @@ export const WorkerDeploymentSpec = withCel(
     .object({
       deployment: DeploymentSpec.optional(),
       replicas: DeploymentFields.replicas().optional().describe(deprecated('replicas')),
-      template: PodTemplate.optional().describe(deprecated('template')),
+      template: PodTemplate.optional().describe(`${PodTemplate.description}; ${deprecated('template')}`),
       minReadySeconds: DeploymentFields.minReadySeconds().optional().describe(deprecated('minReadySeconds')),
       progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds()
         .optional()

@@ -10,7 +10,7 @@
  *   rollback NS/NAME [--to BUILD] [REASON…]   route back to the previous current build (or BUILD)
  *
  * Controls are updates: the workflow answers with the status once the control took effect, or refuses it
- * (`refused: <why>`, exit 1). `--output json|yaml` for scripts; the exit codes are in ./cli/exit-codes.ts. The same
+ * (`refused: <why>`, exit 1). `--output json|yaml` for scripts; the exit codes are in ./exit-codes.ts. The same
  * names work with `temporal workflow update execute --workflow-id <status.rolloutWorkflow.workflowId> --name pause`.
  */
 import { randomUUID } from 'node:crypto';
