@@ -175,3 +175,22 @@ export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
     ownerUid: d.metadata?.labels?.[Labels.ownerUid],
   };
 }
+
+/**
+ * What a rollout decides on in an observation: whether the Deployment is there and whose, its generation and
+ * replicas, whether it is available at that generation, whether it missed its progress deadline. Status churn that
+ * leaves these alone (a new resourceVersion, ready pods on the way) wakes no workflow; its reads see it anyway.
+ */
+export function observationKey(obs: DeploymentObservation): string {
+  const available =
+    (obs.observedGeneration ?? 0) >= (obs.generation ?? 0) && (obs.availableReplicas ?? 0) >= (obs.replicas ?? 0);
+  return JSON.stringify([
+    obs.name,
+    obs.exists,
+    obs.ownerUid ?? '',
+    obs.generation ?? 0,
+    obs.replicas ?? 0,
+    available,
+    obs.progressDeadlineExceeded === true,
+  ]);
+}

@@ -34,7 +34,7 @@ import { asApply, asMergePatch, ignoreNotFound } from '../kube/client.js';
 import { buildIdNow, createFirstDeployment } from './first-deployment.js';
 import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
 import { ForeignLabels } from '../kube/foreign-deployments.js';
-import { Labels, managerName, observeDeployment } from '../kube/versioned-deployment.js';
+import { Labels, managerName, observationKey, observeDeployment } from '../kube/versioned-deployment.js';
 import {
   deleted,
   deploymentObserved,
@@ -389,7 +389,7 @@ export class Watcher {
     if (!owner) return;
     const obs = { ...observeDeployment(d), exists: exists && !d.metadata?.deletionTimestamp };
     const key = `${ns}/${obs.name}`;
-    const text = JSON.stringify(obs);
+    const text = observationKey(obs);
     if (!force && this.observed.get(key) === text) return;
     try {
       await this.options.client.workflow
