@@ -36,7 +36,7 @@ export const bulkOptions: ActivityOptions = {
   retry: attempts('10s'),
 };
 
-/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task; `localFirst` then uses an activity. */
+/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task (calls.ts then uses an activity). */
 export const localOptions: LocalActivityOptions = {
   scheduleToCloseTimeout: '10s',
   startToCloseTimeout: '5s',

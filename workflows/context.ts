@@ -9,42 +9,20 @@ import {
   condition,
   isCancellation,
   log,
-  proxyActivities,
-  proxyLocalActivities,
-  type ActivityInterfaceFor,
-  type ActivityOptions,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type {
-  Activities,
-  KubeEvent,
-  RoutingCallOptions,
-  RoutingCallResult,
-  TemporalTarget,
-} from '../activities/index.js';
+import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/rollout-status.js';
+import { ActivityCalls } from './calls.js';
 import { recheckDelay, renderStatus } from './decisions.js';
 import { currentDetails, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, RolloutState, TemporalPlace } from './state.js';
 import type { Owner } from '../api/resource.js';
-import { waitsTaskQueue } from './task-queues.js';
-import {
-  bulkOptions,
-  gateWaitOptions,
-  kubeOptions,
-  localOptions,
-  localReportingOptions,
-  localRoutingWriteOptions,
-  reportingOptions,
-  temporalOptions,
-  waitOptions,
-  waitWithinOptions,
-} from './activity-options.js';
 import { Blocked, ContinueAsNewDue, managerHeldBy, permanentCause, rootCause } from './failures.js';
 
 const now = () => new Date();
@@ -69,51 +47,8 @@ function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
   if (phase === undefined) return reasons;
   return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }
-export class RolloutContext {
+export class RolloutContext extends ActivityCalls {
   readonly owner: Owner;
-  /**
-   * The summary the Web UI shows for the activities scheduled now: the `what` of the `call` (or `withSummary`)
-   * running. Set only while its function runs synchronously, which is when the activity proxies below are read.
-   */
-  private summaryNow?: string;
-  /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
-  get kube(): ActivityInterfaceFor<Activities> {
-    return this.activities(kubeOptions);
-  }
-  /** Temporal API calls (routing, versions, counts). */
-  get temporal(): ActivityInterfaceFor<Activities> {
-    return this.activities(temporalOptions);
-  }
-  /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
-  get bulk(): ActivityInterfaceFor<Activities> {
-    return this.activities(bulkOptions);
-  }
-  /**
-   * The resync's reads (and its rare repair), as local activities: an idle round is then one workflow task (its
-   * timer) instead of three activities and their tasks, a few Temporal calls per hour.
-   */
-  get local() {
-    return proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
-  }
-  /**
-   * A report inside the workflow task: two quick attempts within 3 s, then it goes as an activity.
-   * The task holds its commands and its worker slot meanwhile: an apiserver outage must not hold them long.
-   */
-  private get localReporting() {
-    return proxyLocalActivities<Activities>({ ...localReportingOptions, ...this.summary() });
-  }
-  /**
-   * A routing write inside the workflow task (`routingCall`): two attempts within 10 s, then it goes as an activity.
-   * The task holds its worker slot meanwhile, as long as the server takes to change the routing; while the budget
-   * would make the call wait, the activity answers `deferred` at once.
-   */
-  private get localRoutingWrites() {
-    return proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
-  }
-  /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
-  private get reporting(): ActivityInterfaceFor<Activities> {
-    return this.activities(reportingOptions);
-  }
   /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
   readonly removing = new Set<string>();
   /** Builds whose Deployment the watcher says changed since the last read: a wait reads them (the word is not the truth). */
@@ -125,15 +60,12 @@ export class RolloutContext {
   private pendingEvents: KubeEvent[] = [];
   /** Events of this run so far: with the run ID, each Event's name, so a retried report records it once. */
   private eventCount = 0;
-  /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
-  private routingAsActivity = false;
-  /** The workflow task (by its history length) in which an activity was last scheduled. */
-  private scheduledInTask = -1;
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
   private reportAsActivity = false;
   private writing = false;
 
   constructor(public state: RolloutState) {
+    super();
     this.owner = state.owner;
   }
 
@@ -151,115 +83,6 @@ export class RolloutContext {
     this.state.routingToken = result?.conflictToken
       ? { of: routingTokenKey(t), token: result.conflictToken }
       : undefined;
-  }
-
-  /**
-   * A ramp (`write` with the activities to make it with), inside the workflow task that decided it: no completion of
-   * that task, activity dispatch and task after it. When the local write was deferred (a busy budget) or failed, it
-   * goes as an activity; a local write that landed but did not answer in time is harmless again: the activity finds
-   * the routing done. Not for a set-current: a local write lands before its task is recorded, and a task lost then
-   * (a controller killed) runs again with what came meanwhile first; an abort accepted there would leave the build it
-   * aborted current. A stray ramp is undone by the abort's own read of the routing (`clearRampIf`); a set-current,
-   * the point of no return, stays an activity, recorded before it is made (`promoting`).
-   */
-  async routingCall(
-    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
-  ): Promise<RoutingCallResult> {
-    // Not once the run is due to continue as new: as for reports (see `statusWriter`), a local marker and a signal
-    // arriving in its task could be replayed in another order than they happened.
-    if (this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
-    const summary = this.summaryNow; // read synchronously by the proxies, gone after the first await
-    try {
-      const result = await write(this.localRoutingWrites);
-      if (!result.deferred) return result;
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // A refusal too (permanent, the manager identity held) goes again as an activity: a local activity's failure
-      // can come unwrapped, and the activity's is the one the callers read (`call`).
-      log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
-      this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
-    }
-    return summary === undefined
-      ? this.routingByActivity(write)
-      : this.withSummary(summary, () => this.routingByActivity(write));
-  }
-
-  private async routingByActivity(
-    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
-  ): Promise<RoutingCallResult> {
-    const result = await write(this.temporal);
-    this.routingAsActivity = false;
-    return result;
-  }
-
-  /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
-  activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
-    const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
-    // Notes the task each activity is scheduled in (see `statusWriter`).
-    const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
-    return new Proxy(proxy, {
-      get: (target, name: string) => {
-        type Call = ((...args: unknown[]) => Promise<unknown>) & {
-          executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown>;
-        };
-        const call = target[name as keyof Activities] as unknown as Call;
-        const noted = (...args: unknown[]) => (noteTask(), call(...args));
-        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (
-          noteTask(),
-          call.executeWithOptions(options, args)
-        );
-        return noted;
-      },
-    });
-  }
-
-  private summary(): { summary?: string } {
-    return this.summaryNow ? { summary: this.summaryNow } : {};
-  }
-
-  /**
-   * A call as a local activity (in the workflow task: no extra task on the quiet path), made again as an activity
-   * when the local one failed within its bound.
-   */
-  async localFirst<T>(summary: string, call: (a: ActivityInterfaceFor<Activities>) => Promise<T>): Promise<T> {
-    try {
-      return await this.withSummary(summary, () => call(this.local));
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      return this.withSummary(summary, () => call(this.kube));
-    }
-  }
-
-  /**
-   * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
-   * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
-   */
-  withSummary<T>(summary: string, fn: () => T): T {
-    const outer = this.summaryNow;
-    this.summaryNow = summary;
-    try {
-      return fn();
-    } finally {
-      this.summaryNow = outer;
-    }
-  }
-
-  /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
-  waits() {
-    return this.activities(waitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
-  }
-
-  /**
-   * The wait on a gate workflow, with a short heartbeat timeout: a controller that died during a gate is replaced
-   * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
-   */
-  gateWaits() {
-    return this.activities(gateWaitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
-  }
-
-  /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
-  waitsWithin(budgetMs: number) {
-    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), budgetMs));
   }
 
   spec() {
@@ -398,11 +221,9 @@ export class RolloutContext {
 
   /**
    * Writes the status (when it changed) and the Events since the last report, in one activity; serial, so an older
-   * write never lands after a newer one. A report that failed for good is dropped with a warning. A report runs as a
-   * local activity when nothing else of the workflow task waits for it (no activity scheduled in the same task),
-   * saving the activity's poll and completion and the workflow task its completion would wake; a task that
-   * schedules a routing call or a Deployment write keeps it an activity (a task holding a local activity sends its
-   * other commands only once it is done). `onGone`: the resource is gone (deleted unseen, or another object now
+   * write never lands after a newer one. A report that failed for good is dropped with a warning. A report runs
+   * inside the workflow task when nothing else of the task waits for it (`reportsInTask`), saving the activity's
+   * poll and completion and the workflow task its completion would wake. `onGone`: the resource is gone (deleted unseen, or another object now
    * has its name).
    */
   async statusWriter(onGone: () => void): Promise<never> {
@@ -421,14 +242,11 @@ export class RolloutContext {
       this.writing = true;
       // Never local once the run is to continue as new: a signal arriving while it does fails that task, and on the
       // replay that follows, a local report's marker resolves before the signal, so the run continued without it.
-      const local =
-        !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+      const local = !this.reportAsActivity && this.reportsInTask();
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
         const report = { ...(status ? { status } : {}), events };
-        const written = await this.withSummary(summary, () =>
-          (local ? this.localReporting : this.reporting).report(this.owner, report),
-        );
+        const written = await this.withSummary(summary, () => this.reporter(local).report(this.owner, report));
         if (!local) this.reportAsActivity = false;
         if (written === false && !this.state.deleting) onGone();
       } catch (err) {

@@ -63,8 +63,8 @@ async function resyncLoop(r: Resource): Promise<never> {
         // watcher ran): it must not be healed forever.
         await r.readOwner();
         if (r.state.deleting || ctx.handedAway) return;
-        const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) =>
-          kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+        const { recreated, healed } = await ctx.withSummary('reconcile the Deployments', () =>
+          ctx.kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
         );
         for (const name of recreated)
           ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
@@ -72,8 +72,8 @@ async function resyncLoop(r: Resource): Promise<never> {
           ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
         // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
         const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
-        const removed = await ctx.localFirst('delete stray Deployments', (kube) =>
-          kube.deleteStrayDeployments(owner, live),
+        const removed = await ctx.withSummary('delete stray Deployments', () =>
+          ctx.kube.deleteStrayDeployments(owner, live),
         );
         for (const name of removed)
           ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);

@@ -112,8 +112,6 @@ export class Resource {
   async readOwner(): Promise<FirstRead> {
     const { ctx, owner, state } = this;
     state.readDue = false;
-    // An activity, never a local one: a local read beside a local report, in a task that timed out under load, was
-    // replayed in another order than it ran (a nondeterminism error).
     const read = await ctx.call('read the resource', () => ctx.kube.readResource(owner));
     const elsewhere = notThisInstallations(workflowInfo().workflowId, owner, read);
     if (elsewhere) {
@@ -260,7 +258,7 @@ export class Resource {
       await CancellationScope.nonCancellable(() =>
         ctx.call(
           `clear the ramp of ${entry.buildId}`,
-          () => ctx.temporal.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId),
+          () => ctx.temporalActivity.clearRampIf(ctx.temporalTarget(entry.place), entry.buildId),
           { untilDeleted: false },
         ),
       );

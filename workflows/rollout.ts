@@ -45,11 +45,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const early = appliedEarly?.buildId === buildId ? appliedEarly : undefined;
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     if (early) stillTarget(ctx, buildId); // no await on this path to notice a superseding spec or a deletion
-    const [routing] = early
-      ? [early.routing]
+    // The apply first: inside the task, calls run one at a time.
+    const [, routing] = early
+      ? [undefined, early.routing]
       : await Promise.all([
-          ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
           ensureDeployment(ctx, buildId),
+          ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
         ]);
     if (!state.current && routing.current)
       state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
@@ -445,7 +446,7 @@ export async function makeCurrent(
           t,
           await ctx.call(
             `make ${buildId} current`,
-            () => ctx.temporal.setCurrent(t, buildId, ...ctx.routingOptions(t)),
+            () => ctx.temporalActivity.setCurrent(t, buildId, ...ctx.routingOptions(t)),
             { untilDeleted: false, ...heldIsOurs },
           ),
         );

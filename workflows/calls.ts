@@ -1,0 +1,212 @@
+/**
+ * How a rollout calls its activities. Reads and idempotent writes run inside the workflow task that decided them,
+ * as local activities: no activity task, poll, completion or workflow task after each, which is most of what a
+ * rollout costs in Temporal calls. They run one at a time: concurrent local activities can resolve in another order
+ * on replay than they did (sdk-core resolves their markers in history order). One that failed within its bound goes
+ * again as an activity, as do the next ones until an activity succeeded: an outage's retries belong to an activity,
+ * not to a workflow task. A set-current, the long waits and the bulk calls are always activities.
+ */
+import {
+  isCancellation,
+  log,
+  proxyActivities,
+  proxyLocalActivities,
+  type ActivityInterfaceFor,
+  type ActivityOptions,
+  workflowInfo,
+} from '@temporalio/workflow';
+import type { Activities, RoutingCallResult } from '../activities/index.js';
+import {
+  bulkOptions,
+  gateWaitOptions,
+  kubeOptions,
+  localOptions,
+  localReportingOptions,
+  localRoutingWriteOptions,
+  reportingOptions,
+  temporalOptions,
+  waitOptions,
+  waitWithinOptions,
+} from './activity-options.js';
+import { waitsTaskQueue } from './task-queues.js';
+
+type AnyActivity = (...args: unknown[]) => Promise<unknown>;
+
+export abstract class ActivityCalls {
+  /**
+   * The summary the Web UI shows for the activities scheduled now: the `what` of the `call` (or `withSummary`)
+   * running. Set only while its function runs synchronously, which is when the activity proxies below are read.
+   */
+  private summaryNow?: string;
+  /** The local activity last queued: the next starts when it is done. */
+  private localTail: Promise<unknown> = Promise.resolve();
+  /** A call inside the task failed: the next go as activities until one succeeds. */
+  private inTaskAsActivity = false;
+  /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
+  private routingAsActivity = false;
+  /** The workflow task (by its history length) in which an activity was last scheduled. */
+  private scheduledInTask = -1;
+
+  /** Whether the run is due to continue as new: no local activity then (see `statusWriter`). */
+  abstract continueAsNewDue(): boolean;
+
+  /** Kubernetes reads and idempotent writes, in the task; a cancelled write is waited for (nothing lands after a deletion). */
+  get kube(): ActivityInterfaceFor<Activities> {
+    return this.inTask(kubeOptions);
+  }
+  /** Temporal reads and version deletes, in the task. */
+  get temporal(): ActivityInterfaceFor<Activities> {
+    return this.inTask(temporalOptions);
+  }
+  /** Temporal calls that are recorded before they are made: a set-current, a ramp's clearing. */
+  get temporalActivity(): ActivityInterfaceFor<Activities> {
+    return this.activities(temporalOptions);
+  }
+  /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
+  get bulk(): ActivityInterfaceFor<Activities> {
+    return this.activities(bulkOptions);
+  }
+  /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
+  waits() {
+    return this.activities(waitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
+  }
+  /**
+   * The wait on a gate workflow, with a short heartbeat timeout: a controller that died during a gate is replaced
+   * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
+   */
+  gateWaits() {
+    return this.activities(gateWaitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
+  }
+  /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
+  waitsWithin(budgetMs: number) {
+    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), budgetMs));
+  }
+
+  /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
+  activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
+    const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
+    // Notes the task each activity is scheduled in (see `reportsInTask`).
+    const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
+    return new Proxy(proxy, {
+      get: (target, name: string) => {
+        type Call = AnyActivity & { executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown> };
+        const call = target[name as keyof Activities] as unknown as Call;
+        const noted = (...args: unknown[]) => (noteTask(), call(...args));
+        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (
+          noteTask(),
+          call.executeWithOptions(options, args)
+        );
+        return noted;
+      },
+    });
+  }
+
+  /**
+   * Runs `fn` with `summary` as the Web UI's summary of the activities it schedules (read synchronously: the
+   * activity must be called before `fn`'s first await, as `() => ctx.kube.scaleDeployment(…)` does).
+   */
+  withSummary<T>(summary: string, fn: () => T): T {
+    const outer = this.summaryNow;
+    this.summaryNow = summary;
+    try {
+      return fn();
+    } finally {
+      this.summaryNow = outer;
+    }
+  }
+
+  /**
+   * A ramp (`write` with the activities to make it with), inside the workflow task that decided it. When the local
+   * write was deferred (a busy budget) or failed, it goes as an activity; a local write that landed but did not
+   * answer in time is harmless again: the activity finds the routing done. Not for a set-current: a local write
+   * lands before its task is recorded, and a task lost then (a controller killed) runs again with what came
+   * meanwhile first; an abort accepted there would leave the build it aborted current. A stray ramp is undone by
+   * the abort's own read of the routing (`clearRampIf`); a set-current, the point of no return, stays an activity,
+   * recorded before it is made (`promoting`).
+   */
+  async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>) {
+    const byActivity = this.temporalActivity; // the summary is read now, synchronously
+    const asActivity = async () => {
+      const result = await write(byActivity);
+      this.routingAsActivity = false;
+      return result;
+    };
+    if (this.routingAsActivity || this.continueAsNewDue()) return asActivity();
+    const local = proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
+    try {
+      const result = await this.oneLocalAtATime(() => write(local));
+      if (!result.deferred) return result;
+    } catch (err) {
+      if (isCancellation(err)) throw err;
+      // A refusal too (permanent, the manager identity held) goes again as an activity: a local activity's failure
+      // can come unwrapped, and the activity's is the one the callers read (`call`).
+      log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
+      this.routingAsActivity = true;
+    }
+    return asActivity();
+  }
+
+  /**
+   * Whether a report runs inside the task: not when the task scheduled an activity (a task holding a local
+   * activity sends its other commands only once it is done), nor once the run is due to continue as new.
+   */
+  protected reportsInTask(): boolean {
+    return this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+  }
+
+  /** The report's activities: in the task (two quick attempts within 3 s) or an activity retried until it lands. */
+  protected reporter(inTask: boolean): ActivityInterfaceFor<Activities> {
+    if (!inTask) return this.activities(reportingOptions);
+    const local = proxyLocalActivities<Activities>({ ...localReportingOptions, ...this.summary() });
+    return this.queued(local);
+  }
+
+  /** Runs `fn` (which schedules one local activity) when the local activities queued before it are done. */
+  private oneLocalAtATime<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.localTail.then(fn);
+    this.localTail = run.catch(() => undefined);
+    return run;
+  }
+
+  /** `local`'s activities, each run one at a time (`oneLocalAtATime`). */
+  private queued(local: ActivityInterfaceFor<Activities>): ActivityInterfaceFor<Activities> {
+    return new Proxy(local, {
+      get: (target, name: string) => {
+        const call = target[name as keyof Activities] as unknown as AnyActivity;
+        return (...args: unknown[]) => this.oneLocalAtATime(() => call(...args));
+      },
+    });
+  }
+
+  /** Activities called inside the task, again as activities with `fallback` when that failed. */
+  private inTask(fallback: ActivityOptions): ActivityInterfaceFor<Activities> {
+    const byActivity = this.activities(fallback); // the summary is read now, synchronously
+    const local = this.queued(proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() }));
+    const asActivity = async (name: keyof Activities, args: unknown[]) => {
+      const result = await (byActivity[name] as unknown as AnyActivity)(...args);
+      this.inTaskAsActivity = false;
+      return result;
+    };
+    const call = async (name: keyof Activities, args: unknown[]) => {
+      if (this.inTaskAsActivity || this.continueAsNewDue()) return asActivity(name, args);
+      try {
+        return await (local[name] as unknown as AnyActivity)(...args);
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
+        this.inTaskAsActivity = true;
+      }
+      return asActivity(name, args);
+    };
+    return new Proxy({} as ActivityInterfaceFor<Activities>, {
+      get:
+        (_, name: string) =>
+        (...args: unknown[]) =>
+          call(name as keyof Activities, args),
+    });
+  }
+
+  private summary(): { summary?: string } {
+    return this.summaryNow ? { summary: this.summaryNow } : {};
+  }
+}
