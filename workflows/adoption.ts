@@ -13,7 +13,7 @@ import { placeOf } from './decisions.js';
 import type { Sunsets } from './sunset.js';
 import type { RolloutState, Target, TemporalPlace } from './state.js';
 import type { Desired } from '../api/resource.js';
-import { observe } from './waiting.js';
+import { observe } from './deployments.js';
 
 /** What adopting the other controller's versions means for the state. Pure. */
 export interface AdoptionPlan {

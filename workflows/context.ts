@@ -17,7 +17,8 @@ import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget }
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/rollout-status.js';
 import { ActivityCalls } from './calls.js';
-import { recheckDelay, renderStatus } from './decisions.js';
+import { recheckDelay } from './decisions.js';
+import { renderStatus } from './render-status.js';
 import { currentDetails, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';

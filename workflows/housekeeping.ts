@@ -8,7 +8,7 @@ import { condition, isCancellation, log } from '@temporalio/workflow';
 import { liveForeignBuilds } from './adoption.js';
 import { Blocked, ContinueAsNewDue } from './failures.js';
 import type { Resource } from './resource.js';
-import { ensureDeployment } from './rollout.js';
+import { ensureDeployment } from './deployments.js';
 
 export function runHousekeeping(r: Resource): void {
   void r.housekeepingScope.run(() => Promise.all([resyncLoop(r), reapplyLoop(r), readLoop(r)])).catch(() => undefined);

@@ -16,7 +16,8 @@ import { forgetForeignTemplates, forgetGoneForeignBuilds, withAlias } from './ad
 import { RolloutContext } from './context.js';
 import { Blocked, ContinueAsNewDue } from './failures.js';
 import { isPaused, notThisInstallations, placeChangeProblem, placeOf, planRead, planSpecChange } from './decisions.js';
-import { movePinned, rollOut } from './rollout.js';
+import { movePinned } from './rollback.js';
+import { rollOut } from './rollout.js';
 import type { RolloutWorkflow } from './rollout-workflow.js';
 import { Sunsets } from './sunset.js';
 import { type RolloutState, type RolloutStatus, type Target } from './state.js';

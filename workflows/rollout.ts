@@ -4,13 +4,13 @@
  * Manual) → current. Every step starts from the state, so the rollout can stop anywhere (a superseding spec, an
  * abort, ContinueAsNew, a restart) and pick up where it was.
  */
-import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
+import { CancellationScope } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
-import type { RegistrationCheck, Routing, VersionRegistration } from '../activities/index.js';
+import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
-import { Blocked, managerHeldBy, timedOut } from './failures.js';
-import type { Target, TemporalPlace } from './state.js';
+import { timedOut } from './failures.js';
+import type { Target } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
 import {
@@ -21,11 +21,13 @@ import {
   noPollersMessage,
   placeOf,
   stepSummary,
-  versionsToMakeRoom,
 } from './decisions.js';
+import { ensureDeployment } from './deployments.js';
 import { passGate } from './gates.js';
+import { rollBack } from './rollback.js';
+import { heldIsOurs, makeCurrent, makeRoomForVersion, routingWrite, stillTarget } from './routing.js';
 import type { Sunsets } from './sunset.js';
-import { observe, readDeployment, waitUntilAvailable, waitWhilePaused } from './waiting.js';
+import { waitUntilAvailable, waitWhilePaused } from './waiting.js';
 
 const now = () => new Date();
 
@@ -187,15 +189,6 @@ async function rolloutGate(
   return undefined;
 }
 
-/**
- * Throws (as a cancellation) when the build is no longer the target: a superseding spec or an abort cancels
- * the rollout's scope, but code that resumes synchronously must not act for the old target before the next await.
- */
-function stillTarget(ctx: RolloutContext, buildId: string): void {
-  if (ctx.state.target?.buildId !== buildId || ctx.state.deleting)
-    throw new CancelledFailure(`${buildId} is no longer the target`);
-}
-
 /** A failed gate or analysis with policy Abort: the target gets no more work and is sunset; the main loop clears its ramp. */
 function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
   const place = ctx.state.target?.place;
@@ -206,89 +199,6 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
     { buildId, ...(place ? { place } : {}), ...(movePinned ? { movePinned } : {}) },
   ];
   ctx.state.target = undefined;
-}
-
-/**
- * Back to a build that was current moments ago and still runs (the spec went back to it, or `rollback`): current
- * at once, all at once — no gate, no steps, whatever the strategy or a pause says.
- */
-async function rollBack(
-  ctx: RolloutContext,
-  sunsets: Sunsets,
-  buildId: string,
-  why: { reason: string; who: string },
-): Promise<void> {
-  const previous = ctx.state.current;
-  const spec = ctx.state.desired!.buildId;
-  const differs =
-    spec !== buildId
-      ? `; the spec still asks for ${spec}: routing stays on ${buildId} until the spec changes or retry`
-      : '';
-  const message = `${buildId} is current again (${why.reason}${why.who !== 'spec' ? `, by ${why.who}` : ''})${differs}`;
-  // Its pods are read, not remembered: routing goes back only to a Deployment that serves (made whole first if not).
-  const read = await readDeployment(ctx, buildId);
-  if (!ctx.state.deployments[buildId]?.exists || (read.availableReplicas ?? 0) === 0) {
-    // Not Glidepath's to render (adopted): nothing to apply, so routing does not go to it.
-    if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId])
-      throw new Blocked(
-        `roll back to ${buildId}`,
-        'its Deployment has no available pods, and it is not one Glidepath applies',
-      );
-    ctx.transition(
-      'Deploying',
-      'Deploying',
-      `${buildId} has no available pods: applying its Deployment before routing goes back to it`,
-    );
-    await ensureDeployment(ctx, buildId);
-    await waitUntilAvailable(ctx, buildId, { ignorePause: true }); // a rollback is not held by a pause
-  }
-  await makeCurrent(ctx, sunsets, buildId, { reason: 'RolledBack', message, ignorePause: true });
-  if (previous && previous.buildId !== buildId && ctx.spec().rollout.onAbort?.movePinned) {
-    try {
-      await movePinned(ctx, previous.buildId, buildId, previous.place);
-    } catch (err) {
-      if (!(err instanceof Blocked)) throw err;
-      ctx.event('Warning', 'Blocked', `executions pinned to ${previous.buildId} could not be moved: ${err.message}`); // routing is back all the same
-    }
-  }
-}
-
-/** Moves the executions pinned to an aborted or rolled back build onto the current one (`rollout.onAbort.movePinned`). */
-export async function movePinned(ctx: RolloutContext, from: string, to: string, place?: TemporalPlace): Promise<void> {
-  const moved = await ctx.call(`move executions pinned to ${from} onto ${to}`, () =>
-    ctx.bulk.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
-  );
-  ctx.event(
-    'Normal',
-    'PinnedExecutionsMoved',
-    `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`,
-  );
-  ctx.record(
-    'transition',
-    'PinnedExecutionsMoved',
-    'glidepath',
-    `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}`,
-    from,
-  );
-}
-
-/** Server-side applies a live build's Deployment from its own template and the spec in force. */
-export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
-  const template = ctx.state.templates?.[buildId];
-  if (!template) {
-    // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
-    if (ctx.state.foreign?.[buildId]) {
-      const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () =>
-        ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }),
-      );
-      observe(ctx, adopted);
-    }
-    return; // a version adopted from Temporal: not ours to render
-  }
-  const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
-    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
-  );
-  observe(ctx, obs);
 }
 
 /**
@@ -385,112 +295,6 @@ async function holdStep(
     }
     target.stepHeldMs = (target.stepHeldMs ?? 0) + (Date.now() - started);
     ctx.showDetails();
-    ctx.checkpoint();
-  }
-}
-
-/** How a build became current, for the status: a rollout's end (default) or a rollback. */
-interface Becoming {
-  reason?: 'RolloutComplete' | 'RolledBack';
-  message?: string;
-  /** A rollback is what a person in an incident needs now: a pause does not hold it. */
-  ignorePause?: boolean;
-}
-
-/**
- * Runs a routing write. The write claims the manager identity itself, so while someone else holds it the write is
- * refused (`heldIsOurs`) and the wait for the hand-back runs here, outside the write's non-cancellable scope and
- * with `promoting` off: an abort, a rollback or a new target during it takes effect. `stillWanted` throws when the
- * write is no longer wanted after the wait.
- */
-async function routingWrite(
-  ctx: RolloutContext,
-  o: { stillWanted: () => void; untilDeleted?: boolean },
-  write: () => Promise<void>,
-): Promise<void> {
-  for (let attempt = 0; ; attempt++) {
-    let holder: string | undefined;
-    try {
-      await write();
-      ctx.managerBack();
-      return;
-    } catch (err) {
-      holder = managerHeldBy(err);
-      if (holder === undefined) throw err;
-    }
-    await ctx.waitForManager(holder, attempt, o.untilDeleted === false ? { untilDeleted: false } : {});
-    o.stillWanted();
-  }
-}
-
-/** `call` options of a routing write: a refusal for the manager identity is the caller's to wait out (routingWrite). */
-const heldIsOurs = { isExpected: (err: unknown) => managerHeldBy(err) !== undefined };
-
-/** Makes the build current. Once asked, Temporal does it whatever happens here: the step is finished and recorded. */
-export async function makeCurrent(
-  ctx: RolloutContext,
-  sunsets: Sunsets,
-  buildId: string,
-  how: Becoming = {},
-): Promise<void> {
-  const { state } = ctx;
-  if (!how.ignorePause) await waitWhilePaused(ctx);
-  if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
-  const stillWanted = () => (state.current?.buildId !== buildId ? stillTarget(ctx, buildId) : undefined);
-  await routingWrite(ctx, { stillWanted, untilDeleted: false }, async () => {
-    ctx.promoting = true;
-    try {
-      await CancellationScope.nonCancellable(async () => {
-        const t = ctx.temporalTarget();
-        ctx.routed(
-          t,
-          await ctx.call(
-            `make ${buildId} current`,
-            () => ctx.temporalActivity.setCurrent(t, buildId, ...ctx.routingOptions(t)),
-            { untilDeleted: false, ...heldIsOurs },
-          ),
-        );
-        const previous = state.current;
-        const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
-        state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
-        if (state.target?.buildId === buildId) state.target = undefined;
-        state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
-        if (previous && previous.buildId !== buildId) {
-          sunsets.retire(previous.buildId, previous.place);
-          // It may be rolled back to, within rollout.rollbackWindow.
-          const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
-          if (retired) retired.currentUntil = now().toISOString();
-        }
-        sunsets.sync();
-      });
-    } finally {
-      ctx.promoting = false;
-    }
-  });
-  ctx.transition('Ready', how.reason ?? 'RolloutComplete', how.message ?? `${buildId} is current`);
-}
-
-/** Makes room under the server's version cap; says so in a condition while none can be made. */
-async function makeRoomForVersion(ctx: RolloutContext, buildId: string, routing?: Routing): Promise<void> {
-  const { state } = ctx;
-  for (;;) {
-    const r =
-      routing ??
-      (await ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())));
-    routing = undefined;
-    if (r.versions.some((v) => v.buildId === buildId)) return;
-    const keep = [buildId, ...[state.current?.buildId, r.current, r.ramping].filter((b): b is string => !!b)];
-    const plan = versionsToMakeRoom(r.versions, keep, state.timings.maxVersions);
-    for (const b of plan.remove)
-      await ctx.call(`delete version ${b}`, () => ctx.temporal.deleteVersion(ctx.temporalTarget(), b));
-    if (!plan.atCap) return;
-    ctx.transition(
-      'Deploying',
-      'VersionLimitReached',
-      `the worker deployment has ${r.versions.length} versions (the server allows ${state.timings.maxVersions}); waiting for old ones to drain`,
-      'Warning',
-    );
-    await ctx.wait(() => false, 60_000, 'wait for room under the version cap');
     ctx.checkpoint();
   }
 }

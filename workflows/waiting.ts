@@ -6,26 +6,8 @@
  */
 import { formatDuration } from '../api/duration.js';
 import type { RolloutContext } from './context.js';
-import { isPaused, newerObservation, recheckDelay } from './decisions.js';
-import type { DeploymentObservation } from '../api/resource.js';
-
-/**
- * Folds a read (or an apply's answer) into the state: an older one never overwrites a newer one, and a Deployment
- * of another incarnation of the resource under the same name is not this one's.
- */
-export function observe(ctx: RolloutContext, obs: DeploymentObservation): void {
-  const mine = obs.exists && (!obs.ownerUid || obs.ownerUid === ctx.owner.uid);
-  ctx.state.deployments[obs.buildId] = mine
-    ? newerObservation(ctx.state.deployments[obs.buildId], obs)
-    : { buildId: obs.buildId, name: obs.name, exists: false };
-}
-
-/** Reads the build's Deployment and folds the read into the state; returns what was read. */
-export async function readDeployment(ctx: RolloutContext, buildId: string): Promise<DeploymentObservation> {
-  const read = await ctx.call(`read the Deployment of ${buildId}`, () => ctx.kube.readDeployment(ctx.owner, buildId));
-  observe(ctx, read);
-  return read;
-}
+import { isPaused, recheckDelay } from './decisions.js';
+import { readDeployment } from './deployments.js';
 
 /** The Deployment has the replicas the spec asks for now, all available, at its latest generation. */
 export function isAvailable(ctx: RolloutContext, buildId: string): boolean {

@@ -16,13 +16,13 @@ import {
   isPaused,
   placeChangeProblem,
   planSpecChange,
-  renderStatus,
   rolloutPending,
   stepSummary,
   sunsetAction,
   versionsToMakeRoom,
   type SunsetAction,
 } from '../../workflows/decisions.js';
+import { renderStatus } from '../../workflows/render-status.js';
 import { type RolloutState, type SunsetVersion } from '../../workflows/state.js';
 import { defaultTimings } from '../../api/timings.js';
 import { type Desired } from '../../api/resource.js';
