@@ -44,8 +44,6 @@ export abstract class ActivityCalls {
   private inTaskAsActivity = false;
   /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
   private routingAsActivity = false;
-  /** The workflow task (by its history length) in which an activity was last scheduled. */
-  private scheduledInTask = -1;
 
   /** Whether the run is due to continue as new: no local activity then (see `statusWriter`). */
   abstract continueAsNewDue(): boolean;
@@ -84,21 +82,7 @@ export abstract class ActivityCalls {
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
   activities(options: ActivityOptions): ActivityInterfaceFor<Activities> {
-    const proxy = proxyActivities<Activities>({ ...options, ...this.summary() });
-    // Notes the task each activity is scheduled in (see `reportsInTask`).
-    const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
-    return new Proxy(proxy, {
-      get: (target, name: string) => {
-        type Call = AnyActivity & { executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown> };
-        const call = target[name as keyof Activities] as unknown as Call;
-        const noted = (...args: unknown[]) => (noteTask(), call(...args));
-        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (
-          noteTask(),
-          call.executeWithOptions(options, args)
-        );
-        return noted;
-      },
-    });
+    return proxyActivities<Activities>({ ...options, ...this.summary() });
   }
 
   /**
@@ -147,11 +131,12 @@ export abstract class ActivityCalls {
   }
 
   /**
-   * Whether a report runs inside the task: not when the task scheduled an activity (a task holding a local
-   * activity sends its other commands only once it is done), nor once the run is due to continue as new.
+   * Whether a report runs inside the task: always, but once the run is due to continue as new. Not decided from
+   * what else the task schedules: an activation after a local activity resolved sees another history length on
+   * replay than it did, so no choice may depend on it.
    */
   protected reportsInTask(): boolean {
-    return this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+    return !this.continueAsNewDue();
   }
 
   /** The report's activities: in the task (two quick attempts within 3 s) or an activity retried until it lands. */

@@ -223,8 +223,8 @@ export class RolloutContext extends ActivityCalls {
   /**
    * Writes the status (when it changed) and the Events since the last report, in one activity; serial, so an older
    * write never lands after a newer one. A report that failed for good is dropped with a warning. A report runs
-   * inside the workflow task when nothing else of the task waits for it (`reportsInTask`), saving the activity's
-   * poll and completion and the workflow task its completion would wake. `onGone`: the resource is gone (deleted unseen, or another object now
+   * inside the workflow task (`reportsInTask`), saving the activity's poll and completion and the workflow task its
+   * completion would wake; it goes as an activity after a local one failed. `onGone`: the resource is gone (deleted unseen, or another object now
    * has its name).
    */
   async statusWriter(onGone: () => void): Promise<never> {
