@@ -119,14 +119,15 @@ export async function adoptForeignVersions(
   const template = state.templates?.[target.buildId];
   if (!template) return undefined;
   const { buildId } = target;
+  // The apply first (inside the task, calls take turns): it is what someone who ran `kubectl apply` waits to see.
   const calls = [
-    ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
     ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () =>
       ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template }),
     ),
+    ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
   ] as const;
   // An apply must land before the rollout moves on (a superseding spec, a deletion): both calls settle first.
-  const [routing, { adopted: found, applied }] = await allSettled(calls);
+  const [{ adopted: found, applied }, routing] = await allSettled(calls);
   state.adoptionChecked = true;
   if (applied) observe(ctx, applied);
   // A new spec meanwhile (new settings, a new connection) is applied by the rollout's own round, after this apply.

@@ -47,7 +47,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const early = appliedEarly?.buildId === buildId ? appliedEarly : undefined;
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
     if (early) stillTarget(ctx, buildId); // no await on this path to notice a superseding spec or a deletion
-    // The apply first: inside the task, calls run one at a time.
+    // The apply first: inside the task, calls take turns.
     const [, routing] = early
       ? [undefined, early.routing]
       : await Promise.all([
