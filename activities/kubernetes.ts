@@ -9,7 +9,8 @@ import { finalizer, versionedDeploymentName } from '../api/names.js';
 import type { PodTemplate } from '../api/temporal-worker-deployment.js';
 import type { TemporalWorkerDeploymentStatus } from '../api/rollout-status.js';
 import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
-import { classifyKubernetesError, describeFailure } from './errors.js';
+import { describeFailure } from './errors.js';
+import { classifyKubernetesError } from '../kube/errors.js';
 import { logWarning } from './log.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from '../kube/client.js';
 import {

@@ -15,7 +15,8 @@ import {
 } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../api/rollout-status.js';
-import { GrpcStatus, classifyTemporalError, managerIdentityHeld } from './errors.js';
+import { managerIdentityHeld } from './errors.js';
+import { GrpcStatus, classifyTemporalError } from '../temporal/errors.js';
 import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
 import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
