@@ -4,7 +4,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
 import type { Timings } from '../api/timings.js';
-import type { Charge } from './heartbeats.js';
+import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import { ignoreNotFound } from '../kube/client.js';
 import { createKubernetesActivities } from './kubernetes.js';
 import { gateInputReader } from '../kube/gate-input.js';
@@ -14,6 +14,7 @@ import { createDrainageActivities } from '../temporal/drainage.js';
 import { createAnalysisActivities } from '../temporal/analysis.js';
 import { createPinnedActivities } from '../temporal/pinned.js';
 import { TemporalConnections } from '../temporal/connections.js';
+import type { HeartbeatOf } from '../temporal/activity-context.js';
 
 export type { TemporalTarget } from '../temporal/connections.js';
 export type {
@@ -63,17 +64,15 @@ export function createActivities(
     options.chargeHeartbeat,
     options.budgetWaitMs,
   );
+  // The waits of temporal/ heartbeat as the ones here do: each counted in the budget as the SDK sends it.
+  const heartbeatOf: HeartbeatOf = (ctx) => chargedHeartbeat(ctx, options.chargeHeartbeat ?? (() => {}));
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
     ...temporal,
-    ...createDrainageActivities(
-      connections,
-      (t, buildId) => temporal.versionStatus(t, buildId),
-      options.chargeHeartbeat,
-    ),
+    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), heartbeatOf),
     ...createAnalysisActivities(connections),
-    ...createPinnedActivities(connections, identity, options.chargeHeartbeat),
+    ...createPinnedActivities(connections, identity, heartbeatOf),
   });
   return { activities, close: () => connections.closeAll() };
 }

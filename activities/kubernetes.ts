@@ -11,7 +11,7 @@ import type { TemporalWorkerDeploymentStatus } from '../api/rollout-status.js';
 import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
 import { describeFailure } from './errors.js';
 import { classifyKubernetesError } from '../kube/errors.js';
-import { logWarning } from './log.js';
+import { logWarning } from '../temporal/activity-context.js';
 import { asApply, asMergePatch, ignoreNotFound, statusCode, withinAttempt } from '../kube/client.js';
 import {
   ForeignLabels,
