@@ -17,14 +17,9 @@ import { TemporalConnections } from '../temporal/connections.js';
 import type { HeartbeatOf } from '../temporal/activity-context.js';
 
 export type { TemporalTarget } from '../temporal/connections.js';
-export type {
-  RegistrationCheck,
-  VersionRegistration,
-  Routing,
-  GateRun,
-  RoutingCallOptions,
-  RoutingCallResult,
-} from './temporal.js';
+export type { RegistrationCheck, VersionRegistration } from './registration.js';
+export type { Routing, RoutingCallOptions, RoutingCallResult } from './routing.js';
+export type { GateRun } from './gates.js';
 export type { ForeignVersion } from './kubernetes.js';
 export type { KubeEvent, Report } from './kubernetes.js';
 export type { GateInputSource } from '../kube/gate-input.js';
