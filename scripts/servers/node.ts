@@ -11,7 +11,8 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync,
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { freePort, launch, startKube, stopProcesses, type KubeServer, type ServerProcess } from './servers.js';
+import { startKube, type KubeServer } from './kube-server.js';
+import { freePort, launch, stopProcesses, type ServerProcess } from './processes.js';
 
 const scriptsDir = dirname(fileURLToPath(import.meta.url));
 
