@@ -7,7 +7,7 @@ import { versionedDeploymentName } from '../api/names.js';
 import type { PodTemplate } from '../api/temporal-worker-deployment.js';
 import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
 import { logWarning } from '../temporal/activity-context.js';
-import { asApply, asMergePatch, ignoreNotFound } from '../kube/client.js';
+import { asApply, asMergePatch, ignoreNotFound, withinAttempt } from '../kube/client.js';
 import {
   Labels,
   isOwnedBy,
@@ -68,7 +68,7 @@ export function createDeploymentActivities(apps: k8s.AppsV1Api) {
         force: true,
         ...(opts.dryRun ? { dryRun: 'All' } : {}),
       },
-      asApply,
+      withinAttempt(asApply),
     );
   }
 
@@ -144,7 +144,7 @@ export function createDeploymentActivities(apps: k8s.AppsV1Api) {
         await ignoreNotFound(
           apps.patchNamespacedDeploymentScale(
             { name, namespace: owner.namespace, body: { spec: { replicas } }, fieldManager: managerName },
-            asMergePatch,
+            withinAttempt(asMergePatch),
           ),
         );
       }
@@ -178,7 +178,7 @@ export function createDeploymentActivities(apps: k8s.AppsV1Api) {
       };
       for (const { name } of await deploymentsOfBuild(owner, buildId)) {
         const d = await ignoreNotFound(
-          apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, asMergePatch),
+          apps.patchNamespacedDeployment({ name, namespace: owner.namespace, body }, withinAttempt(asMergePatch)),
         );
         if (d) return observeDeployment(d);
       }
@@ -195,7 +195,7 @@ export function createDeploymentActivities(apps: k8s.AppsV1Api) {
               body: { spec: { replicas } },
               fieldManager: managerName,
             },
-            asMergePatch,
+            withinAttempt(asMergePatch),
           ),
         );
       }

@@ -147,16 +147,8 @@ export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): 
   const [input] = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
   const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
-  const readScheduled = new Set(
-    events
-      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readResource')
-      .map((e) => String(e.eventId)),
-  );
-  for (const e of events) {
-    const done = e.activityTaskCompletedEventAttributes;
-    if (!done || !readScheduled.has(String(done.scheduledEventId))) continue;
-    const [result] = done.result?.payloads ?? [];
-    const installation = result && defaultPayloadConverter.fromPayload<{ installation?: string }>(result).installation;
+  for (const read of completedActivities(events).filter((a) => a.type === 'readResource')) {
+    const installation = (read.result as { installation?: string } | undefined)?.installation;
     if (installation) return rolloutWorkflowId(installation, owner.namespace, owner.name);
   }
   throw new Error('a RolloutWorkflow history whose reads of the resource name no installation');

@@ -577,9 +577,9 @@ describe("a run that is not its owner's touches nothing", () => {
       async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW',
     );
     const events = (await first.fetchHistory()).events ?? [];
-    // One read, and nothing else: no write, no report, no Event, no local activity.
+    // One read (inside the task), and nothing else: no write, no report, no Event, no activity.
     expect(activityTypes(events)).toEqual(['readResource']);
-    expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
+    expect(events.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
     const continued = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
     const [input] = (continued?.input?.payloads ?? []).map((p) =>
       defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p),

@@ -485,7 +485,9 @@ export class FakeWorlds {
         const w = kube(input.owner, 'adoptOrApplyDeployment', [input.buildId, input.desired.generation]);
         const adopted = await fake.adoptForeignDeployments({ owner: input.owner, template: input.template });
         if (adopted.length) return { adopted };
-        await w.applyHold?.();
+        // As the activity: its request is tied to the attempt, so an attempt past its timeout applies nothing.
+        const hold = w.applyHold?.();
+        if (hold) await Promise.race([hold, Context.current().cancelled]);
         return { adopted, applied: await fake.ensureVersionedDeployment(input) };
       },
       updateAdoptedDeployment: async (input) => {

@@ -58,7 +58,7 @@ function settled(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
   return events.every((x) => !x.activityTaskScheduledEventAttributes || closed.has(String(x.eventId)));
 }
 
-test('a resync round is one read and one workflow task: its repairs and their report run as local activities', async () => {
+test('a resync round is one workflow task: its read, its repairs and their report run inside it', async () => {
   const owner = { namespace: 'shop', name: `idle-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
   const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
   const world = worlds.create(owner, workflowId, timings);
@@ -94,22 +94,10 @@ test('a resync round is one read and one workflow task: its repairs and their re
   });
 
   const round = (await events()).slice(before);
-  const scheduled = round
-    .filter((e) => e.activityTaskScheduledEventAttributes)
-    .map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
-  // The read, and nothing else: no repair, and the recreation's Event goes out locally (its task schedules no activity).
-  expect(scheduled).toEqual(['readResource']);
-  // Everything after it in the one task its result brought: the two repairs, and the report.
-  const readDone = round.findIndex((e) => e.eventType === EventType.EVENT_TYPE_ACTIVITY_TASK_COMPLETED);
-  expect(readDone).toBeGreaterThan(0);
-  const markers = round.flatMap((e, i) => (e.eventType === EventType.EVENT_TYPE_MARKER_RECORDED ? [i] : []));
-  expect(markers).toHaveLength(3);
-  expect(markers[0]).toBeGreaterThan(readDone);
-  expect(activityTypes(round.slice(readDone))).toEqual(['reconcileDeployments', 'deleteStrayDeployments', 'report']);
-  const tasksUntilLastMarker = round
-    .slice(readDone, markers.at(-1))
-    .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
-  expect(tasksUntilLastMarker).toHaveLength(1);
+  // No activity: the read, the two repairs and the report run inside the one task the signal brought.
+  expect(round.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
+  expect(activityTypes(round)).toEqual(['readResource', 'reconcileDeployments', 'deleteStrayDeployments', 'report']);
+  expect(round.filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED)).toHaveLength(1);
 
   await keepHistory(world, 'resync');
 });

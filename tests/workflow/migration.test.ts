@@ -5,6 +5,7 @@
  * rolls out as usual and sunsets the adopted build too. The first run's history is a replay fixture (adopt-twc).
  */
 import { randomUUID } from 'node:crypto';
+import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutStatus } from '../../workflows/state.js';
 import { eventually } from '../harness/eventually.js';
@@ -122,11 +123,12 @@ test('adoption is looked for once, before the first rollout: a lifecycle with no
   await world.applySpec(desired(2, 'v2'));
   await eventually('v2 current', async () => (await handle.query(messages.status)).current === 'v2');
   expect(world.callsOf('adoptForeignDeployments')).toHaveLength(1);
-  // The first Deployment came with the adoption check, one activity; v2's had no check before it.
+  // The first Deployment came with the adoption check, one call; v2's had no check before it.
   const { events } = await rig.client.workflow.getHandle(handle.workflowId).fetchHistory();
-  const scheduled = (events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
   expect(
-    scheduled.filter((n) => /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n)),
+    activityTypes(events ?? []).filter((n) =>
+      /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n),
+    ),
   ).toEqual(['adoptOrApplyDeployment', 'ensureVersionedDeployment']);
   expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['v1', 'v2']);
   await keepHistory(world, 'first-apply');
@@ -146,7 +148,8 @@ test('a new spec while the first apply is in flight: the Deployment ends with th
   await world.applySpec(desired(1, 'v1'));
   await eventually('the first apply held', () => holding);
   world.applyHold = undefined;
-  // Three replicas instead of two, same template: the re-apply runs at once, the held apply of generation 1 lands after it.
+  // Three replicas instead of two, same template. The held apply of generation 1 is given up with its attempt (its
+  // request aborted), and generation 2 is applied after the one that replaced it.
   const more = desired(2, 'v1');
   await world.applySpec({ ...more, spec: { ...more.spec, replicas: 3 } });
   await eventually('generation 2 re-applied', () =>

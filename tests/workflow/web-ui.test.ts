@@ -6,6 +6,7 @@
  * tests/integration/web-ui.test.ts looks at
  * the same in a browser.
  */
+import { activityTypes } from '../../scripts/history.js';
 import { randomUUID } from 'node:crypto';
 import { staticDetails, staticSummary } from '../../workflows/details.js';
 import * as messages from '../../workflows/messages.js';
@@ -71,9 +72,10 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   const events = (await handle.fetchHistory()).events ?? [];
   const timers = events.filter((e) => e.timerStartedEventAttributes);
   const activities = events.filter((e) => e.activityTaskScheduledEventAttributes);
-  const unsummarised = [...timers, ...activities]
+  const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+  const unsummarised = [...timers, ...activities, ...markers]
     .filter((e) => !summaryOf(e))
-    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? `timer ${e.eventId}`);
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? `event ${e.eventId}`);
   expect(unsummarised).toEqual([]);
   expect(timers.map(summaryOf)).toEqual(
     expect.arrayContaining([
@@ -82,32 +84,25 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
       'delete v1 after sunset.deleteDelay',
     ]),
   );
-  expect(activities.map(summaryOf)).toEqual(
+  // The point of no return and the long waits are activities.
+  expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['make v2 current', 'wait for v1 to drain']));
+  // Reads, ramps, the sunset's writes, the resync's round and the reports run inside their tasks, summarised as
+  // activities are.
+  expect(markers.map(summaryOf)).toEqual(
     expect.arrayContaining([
-      'make v2 current',
+      'read the resource',
+      'ramp v2 to 25%',
+      'ramp v2 to 75%',
       'count executions pinned to v1',
-      'wait for v1 to drain',
       'scale v1 to 0',
+      'reconcile the Deployments',
+      'delete stray Deployments',
+      expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /),
     ]),
   );
-  const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
-  // The ramps are local activities, their markers summarised as the activities were.
-  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%']));
-  // The Events go out with the status writes, in `report` activities.
-  expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain(
-    'recordEvent',
-  );
+  // The Events go out with the status writes.
+  expect(activityTypes(events)).not.toContain('recordEvent');
   expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown']));
-  // The resync's repairs are local; its read of the resource (as every read) an activity, summarised as well.
-  expect(markers.map(summaryOf)).toEqual(
-    expect.arrayContaining(['reconcile the Deployments', 'delete stray Deployments']),
-  );
-  expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource']));
-  expect(markers.map(summaryOf)).not.toContain('read the resource');
-  // Reports: activities, or local activities in a task that schedules nothing else.
-  expect([...activities, ...markers].map(summaryOf)).toEqual(
-    expect.arrayContaining([expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]),
-  );
 
   await keepHistory(world, 'progressive-sunset-resync');
 });
