@@ -1,6 +1,8 @@
 /**
- * `npm run bench`: the latencies and idle cost of rollouts, measured end to end against real servers (started
- * on free ports like the tests), the in-process controller and simulated pods. Prints figures; asserts nothing.
+ * `npm run bench [-- --no-record]`: the latencies and idle cost of rollouts, measured end to end against real
+ * servers (started on free ports like the tests), the in-process controller and simulated pods. Prints figures;
+ * asserts nothing. A run that completes writes its figures to bench/results/latency.json (not with --no-record),
+ * which docs/performance.md's table is generated from.
  *
  *   apply → versioned Deployment exists      time from the create call until a watch sees the Deployment, each
  *                                             resource applied once the one before is Ready (the first after
@@ -21,12 +23,15 @@
  * Each phase that fails is reported and the run goes on: the figures that need it are `-` with the reason.
  */
 import { installRuntime } from '../../worker/controller.js';
+import { commandLine, recordResults, runFacts } from '../record.js';
 import { runFloor } from './floor.js';
 import { historyEvents, merged, rolloutFigures } from './history.js';
 import { latencyFigures, printReport, type Outcome, type Outcomes } from './report.js';
 import { applyAll, createReady, idleWindow, rollbacks, rollOutV2 } from './rollouts.js';
 import { startWorld, status } from './world.js';
 
+const record = !process.argv.includes('--no-record');
+const facts = runFacts();
 installRuntime('ERROR');
 const resources = Number(process.env.BENCH_RESOURCES ?? 10);
 const idleSeconds = Number(process.env.BENCH_IDLE_SECONDS ?? 60);
@@ -100,6 +105,8 @@ try {
   console.log('\nFigures (docs/performance.md):');
   for (const f of figures)
     console.log(`  ${f.measure}: ${f.figure}${f.target ? ` (target ${f.target})` : ''}${f.note ? ` (${f.note})` : ''}`);
+  if (record)
+    console.log(`written to ${recordResults('latency', { ...facts, command: commandLine('bench'), figures })}`);
 } finally {
   await world.stop();
 }
