@@ -5,7 +5,7 @@
  * holds each measure's latest figure. History stays in git.
  */
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -35,6 +35,28 @@ export const Results = z.object({
 });
 export type Results = z.infer<typeof Results>;
 
+/** A figure, or `-` with why it could not be measured (what `compute` threw). */
+export function measured(measure: string, target: string | undefined, compute: () => string, note?: string): Figure {
+  const of = (figure: string, why?: string) => ({
+    measure,
+    figure,
+    ...(target ? { target } : {}),
+    ...(why ? { note: why } : {}),
+  });
+  try {
+    return of(compute(), note);
+  } catch (err) {
+    return of('-', `not measured: ${err instanceof Error ? err.message : String(err)}`);
+  }
+}
+
+/** Prints a run's figures as the table shows them. */
+export function printFigures(figures: Figure[]): void {
+  console.log('\nFigures (docs/performance.md):');
+  for (const f of figures)
+    console.log(`  ${f.measure}: ${f.figure}${f.target ? ` (target ${f.target})` : ''}${f.note ? ` (${f.note})` : ''}`);
+}
+
 /** A results file's content, or an error naming the file and each field that is wrong. */
 export function parseResults(file: string, text: string): Results {
   let json: unknown;
@@ -52,7 +74,7 @@ export function parseResults(file: string, text: string): Results {
 
 /** How a run was made: its day, commit and machine (read when the run starts, before it writes anything). */
 export function runFacts(): Pick<Results, 'date' | 'commit' | 'machine'> {
-  const git = (...args: string[]) => execFileSync('git', args, { cwd: resultsDir, encoding: 'utf8' }).trim();
+  const git = (...args: string[]) => execFileSync('git', args, { cwd: dirname(resultsDir), encoding: 'utf8' }).trim();
   let commit = 'unknown';
   try {
     commit = git('rev-parse', '--short', 'HEAD');
@@ -85,28 +107,45 @@ export function commandLine(script: string, args = process.argv.slice(2), env = 
 
 /**
  * Writes `results` to bench/results/<name>.json and takes its measures out of the other results files (a file
- * left with none goes). Returns the path written.
+ * left with none goes). Figures of the file it replaces that this run has not measured (another size, another
+ * option) stay, with their run's date and commit, in <name>@<date>-<commit>.json. Returns the path written.
  */
-export function recordResults(name: string, results: Results): string {
+export function recordResults(name: string, results: Results, dir = resultsDir): string {
   const valid = parseResults(`${name}.json`, JSON.stringify(results));
-  mkdirSync(resultsDir, { recursive: true });
-  const path = join(resultsDir, `${name}.json`);
-  writeFileSync(path, `${JSON.stringify(valid, null, 2)}\n`);
+  mkdirSync(dir, { recursive: true });
+  const path = join(dir, `${name}.json`);
   const measures = new Set(valid.figures.map((f) => f.measure));
-  for (const file of readdirSync(resultsDir)) {
-    const other = join(resultsDir, file);
+  const replaced = readResults(path);
+  const left = replaced?.figures.filter((f) => !measures.has(f.measure)) ?? [];
+  if (replaced && left.length) {
+    const earlier = join(dir, `${name}@${replaced.date}-${replaced.commit}.json`);
+    const figures = [
+      ...(readResults(earlier)?.figures.filter((f) => !left.some((l) => l.measure === f.measure)) ?? []),
+      ...left,
+    ];
+    writeFileSync(earlier, `${JSON.stringify({ ...replaced, figures }, null, 2)}\n`);
+  }
+  writeFileSync(path, `${JSON.stringify(valid, null, 2)}\n`);
+  for (const file of readdirSync(dir)) {
+    const other = join(dir, file);
     if (!file.endsWith('.json') || other === path) continue;
-    let earlier: Results;
-    try {
-      earlier = parseResults(other, readFileSync(other, 'utf8'));
-    } catch (err) {
-      console.error(`${(err as Error).message}: left as it is`);
-      continue;
-    }
+    const earlier = readResults(other);
+    if (!earlier) continue;
     const kept = earlier.figures.filter((f) => !measures.has(f.measure));
     if (kept.length === earlier.figures.length) continue;
     if (kept.length) writeFileSync(other, `${JSON.stringify({ ...earlier, figures: kept }, null, 2)}\n`);
     else rmSync(other);
   }
   return path;
+}
+
+/** A results file, or `undefined` when there is none; a malformed one is said and left as it is. */
+function readResults(path: string): Results | undefined {
+  if (!existsSync(path)) return undefined;
+  try {
+    return parseResults(path, readFileSync(path, 'utf8'));
+  } catch (err) {
+    console.error(`${(err as Error).message}: left as it is`);
+    return undefined;
+  }
 }

@@ -23,7 +23,7 @@
  * Each phase that fails is reported and the run goes on: the figures that need it are `-` with the reason.
  */
 import { installRuntime } from '../../worker/controller.js';
-import { commandLine, recordResults, runFacts } from '../record.js';
+import { commandLine, printFigures, recordResults, runFacts } from '../record.js';
 import { runFloor } from './floor.js';
 import { historyEvents, merged, rolloutFigures } from './history.js';
 import { latencyFigures, printReport, type Outcome, type Outcomes } from './report.js';
@@ -102,9 +102,7 @@ try {
   };
   printReport(outcomes, resources, idleSeconds);
   const figures = latencyFigures(outcomes, resources, idleSeconds);
-  console.log('\nFigures (docs/performance.md):');
-  for (const f of figures)
-    console.log(`  ${f.measure}: ${f.figure}${f.target ? ` (target ${f.target})` : ''}${f.note ? ` (${f.note})` : ''}`);
+  printFigures(figures);
   if (record)
     console.log(`written to ${recordResults('latency', { ...facts, command: commandLine('bench'), figures })}`);
 } finally {

@@ -3,7 +3,7 @@
  * figures of docs/performance.md's table (bench/results/latency.json). A figure whose phase failed or gave no
  * samples is `-` with the reason.
  */
-import type { Figure } from '../record.js';
+import { measured, type Figure } from '../record.js';
 import type { Floor } from './floor.js';
 import type { HistoryEvents, RolloutFigures } from './history.js';
 import type { Applies, Idle, Rollbacks } from './rollouts.js';
@@ -153,21 +153,6 @@ export function printReport(o: Outcomes, resources: number, idleSeconds: number)
     console.log(
       `  history events of a new version's bring-up (v1 current → v2's first ramp: apply, Deployment available, registration): p50 ${pct(e, 50)}, max ${max(e)}`,
     );
-  }
-}
-
-/** A figure, or `-` with why it could not be measured. */
-function measured(measure: string, target: string | undefined, compute: () => string, note?: string): Figure {
-  const of = (figure: string, why?: string) => ({
-    measure,
-    figure,
-    ...(target ? { target } : {}),
-    ...(why ? { note: why } : {}),
-  });
-  try {
-    return of(compute(), note);
-  } catch (err) {
-    return of('-', `not measured: ${reasonOf(err)}`);
   }
 }
 

@@ -3,8 +3,10 @@
  * results files (bench/results/*.json), with the date, commit, machine and command of its file; a malformed file
  * is an error that names it and the field.
  */
-import { readdirSync, readFileSync } from 'node:fs';
-import { commandLine, parseResults } from '../../bench/record.js';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { commandLine, parseResults, recordResults, type Results } from '../../bench/record.js';
 import { beginMarker, endMarker, renderFigures, withFigures } from '../../scripts/docs/performance.js';
 
 const resultsDir = new URL('../../bench/results/', import.meta.url);
@@ -98,4 +100,51 @@ test("a run's command line: its BENCH_* variables, its arguments, and the build 
   expect(commandLine('bench:scale', ['100', '--compiled', '--controller-env=A=b c'], {})).toBe(
     "npm run build && npm run bench:scale -- 100 --compiled '--controller-env=A=b c'",
   );
+});
+
+describe('recording a run', () => {
+  let dir: string;
+  beforeEach(() => (dir = mkdtempSync(join(tmpdir(), 'glidepath-results-'))));
+  afterEach(() => rmSync(dir, { recursive: true, force: true }));
+  const run = (commit: string, measures: string[]): Results => ({
+    date: '2026-11-29',
+    commit,
+    machine: '2 cores, 7.8 GiB',
+    command: 'npm run bench',
+    figures: measures.map((measure) => ({ measure, figure: '1 ms' })),
+  });
+  const files = () =>
+    Object.fromEntries(
+      readdirSync(dir)
+        .sort()
+        .map((file) => [file, JSON.parse(readFileSync(join(dir, file), 'utf8')) as Results]),
+    );
+
+  test('a measure lives in one file: recording it takes it out of the others, and an emptied file goes', () => {
+    writeFileSync(join(dir, 'latency@2026-11-27-9f6b1b5.json'), JSON.stringify(run('9f6b1b5', ['own part'])));
+    writeFileSync(join(dir, 'scale-100.json'), JSON.stringify(run('46a984d', ['apply', '100 at once: failures'])));
+    recordResults('latency', run('abc1234', ['apply', 'own part']), dir);
+    const after = files();
+    expect(Object.keys(after)).toEqual(['latency.json', 'scale-100.json']);
+    expect(after['latency.json']!.figures.map((f) => f.measure)).toEqual(['apply', 'own part']);
+    expect(after['scale-100.json']!.figures.map((f) => f.measure)).toEqual(['100 at once: failures']);
+    expect(after['scale-100.json']!.commit).toBe('46a984d');
+  });
+
+  test('figures of the file replaced that the run did not measure stay, with their own run', () => {
+    recordResults('latency', run('abc1234', ['apply', 'ten at once']), dir);
+    recordResults('latency', run('def5678', ['apply', 'five at once']), dir);
+    const after = files();
+    expect(Object.keys(after)).toEqual(['latency.json', 'latency@2026-11-29-abc1234.json']);
+    expect(after['latency.json']!.commit).toBe('def5678');
+    expect(after['latency@2026-11-29-abc1234.json']!.figures.map((f) => f.measure)).toEqual(['ten at once']);
+    expect(() =>
+      renderFigures(Object.entries(after).map(([file, r]) => ({ file, text: JSON.stringify(r) }))),
+    ).not.toThrow();
+  });
+
+  test('results that do not fit the schema are not written', () => {
+    expect(() => recordResults('latency', { ...run('unknown', ['apply']) }, dir)).toThrow(/^latency\.json: commit: /);
+    expect(files()).toEqual({});
+  });
 });
