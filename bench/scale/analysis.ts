@@ -2,6 +2,8 @@
  * The scale benchmark's arithmetic over its samples (./sampling.ts): rates, totals and peaks over a phase, by the
  * dev server's count or by the controllers' own.
  */
+import { baselineNamespace, controllerCount, controllerNamespace } from './options.js';
+import { probePeak } from './processes.js';
 import { byServer, controllersTotal, isControllers, kubeDelta, ownTotal, ticks, type Tick } from './sampling.js';
 
 export const pct = (xs: number[], p: number) =>
@@ -85,3 +87,67 @@ export const controllerCallsBetween = (a: Tick, b: Tick) =>
 export const peak = (xs: number[]) => (xs.length ? Math.max(...xs) : NaN);
 export const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
 export const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
+/** The controllers' RSS at its peak and at the start, and their CPU time, from `from` (phase 1) to `to`. */
+export function memoryAndCpu(from: number, to: number) {
+  const runTicks = ticks.filter((t) => t.at >= from && t.at <= to + 1000);
+  // One controller: its probe samples every 2 s and may catch a peak between the benchmark's samples.
+  const peakRss = Math.max(
+    peak(runTicks.map((t) => t.rssKb)),
+    controllerCount === 1 ? (probePeak(from, to + 1000)?.rssKb ?? 0) : 0,
+  );
+  const startRss = ticks.filter((t) => t.at < from).at(-1)?.rssKb ?? NaN;
+  const lastTick = ticks.at(-1);
+  const firstTick = ticks.find((t) => t.at >= from);
+  const cpuMs = lastTick && firstTick ? lastTick.cpuMs - firstTick.cpuMs : NaN;
+  return { runTicks, peakRss, startRss, cpuMs };
+}
+
+/**
+ * The controllers' budgets' own count over a phase (exact, each call counted as it goes out; a read covers the
+ * 10 s before it): the most within 1 s and 5 s, and the calls that waited for room or not. `undefined` when the
+ * controllers' /metrics were not read.
+ */
+export function budgetOver(from: number, to: number) {
+  const budgets = ticks.filter((t) => t.at >= from && t.at <= to + 1000 && t.own).map((t) => t.own!.budget);
+  if (!budgets.length) return undefined;
+  const [a, b] = [budgets[0]!, budgets.at(-1)!];
+  return {
+    peak1s: peak(budgets.map((x) => x.peak1s)),
+    peak5s: peak(budgets.map((x) => x.peak5s)),
+    paid: b.paid - a.paid,
+    unheld: b.unheld - a.unheld,
+  };
+}
+
+/** Requests for `operation` in the controllers' namespace between `from` and `to` (RespondWorkflowTaskFailed …). */
+export function callsOf(from: number, to: number, operation: string): number {
+  const all = totals(from, to);
+  const key = `${controllerNamespace}\t${operation}`;
+  return all ? (all.b.temporal!.get(key) ?? 0) - (all.a.temporal!.get(key) ?? 0) : NaN;
+}
+
+/**
+ * What the controllers cost over the idle window: their Temporal requests by namespace and operation (count, and
+ * less the server's own background in their namespace), and Kubernetes requests.
+ */
+export function idleCost([a, b]: [Tick, Tick]) {
+  const hours = (b.at - a.at) / 3_600_000;
+  const temporalDelta = new Map([...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)]));
+  const baseline = (op: string) => temporalDelta.get(`${baselineNamespace}\t${op}`) ?? 0;
+  let total = 0;
+  const rows: [string, number, number][] = [];
+  for (const [k, v] of temporalDelta) {
+    const [namespace, operation] = k.split('\t') as [string, string];
+    if (!isControllers({ namespace, operation })) continue;
+    const own = namespace === controllerNamespace ? Math.max(0, v - baseline(operation)) : v;
+    if (v > 0) rows.push([`${namespace}  ${operation}`, v, own]);
+    total += own;
+  }
+  const unattributed = [...temporalDelta].filter(([k, v]) => v > 0 && k.startsWith('_unknown_'));
+  const kd = new Map([...b.kube!].map(([k, v]) => [k, v - (a.kube!.get(k) ?? 0)]));
+  const writes = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'w');
+  const controllerWrites = writes.filter(([k]) => k.split('\t')[2] !== 'other').reduce((s, [, v]) => s + v, 0);
+  const reads = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'r').reduce((s, [, v]) => s + v, 0);
+  return { hours, rows, total, unattributed, writes, controllerWrites, reads };
+}

@@ -12,7 +12,10 @@
  * the servers themselves (scripts/servers/metrics.ts): the dev server's `service_requests` and kube-apiserver's
  * `apiserver_request_total`, scraped every second.
  *
- * Options (./options.ts): --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
+ * A run that completes writes its figures to bench/results/scale-<N>.json (scale-<N>-idle.json with --idle), which
+ * docs/performance.md's table is generated from; --no-record: not.
+ *
+ * Options: --timeout S (each phase; default 600 + N), --gone-timeout S (old versions gone; default 180),
  * --keep (keep the servers' and processes' logs), --controller-flag=FLAG (repeatable: passed to every controller,
  * e.g. --controller-flag=--max-cached-workflows=20; the default settings are what the figures are about),
  * --server-flag=KEY=VALUE (repeatable: the dev server's dynamic config, e.g. system.enableActivityEagerExecution=true),
@@ -25,13 +28,16 @@
  * the controllers' /metrics are not read each second (no "by the controller's own count" figures), to see what
  * those reads cost the controller.
  */
-import { goneTimeoutMs, idleSeconds, phaseTimeoutMs, values } from './options.js';
+import { commandLine, printFigures, recordResults, runFacts } from '../record.js';
+import { scaleFigures } from './figures.js';
+import { goneTimeoutMs, idleSeconds, phaseTimeoutMs, resources, values } from './options.js';
 import { cleanup } from './processes.js';
 import { printReport } from './report.js';
 import { run } from './run.js';
 import { sampler } from './sampling.js';
 
 const secs = (ms: number) => `${(ms / 1000).toFixed(1)} s`;
+const facts = runFacts();
 
 // The whole run is bounded: phases, settling and idle, plus start-up and slack.
 const hardLimitMs = 3 * phaseTimeoutMs + goneTimeoutMs + (idleSeconds + 300) * 1000 + 600_000;
@@ -42,7 +48,14 @@ const hardLimit = setTimeout(() => {
 hardLimit.unref();
 
 try {
-  printReport(await run());
+  const done = await run();
+  printReport(done);
+  const figures = scaleFigures(done);
+  printFigures(figures);
+  if (!values['no-record']) {
+    const name = `scale-${resources}${idleSeconds ? '-idle' : ''}`;
+    console.log(`written to ${recordResults(name, { ...facts, command: commandLine('bench:scale'), figures })}`);
+  }
   await cleanup(values.keep ?? false);
   process.exit(0);
 } catch (err) {

@@ -66,4 +66,6 @@ export const steps = [
   { rampPercentage: 10, pauseDuration: '5s' },
   { rampPercentage: 50, pauseDuration: '5s' },
 ];
+/** The routing changes of phase 2's Progressive rollout: its ramps and the set-current. */
+export const routingChanges = steps.length + 1;
 export const writeConcurrency = 20;

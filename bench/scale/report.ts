@@ -1,19 +1,23 @@
 /**
  * The scale benchmark's report: how long each phase took, what the controllers cost (memory, CPU, Temporal and
- * Kubernetes requests) and what failed, and the figures of docs/performance.md's table.
+ * Kubernetes requests) and what failed.
  */
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { delta, kubeRequestsMetric } from '../../scripts/servers/metrics.js';
-import { baselineNamespace, controllerCount, controllerNamespace, goneTimeoutMs, resources, steps } from './options.js';
+import { controllerCount, controllerNamespace, goneTimeoutMs, resources, routingChanges, steps } from './options.js';
 import {
+  budgetOver,
   busiestOver,
+  callsOf,
   controllerCallsBetween,
   f0,
   f1,
   fullTicks,
+  idleCost,
+  memoryAndCpu,
   ownTotals,
   peak,
   peakOver,
@@ -23,8 +27,8 @@ import {
   secs,
   totals,
 } from './analysis.js';
-import { dir, mb, memoryAtPeak, probePeak } from './processes.js';
-import { attributionNote, byOwn, isControllers, ownRequestMetrics, sampler, ticks } from './sampling.js';
+import { dir, mb, memoryAtPeak } from './processes.js';
+import { attributionNote, byOwn, ownRequestMetrics, sampler, ticks } from './sampling.js';
 import type { Run } from './run.js';
 
 /** Prints the report of `run`. */
@@ -34,16 +38,7 @@ export function printReport(run: Run): void {
   const phase1Times = perResource(created, ready);
   const phase2Times = perResource(patched, current2);
   const goneTimes = perResource(patched, gone);
-  const runTicks = ticks.filter((t) => t.at >= phase1 && t.at <= goneEnd + 1000);
-  // One controller: its probe samples every 2 s and may catch a peak between the benchmark's samples.
-  const peakRss = Math.max(
-    peak(runTicks.map((t) => t.rssKb)),
-    controllerCount === 1 ? (probePeak(phase1, goneEnd + 1000)?.rssKb ?? 0) : 0,
-  );
-  const startRss = ticks.filter((t) => t.at < phase1).at(-1)?.rssKb ?? NaN;
-  const lastTick = ticks.at(-1);
-  const firstTick = ticks.find((t) => t.at >= phase1);
-  const cpuMs = lastTick && firstTick ? lastTick.cpuMs - firstTick.cpuMs : NaN;
+  const { runTicks, peakRss, startRss, cpuMs } = memoryAndCpu(phase1, goneEnd);
 
   console.log(`\n${attributionNote}`);
   console.log(
@@ -81,15 +76,12 @@ export function printReport(run: Run): void {
       `    by the controller's own count where it sends them (${ownRequestMetrics.join(' + ')}): over any 1 s at most ${f0(peakOver(from, to, 1, byOwn))}, over 5 s ${f0(peakOver(from, to, 5, byOwn))}, ` +
         `mean ${f1(own ? own.calls / own.seconds : NaN)}, ${f0(own?.calls ?? NaN)} in all (${f1((own?.calls ?? NaN) / resources)} per resource)`,
     );
-    const budgets = ticks.filter((t) => t.at >= from && t.at <= to + 1000 && t.own).map((t) => t.own!.budget);
-    if (budgets.length) {
-      const [a, b] = [budgets[0]!, budgets.at(-1)!];
-      const [paid, unheld] = [b.paid - a.paid, b.unheld - a.unheld];
+    const budget = budgetOver(from, to);
+    if (budget)
       console.log(
-        `    by the controller's budget as each call goes out (exact; a read covers the 10 s before it): within any 1 s at most ${f0(peak(budgets.map((x) => x.peak1s)))}, within 5 s ${f1(peak(budgets.map((x) => x.peak5s)) / 5)}/s; ` +
-          `${f0(paid + unheld)} counted, ${f0(unheld)} of them unheld (heartbeats, history fetches, completions past their wait)`,
+        `    by the controller's budget as each call goes out (exact; a read covers the 10 s before it): within any 1 s at most ${f0(budget.peak1s)}, within 5 s ${f1(budget.peak5s / 5)}/s; ` +
+          `${f0(budget.paid + budget.unheld)} counted, ${f0(budget.unheld)} of them unheld (heartbeats, history fetches, completions past their wait)`,
       );
-    }
     for (const seconds of process.env.BENCH_VERBOSE ? [5, 1] : []) {
       const busiest = busiestOver(from, to, seconds, byOwn);
       if (!busiest?.a.own || !busiest.b.own) continue;
@@ -126,6 +118,10 @@ export function printReport(run: Run): void {
     console.log('  phase 2 controller RPCs per resource, by namespace and operation:');
     for (const [k, v] of ops.sort((x, y) => y[1] - x[1]))
       console.log(`    ${k.replace('\t', '  ').padEnd(60)} ${(v / resources).toFixed(2)}`);
+    console.log(
+      `  Temporal calls per Progressive rollout (phase 2 per resource, the workers' polls and completions included): ${f1(p2.temporal / resources)}; ` +
+        `per step ${f1(p2.temporal / resources / routingChanges)} (its ${routingChanges} routing changes: ${steps.length} ramps and the set-current)`,
+    );
   }
 
   // What the server did for phase 2, all namespaces: its own database operations and the requests it got.
@@ -151,12 +147,7 @@ export function printReport(run: Run): void {
   }
 
   // Errors.
-  const runAll = totals(phase1, goneEnd);
-  const failed = (op: string) =>
-    runAll
-      ? (runAll.b.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0) -
-        (runAll.a.temporal!.get(`${controllerNamespace}\t${op}`) ?? 0)
-      : NaN;
+  const failed = (op: string) => callsOf(phase1, goneEnd, op);
   const logLines = (file: string) => {
     try {
       return readFileSync(join(dir, file), 'utf8').split('\n');
@@ -203,22 +194,11 @@ export function printReport(run: Run): void {
 
   if (idle) {
     const [a, b] = idle.window;
-    const hours = (b.at - a.at) / 3_600_000;
+    const { hours, rows, total, unattributed, writes, controllerWrites, reads } = idleCost(idle.window);
     const perResourceHour = (n: number) => (n / resources / hours).toFixed(2);
     console.log(
       `\nIdle: ${secs(b.at - a.at)} with ${resources} resources (after ${secs(idle.quietAfterMs)} to settle), per resource-hour (count / ${resources} / ${hours.toFixed(4)} h):`,
     );
-    const temporalDelta = new Map([...b.temporal!].map(([k, v]) => [k, v - (a.temporal!.get(k) ?? 0)]));
-    const baseline = (op: string) => temporalDelta.get(`${baselineNamespace}\t${op}`) ?? 0;
-    let total = 0;
-    const rows: [string, number, number][] = [];
-    for (const [k, v] of temporalDelta) {
-      const [namespace, operation] = k.split('\t') as [string, string];
-      if (!isControllers({ namespace, operation })) continue;
-      const own = namespace === controllerNamespace ? Math.max(0, v - baseline(operation)) : v;
-      if (v > 0) rows.push([`${namespace}  ${operation}`, v, own]);
-      total += own;
-    }
     console.log(`  Temporal RPCs from the controller: ${perResourceHour(total)} per resource-hour (target ≤ 12)`);
     console.log(
       `    ${'namespace  operation'.padEnd(60)} ${'count'.padStart(7)} ${'less server bg'.padStart(15)} ${'per res-hour'.padStart(13)}`,
@@ -227,15 +207,10 @@ export function printReport(run: Run): void {
       console.log(
         `    ${k.padEnd(60)} ${String(v).padStart(7)} ${String(own).padStart(15)} ${perResourceHour(own).padStart(13)}`,
       );
-    const unattributed = [...temporalDelta].filter(([k, v]) => v > 0 && k.startsWith('_unknown_'));
     if (unattributed.length)
       console.log(
         `    not attributable (no namespace): ${unattributed.map(([k, v]) => `${k.split('\t')[1]} ${v}`).join(', ')}`,
       );
-    const kd = new Map([...b.kube!].map(([k, v]) => [k, v - (a.kube!.get(k) ?? 0)]));
-    const writes = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'w');
-    const controllerWrites = writes.filter(([k]) => k.split('\t')[2] !== 'other').reduce((s, [, v]) => s + v, 0);
-    const reads = [...kd].filter(([k, v]) => v > 0 && k.split('\t')[1] === 'r').reduce((s, [, v]) => s + v, 0);
     console.log(
       `  Kubernetes writes by the controller: ${perResourceHour(controllerWrites)} per resource-hour (target 0); all reads ${perResourceHour(reads)} per resource-hour`,
     );
