@@ -176,21 +176,39 @@ export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
   };
 }
 
+/** What a rollout's waits read a Deployment for: there, whose, available with pods, past its progress deadline. */
+export interface Readiness {
+  exists: boolean;
+  ownerUid: string;
+  available: boolean;
+  progressDeadlineExceeded: boolean;
+}
+
+export function readinessOf(obs: DeploymentObservation): Readiness {
+  const replicas = obs.replicas ?? 0;
+  return {
+    exists: obs.exists,
+    ownerUid: obs.ownerUid ?? '',
+    available:
+      obs.exists &&
+      replicas > 0 &&
+      (obs.observedGeneration ?? 0) >= (obs.generation ?? 0) &&
+      (obs.availableReplicas ?? 0) >= replicas,
+    progressDeadlineExceeded: obs.progressDeadlineExceeded === true,
+  };
+}
+
 /**
- * What a rollout decides on in an observation: whether the Deployment is there and whose, its generation and
- * replicas, whether it is available at that generation, whether it missed its progress deadline. Status churn that
- * leaves these alone (a new resourceVersion, ready pods on the way) wakes no workflow; its reads see it anyway.
+ * Whether a Deployment's change wakes its rollout: what a wait is for happened (it became available, it missed its
+ * progress deadline), it is gone, or it is another incarnation's. Status churn, a new generation on its way and a
+ * Deployment losing pods (a scale-down, a crash) wake nothing: no wait is for them, and the workflow's reads see them.
  */
-export function observationKey(obs: DeploymentObservation): string {
-  const available =
-    (obs.observedGeneration ?? 0) >= (obs.generation ?? 0) && (obs.availableReplicas ?? 0) >= (obs.replicas ?? 0);
-  return JSON.stringify([
-    obs.name,
-    obs.exists,
-    obs.ownerUid ?? '',
-    obs.generation ?? 0,
-    obs.replicas ?? 0,
-    available,
-    obs.progressDeadlineExceeded === true,
-  ]);
+export function wakesRollout(before: Readiness | undefined, after: Readiness): boolean {
+  if (!after.exists) return before?.exists !== false;
+  if (!before?.exists) return after.available || after.progressDeadlineExceeded;
+  return (
+    (after.available && !before.available) ||
+    (after.progressDeadlineExceeded && !before.progressDeadlineExceeded) ||
+    after.ownerUid !== before.ownerUid
+  );
 }

@@ -33,7 +33,14 @@ import { asMergePatch } from '../kube/client.js';
 import { FirstApplies } from './first-deployment.js';
 import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
 import { ForeignLabels } from '../kube/foreign-deployments.js';
-import { Labels, managerName, observationKey, observeDeployment } from '../kube/versioned-deployment.js';
+import {
+  Labels,
+  managerName,
+  observeDeployment,
+  readinessOf,
+  wakesRollout,
+  type Readiness,
+} from '../kube/versioned-deployment.js';
 import type { SpecChangedHint } from '../workflows/messages.js';
 import type { Owner } from '../api/resource.js';
 import { holdsProblemStatus } from './condition-ownership.js';
@@ -79,7 +86,8 @@ export class Watcher {
   private readonly retry: RetryScheduler;
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
-  private readonly observed = new Map<string, string>();
+  /** What each Deployment looked like to a rollout's waits, at its last event. */
+  private readonly observed = new Map<string, Readiness>();
   private readonly signals: RolloutSignals;
   private readonly reports: ResourceReports;
   private readonly controls: AnnotationControls;
@@ -330,10 +338,9 @@ export class Watcher {
     if (!owner) return;
     const obs = { ...observeDeployment(d), exists: exists && !d.metadata?.deletionTimestamp };
     const key = `${ns}/${obs.name}`;
-    const text = observationKey(obs);
-    if (!force && this.observed.get(key) === text) return;
-    await this.signals.deploymentObserved(ns, owner, obs);
-    if (exists) this.observed.set(key, text);
+    const readiness = readinessOf(obs);
+    if (force || wakesRollout(this.observed.get(key), readiness)) await this.signals.deploymentObserved(ns, owner, obs);
+    if (exists) this.observed.set(key, readiness);
     else this.observed.delete(key);
   }
 

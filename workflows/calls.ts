@@ -28,6 +28,7 @@ import {
   waitOptions,
   waitWithinOptions,
 } from './activity-options.js';
+import { deferred } from './failures.js';
 import { waitsTaskQueue } from './task-queues.js';
 
 type AnyActivity = (...args: unknown[]) => Promise<unknown>;
@@ -178,8 +179,10 @@ export abstract class ActivityCalls {
         return await (local[name] as unknown as AnyActivity)(...args);
       } catch (err) {
         if (isCancellation(err)) throw err;
-        log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
-        this.inTaskAsActivity = true;
+        if (!deferred(err)) {
+          log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
+          this.inTaskAsActivity = true;
+        }
       }
       return asActivity(name, args);
     };

@@ -133,7 +133,9 @@ export class Sunsets {
         try {
           await CancellationScope.nonCancellable(async () => {
             await ctx.call(`delete the Deployment of ${buildId}`, () => ctx.kube.deleteDeployment(ctx.owner, buildId));
-            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId), {
+            // An activity: the server refuses while the version's pollers linger, moments after its pods went, and
+            // an activity's retries wait that out without holding a workflow task.
+            await ctx.call(`delete version ${buildId}`, () => ctx.temporalActivity.deleteVersion(where, buildId), {
               background: true,
             });
           });

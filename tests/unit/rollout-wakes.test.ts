@@ -1,0 +1,52 @@
+import { describe, expect, it } from '@jest/globals';
+import type { DeploymentObservation } from '../../api/resource.js';
+import { readinessOf, wakesRollout } from '../../kube/versioned-deployment.js';
+
+const created: DeploymentObservation = {
+  buildId: 'v2',
+  name: 'worker-v2',
+  exists: true,
+  generation: 1,
+  observedGeneration: 1,
+  replicas: 3,
+  availableReplicas: 0,
+  resourceVersion: '10',
+  ownerUid: 'uid-1',
+};
+const available = { ...created, availableReplicas: 3, resourceVersion: '12' };
+const wakes = (before: DeploymentObservation | undefined, after: DeploymentObservation) =>
+  wakesRollout(before && readinessOf(before), readinessOf(after));
+
+describe('wakesRollout: which Deployment changes wake a rollout', () => {
+  it('wakes when the Deployment becomes available, not while pods come up', () => {
+    expect(wakes(undefined, created)).toBe(false); // the rollout applied it: nothing to wait for yet
+    expect(wakes(created, { ...created, availableReplicas: 2, resourceVersion: '11' })).toBe(false);
+    expect(wakes(created, available)).toBe(true);
+    expect(wakes(undefined, available)).toBe(true); // first seen available (a watcher that just started)
+  });
+
+  it('is not available before the controller saw the latest generation', () => {
+    const edited = { ...available, generation: 2 };
+    expect(readinessOf(edited).available).toBe(false);
+    expect(wakes(available, edited)).toBe(false);
+    expect(wakes(edited, { ...edited, observedGeneration: 2 })).toBe(true);
+  });
+
+  it('does not wake for a scale-down or lost pods: no wait is for them', () => {
+    expect(wakes(available, { ...available, replicas: 0, generation: 2 })).toBe(false);
+    expect(wakes(available, { ...available, availableReplicas: 1 })).toBe(false);
+    expect(readinessOf({ ...available, replicas: 0, availableReplicas: 0 }).available).toBe(false);
+  });
+
+  it('wakes when it is gone, once', () => {
+    const gone = { ...available, exists: false };
+    expect(wakes(available, gone)).toBe(true);
+    expect(wakes(undefined, gone)).toBe(true);
+    expect(wakes(gone, gone)).toBe(false);
+  });
+
+  it('wakes when it misses its progress deadline, or is another incarnation of the resource', () => {
+    expect(wakes(created, { ...created, progressDeadlineExceeded: true })).toBe(true);
+    expect(wakes(created, { ...created, ownerUid: 'uid-2' })).toBe(true);
+  });
+});
