@@ -12,8 +12,6 @@ import { classifyTemporalError, managerIdentityRefusal } from '../temporal/error
 
 /** The `type` of the non-retryable ApplicationFailure an activity throws for a permanent failure. */
 export const permanentFailureType = 'Permanent';
-/** The `type` of a call inside a workflow task that was not made (the budget was busy): it goes as an activity. */
-export const deferredFailureType = 'Deferred';
 
 /**
  * The `type` of the non-retryable ApplicationFailure a routing change throws when another client holds the worker

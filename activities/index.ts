@@ -2,9 +2,7 @@
 import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { Context } from '@temporalio/activity';
-import { ApplicationFailure } from '@temporalio/common';
-import { deferredFailureType, withFailureClassification } from './errors.js';
+import { withFailureClassification } from './errors.js';
 import type { Timings } from '../api/timings.js';
 import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import { ignoreNotFound } from '../kube/client.js';
@@ -27,7 +25,7 @@ export type { KubeEvent, Report } from './resource-writes.js';
 export type { GateInputSource } from '../kube/gate-input.js';
 export type { ResourceRead } from '../kube/read-resource.js';
 export type { PinnedAction } from '../temporal/pinned.js';
-export { deferredFailureType, managerIdentityHeldType, permanentFailureType } from './errors.js';
+export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
  * The activities (their Temporal connections with `temporalInterceptors`, the controller's rate budget, which
@@ -71,46 +69,7 @@ export function createActivities(
     ...createAnalysisActivities(connections),
     ...createPinnedActivities(connections, identity, heartbeatOf),
   });
-  return {
-    activities: deferredWhileBusy(activities, options.budgetWaitMs ?? (() => 0)),
-    close: () => connections.closeAll(),
-  };
-}
-
-/** The Temporal reads and version deletes a rollout makes inside its workflow task (see `deferredWhileBusy`). */
-const inTaskTemporalCalls = [
-  'describeRouting',
-  'versionStatus',
-  'countOpenExecutions',
-  'countOutcomes',
-  'deleteVersion',
-];
-/** How long a call inside a workflow task may wait for the budget before it goes as an activity instead. */
-const deferAfterMs = 100;
-
-/**
- * `activities` with their Temporal calls refused at once inside a workflow task while the budget would make them
- * wait: a local activity holds its task's slot meanwhile, an activity holds only its own (workflows/calls.ts makes
- * the call again as one). Not a failure to log or retry.
- */
-function deferredWhileBusy<T extends Record<string, (...args: never[]) => Promise<unknown>>>(
-  activities: T,
-  budgetWaitMs: () => number,
-): T {
-  const wrapped: Record<string, (...args: never[]) => Promise<unknown>> = { ...activities };
-  for (const name of inTaskTemporalCalls) {
-    const fn = activities[name]!;
-    wrapped[name] = async (...args: never[]) => {
-      if (Context.current().info.isLocal && budgetWaitMs() > deferAfterMs)
-        throw ApplicationFailure.create({
-          type: deferredFailureType,
-          message: 'the Temporal budget is busy: made as an activity instead',
-          nonRetryable: true,
-        });
-      return fn(...args);
-    };
-  }
-  return wrapped as T;
+  return { activities, close: () => connections.closeAll() };
 }
 
 export type Activities = ReturnType<typeof createActivities>['activities'];

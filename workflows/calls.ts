@@ -28,7 +28,6 @@ import {
   waitOptions,
   waitWithinOptions,
 } from './activity-options.js';
-import { deferred } from './failures.js';
 import { waitsTaskQueue } from './task-queues.js';
 
 type AnyActivity = (...args: unknown[]) => Promise<unknown>;
@@ -179,10 +178,8 @@ export abstract class ActivityCalls {
         return await (local[name] as unknown as AnyActivity)(...args);
       } catch (err) {
         if (isCancellation(err)) throw err;
-        if (!deferred(err)) {
-          log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
-          this.inTaskAsActivity = true;
-        }
+        log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
+        this.inTaskAsActivity = true;
       }
       return asActivity(name, args);
     };

@@ -30,11 +30,6 @@ export function managerHeldBy(err: unknown): string | undefined {
   return typeof holder === 'string' && holder ? holder : 'someone else';
 }
 
-/** A call inside the workflow task was not made while the controller's Temporal budget was busy (activities/index.ts). */
-export function deferred(err: unknown): boolean {
-  return err instanceof ActivityFailure && err.cause instanceof ApplicationFailure && err.cause.type === 'Deferred';
-}
-
 /** Why an activity failed in the end: its last attempt's error, under a timeout's (which says only that it timed out). */
 export function rootCause(err: ActivityFailure): string {
   let failure: Error = err;
