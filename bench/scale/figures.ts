@@ -48,7 +48,7 @@ export function scaleFigures(run: Run): Figure[] {
       const [a, b] = [budget(phase1, phase1End), budget(phase2, goneEnd)];
       return `${number(Math.max(a.peak1s, b.peak1s))}; ${number(Math.max(a.peak5s, b.peak5s) / 5, 1)} a second over 5 s`;
     }),
-    measured(`${at}: Temporal calls per Progressive rollout`, undefined, () => number(perRollout(), 1)),
+    measured(`${at}: Temporal calls per Progressive rollout`, '≤ 40', () => number(perRollout(), 1)),
     measured(`${at}: Temporal calls per step of a Progressive rollout`, undefined, () =>
       number(perRollout() / routingChanges, 1),
     ),
