@@ -30,7 +30,7 @@ export async function rollBack(
   // Its pods are read, not remembered: routing goes back only to a Deployment that serves (made whole first if not).
   const read = await readDeployment(ctx, buildId);
   // Scaled to 0 (a sunset's scale-down, perhaps in a task that was lost) is not serving, whatever pods still stop.
-  if (!ctx.state.deployments[buildId]?.exists || (read.replicas ?? 0) === 0 || (read.availableReplicas ?? 0) === 0) {
+  if (!ctx.state.deployments[buildId]?.exists || read.replicas === 0 || (read.availableReplicas ?? 0) === 0) {
     // Not Glidepath's to render (adopted): nothing to apply, so routing does not go to it.
     if (!ctx.state.templates?.[buildId] && !ctx.state.foreign?.[buildId])
       throw new Blocked(
