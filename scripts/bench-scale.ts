@@ -35,6 +35,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
+import { GrpcStatus } from '../activities/errors.js';
 import { group, version } from '../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../worker/process-settings.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
@@ -83,8 +84,6 @@ if (values.compiled && !existsSync(join(root, 'dist/worker/main.js'))) {
 const k8sNamespace = 'bench';
 /** The controllers' own Temporal namespace: every request in it is theirs (less the server's own background). */
 const controllerNamespace = 'glidepath';
-/** gRPC status ALREADY_EXISTS. */
-const grpcAlreadyExists = 6;
 /** An empty namespace: the server's own per-namespace background requests, subtracted from `controllerNamespace`'s. */
 const baselineNamespace = 'glidepath-baseline';
 /** Where the pods' worker deployments live. */
@@ -382,7 +381,7 @@ async function main(): Promise<void> {
     for (const namespace of [controllerNamespace, baselineNamespace]) {
       // The dev server may have created it already (servers:up's own namespaces).
       await connection.workflowService.registerNamespace({ namespace, workflowExecutionRetentionPeriod: msToTs('1 day') }).catch((err: unknown) => {
-        if ((err as { code?: number }).code !== grpcAlreadyExists) throw err;
+        if ((err as { code?: number }).code !== GrpcStatus.ALREADY_EXISTS) throw err;
       });
     }
     const keyword = temporalProto.api.enums.v1.IndexedValueType.INDEXED_VALUE_TYPE_KEYWORD;
