@@ -1,5 +1,6 @@
 # The Glidepath controller: `npm run image` (glidepath/controller:<version> and :dev), or
-# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` with worker/process-settings.ts (its flags: README, "The manual path").
+# `docker build -t glidepath/controller .`. Runs `node dist/worker/main.js` with worker/process-settings.ts (its flags:
+# docs/configuration.md).
 # Where no image registry answers, scripts/image/base-image.sh makes node:20-bookworm-slim locally first.
 
 FROM node:20-bookworm-slim AS build
@@ -11,8 +12,11 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY api api
 COPY workflows workflows
 COPY activities activities
+COPY kube kube
+COPY temporal temporal
 COPY worker worker
 COPY starter starter
+COPY cli cli
 COPY simulator simulator
 COPY examples examples
 # dist/ (compiled) + dist/workflow-bundle.js (the RolloutWorkflow bundle, so no webpack runs at start), then

@@ -12,16 +12,27 @@ export default tseslint.config(
     },
   },
   {
-    // Preloaded with `node --require` (worker/workflow-thread-watchdog.cjs): CommonJS on Node.
-    files: ['**/*.cjs'],
-    languageOptions: { sourceType: 'commonjs', globals: { require: 'readonly', module: 'writable', performance: 'readonly' } },
-    rules: { '@typescript-eslint/no-require-imports': 'off' },
+    // Promises are awaited, returned or marked `void` on purpose: a dropped one is a lost error.
+    files: ['**/*.ts'],
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+    },
+  },
+  {
+    // The rooms below the workflows (the API types, the clients, the adapters) never import from them.
+    files: ['api/**/*.ts', 'kube/**/*.ts', 'temporal/**/*.ts', 'activities/**/*.ts'],
+    rules: { 'no-restricted-imports': ['error', { patterns: ['**/workflows/*'] }] },
   },
   {
     files: ['workflows/**/*.ts'],
     rules: {
       // Workflow code is bundled into a deterministic sandbox: no Node I/O, no wall clock.
-      'no-restricted-imports': ['error', { patterns: ['node:*', '@kubernetes/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'] }],
+      'no-restricted-imports': [
+        'error',
+        { patterns: ['node:*', '@kubernetes/*', '@temporalio/client', '@temporalio/worker', '@temporalio/activity'] },
+      ],
     },
   },
 );

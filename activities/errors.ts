@@ -98,7 +98,10 @@ export function classifyKubernetesError(err: unknown, context: CallContext = {})
   const code = err.code;
   const status = kubeStatus(err);
   const why = oneLine(
-    (status.details?.causes ?? []).filter((c) => c.field).map((c) => `${c.field}: ${c.message}`).join('; ') ||
+    (status.details?.causes ?? [])
+      .filter((c) => c.field)
+      .map((c) => `${c.field}: ${c.message}`)
+      .join('; ') ||
       status.message ||
       (code === 401 ? 'Unauthorized' : `HTTP ${code}`),
   );
@@ -107,8 +110,11 @@ export function classifyKubernetesError(err: unknown, context: CallContext = {})
   const permanent = code === 400 || code === 422 || code === 403 || (code === 404 && userNamed);
   if (permanent) {
     const name = status.details?.name;
-    const what = name ? `${objectKind} ${context.namespace ? `${context.namespace}/` : ''}${name}` : (context.call ?? 'the call');
-    const terminating = isNamespaceTerminating(err) && !/being terminated/.test(why) ? ' (the namespace is being terminated)' : '';
+    const what = name
+      ? `${objectKind} ${context.namespace ? `${context.namespace}/` : ''}${name}`
+      : (context.call ?? 'the call');
+    const terminating =
+      isNamespaceTerminating(err) && !/being terminated/.test(why) ? ' (the namespace is being terminated)' : '';
     return { kind: 'permanent', message: `kube-apiserver refused ${what} (${code}): ${why}${terminating}` };
   }
   if (code === 401 || code === 409 || code === 429 || code >= 500) {
@@ -122,7 +128,10 @@ function isNetworkError(err: unknown): err is Error & { code?: string } {
   if (!(err instanceof Error)) return false;
   const { name, type, code } = err as Error & { type?: string; code?: unknown };
   if (name === 'FetchError' && type === 'system') return true;
-  return typeof code === 'string' && /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(code);
+  return (
+    typeof code === 'string' &&
+    /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH)$/.test(code)
+  );
 }
 
 /** gRPC status codes by number (grpc-js is not a direct dependency). */
@@ -146,8 +155,19 @@ export const GrpcStatus = {
 } as const;
 const grpcName = (code: number) => Object.entries(GrpcStatus).find(([, c]) => c === code)?.[0] ?? `gRPC ${code}`;
 
-const permanentGrpc: number[] = [GrpcStatus.INVALID_ARGUMENT, GrpcStatus.FAILED_PRECONDITION, GrpcStatus.PERMISSION_DENIED, GrpcStatus.UNAUTHENTICATED];
-const transientGrpc: number[] = [GrpcStatus.UNAVAILABLE, GrpcStatus.DEADLINE_EXCEEDED, GrpcStatus.RESOURCE_EXHAUSTED, GrpcStatus.ABORTED, GrpcStatus.INTERNAL];
+const permanentGrpc: number[] = [
+  GrpcStatus.INVALID_ARGUMENT,
+  GrpcStatus.FAILED_PRECONDITION,
+  GrpcStatus.PERMISSION_DENIED,
+  GrpcStatus.UNAUTHENTICATED,
+];
+const transientGrpc: number[] = [
+  GrpcStatus.UNAVAILABLE,
+  GrpcStatus.DEADLINE_EXCEEDED,
+  GrpcStatus.RESOURCE_EXHAUSTED,
+  GrpcStatus.ABORTED,
+  GrpcStatus.INTERNAL,
+];
 /**
  * Refusals the server makes while a rollout goes as planned: another writer moved the routing since our
  * describe (conflict token), a version to delete still has pollers or is draining, or a describe landed while
@@ -189,11 +209,18 @@ export function classifyTemporalError(err: unknown, context: CallContext = {}): 
   const cause = `${grpcName(code)} ${details}`;
   // A missing namespace is retried and shown: creating it (or fixing the spec) lets the rollout go on by itself.
   const namespaceMissing = code === GrpcStatus.NOT_FOUND && /^Namespace .* is not found/i.test(details);
-  if (namespaceMissing || transientGrpc.includes(code) || (code === GrpcStatus.FAILED_PRECONDITION && expectedRefusal.test(details))) {
+  if (
+    namespaceMissing ||
+    transientGrpc.includes(code) ||
+    (code === GrpcStatus.FAILED_PRECONDITION && expectedRefusal.test(details))
+  ) {
     return { kind: 'transient', message: cause };
   }
   if (permanentGrpc.includes(code)) {
-    return { kind: 'permanent', message: `Temporal refused ${context.call ?? 'the call'} (${grpcName(code)}): ${details}` };
+    return {
+      kind: 'permanent',
+      message: `Temporal refused ${context.call ?? 'the call'} (${grpcName(code)}): ${details}`,
+    };
   }
   return undefined;
 }
@@ -213,7 +240,11 @@ export function classifyFailure(err: unknown, context: CallContext = {}): Classi
  * throw permanentFailure('kube-apiserver refused Deployment shop/orders-abc (422): spec.template.spec.containers[0].image: Required value');
  */
 export function permanentFailure(message: string): ApplicationFailure {
-  const failure = ApplicationFailure.create({ nonRetryable: true, type: permanentFailureType, message: oneLine(message) });
+  const failure = ApplicationFailure.create({
+    nonRetryable: true,
+    type: permanentFailureType,
+    message: oneLine(message),
+  });
   // The message says everything; the stack of this helper does not.
   failure.stack = `ApplicationFailure: ${failure.message}`;
   return failure;

@@ -18,7 +18,11 @@ export function heartbeatThrottleMs(timeoutMs: number | undefined): number {
  * `ctx.heartbeat`, charging `charge` for each heartbeat the SDK sends: the first at once; after that, the latest
  * details at the end of each throttle interval in which there were any, or at once when the interval had none.
  */
-export function chargedHeartbeat(ctx: Context, charge: Charge, nowMs: () => number = () => performance.now()): (details?: unknown) => void {
+export function chargedHeartbeat(
+  ctx: Context,
+  charge: Charge,
+  nowMs: () => number = () => performance.now(),
+): (details?: unknown) => void {
   const everyMs = heartbeatThrottleMs(ctx.info.heartbeatTimeoutMs);
   let sentAt: number | undefined;
   let pending = false;

@@ -3,23 +3,32 @@ import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
-import type { Timings } from '../workflows/state.js';
+import type { Timings } from '../api/timings.js';
 import type { Charge } from './heartbeats.js';
-import { ignoreNotFound } from './kubernetes/client.js';
-import { createKubernetesActivities, gateInputReader } from './kubernetes/activities.js';
-import { createResourceReads } from './kubernetes/read-resource.js';
-import { createTemporalActivities } from './temporal/activities.js';
-import { createDrainageActivities } from './temporal/drainage.js';
-import { createAnalysisActivities } from './temporal/analysis.js';
-import { createPinnedActivities } from './temporal/pinned.js';
-import { TemporalConnections } from './temporal/connections.js';
+import { ignoreNotFound } from '../kube/client.js';
+import { createKubernetesActivities } from './kubernetes.js';
+import { gateInputReader } from '../kube/gate-input.js';
+import { createResourceReads } from '../kube/read-resource.js';
+import { createTemporalActivities } from './temporal.js';
+import { createDrainageActivities } from '../temporal/drainage.js';
+import { createAnalysisActivities } from '../temporal/analysis.js';
+import { createPinnedActivities } from '../temporal/pinned.js';
+import { TemporalConnections } from '../temporal/connections.js';
 
-export type { TemporalTarget } from './temporal/connections.js';
-export type { RegistrationCheck, VersionRegistration, Routing, GateRun, RoutingCallOptions, RoutingCallResult } from './temporal/activities.js';
-export type { ForeignVersion } from './kubernetes/activities.js';
-export type { GateInputSource, KubeEvent, Report } from './kubernetes/activities.js';
-export type { ResourceRead } from './kubernetes/read-resource.js';
-export type { PinnedAction } from './temporal/pinned.js';
+export type { TemporalTarget } from '../temporal/connections.js';
+export type {
+  RegistrationCheck,
+  VersionRegistration,
+  Routing,
+  GateRun,
+  RoutingCallOptions,
+  RoutingCallResult,
+} from './temporal.js';
+export type { ForeignVersion } from './kubernetes.js';
+export type { KubeEvent, Report } from './kubernetes.js';
+export type { GateInputSource } from '../kube/gate-input.js';
+export type { ResourceRead } from '../kube/read-resource.js';
+export type { PinnedAction } from '../temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
@@ -27,20 +36,42 @@ export { managerIdentityHeldType, permanentFailureType } from './errors.js';
  * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
  * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
-export function createActivities(kc: k8s.KubeConfig, identity: string, options: { temporalInterceptors?: Interceptor[]; chargeHeartbeat?: Charge; budgetWaitMs?: () => number; timings?: Partial<Timings>; installation: string }) {
+export function createActivities(
+  kc: k8s.KubeConfig,
+  identity: string,
+  options: {
+    temporalInterceptors?: Interceptor[];
+    chargeHeartbeat?: Charge;
+    budgetWaitMs?: () => number;
+    timings?: Partial<Timings>;
+    installation: string;
+  },
+) {
   const core = kc.makeApiClient(CoreV1Api);
   const readSecret = async (namespace: string, name: string) => {
     const secret = await ignoreNotFound(core.readNamespacedSecret({ name, namespace }));
     if (!secret) return undefined;
-    return Object.fromEntries(Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]));
+    return Object.fromEntries(
+      Object.entries(secret.data ?? {}).map(([key, value]) => [key, Buffer.from(value, 'base64')]),
+    );
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
-  const temporal = createTemporalActivities(connections, identity, gateInputReader(core), options.chargeHeartbeat, options.budgetWaitMs);
+  const temporal = createTemporalActivities(
+    connections,
+    identity,
+    gateInputReader(core),
+    options.chargeHeartbeat,
+    options.budgetWaitMs,
+  );
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
     ...temporal,
-    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), options.chargeHeartbeat),
+    ...createDrainageActivities(
+      connections,
+      (t, buildId) => temporal.versionStatus(t, buildId),
+      options.chargeHeartbeat,
+    ),
     ...createAnalysisActivities(connections),
     ...createPinnedActivities(connections, identity, options.chargeHeartbeat),
   });

@@ -44,7 +44,9 @@ export function imageTag(image: string | undefined): string {
 export function computeBuildId(template: PodTemplate, customBuildId?: string): string {
   if (customBuildId !== undefined) {
     if (customBuildId.length > maxBuildIdLength || !new RegExp(buildIdPattern).test(customBuildId)) {
-      throw new Error(`build ID "${customBuildId}" is not a Kubernetes label value of 1 to ${maxBuildIdLength} characters`);
+      throw new Error(
+        `build ID "${customBuildId}" is not a Kubernetes label value of 1 to ${maxBuildIdLength} characters`,
+      );
     }
     return customBuildId;
   }

@@ -24,7 +24,10 @@ export const dnsLabel = z
   .string()
   .min(1)
   .max(63)
-  .regex(dns1123Label, 'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric');
+  .regex(
+    dns1123Label,
+    'must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric',
+  );
 
 /**
  * An integer field, refused by kube-apiserver as by zod when it holds a fraction. kube-apiserver's OpenAPI check
@@ -37,11 +40,20 @@ export function integer<T extends z.ZodType>(schema: T): T {
 }
 
 /** A reference to a Secret (by name) in the resource's namespace. */
-export const SecretRef = z.object({ name: dnsLabel }).describe('A Secret in the same namespace');
+export const SecretRef = z
+  .object({ name: dnsLabel.describe("The Secret's name") })
+  .describe('A Secret in the same namespace');
 
 /** A key of a Secret or ConfigMap in the resource's namespace, as corev1's KeySelector. */
 export const KeySelector = z
-  .object({ name: dnsLabel, key: z.string().min(1), optional: z.boolean().optional() })
+  .object({
+    name: dnsLabel.describe('The name of the object'),
+    key: z.string().min(1).describe('The key in its data'),
+    optional: z
+      .boolean()
+      .optional()
+      .describe("Accepted as in corev1's key selectors, and ignored: a missing object or key is always an error"),
+  })
   .describe('A key of an object in the same namespace');
 
 /**
@@ -64,12 +76,12 @@ export function duration(opts: { allowZero: boolean }) {
 
 /** A standard Kubernetes condition (metav1.Condition). */
 export const Condition = z.object({
-  type: z.string(),
-  status: z.enum(['True', 'False', 'Unknown']),
-  reason: z.string(),
-  message: z.string().optional(),
-  lastTransitionTime: z.string(),
-  observedGeneration: z.int().optional(),
+  type: z.string().describe('The condition'),
+  status: z.enum(['True', 'False', 'Unknown']).describe('Whether it holds: True, False or Unknown'),
+  reason: z.string().describe('Why, in one CamelCase word'),
+  message: z.string().optional().describe('Why, in words'),
+  lastTransitionTime: z.string().describe('When it last changed (RFC 3339)'),
+  observedGeneration: z.int().optional().describe('The generation of the spec it was set for'),
 });
 export type Condition = z.infer<typeof Condition>;
 

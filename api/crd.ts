@@ -1,23 +1,46 @@
 /**
  * Pure synthesis of the CustomResourceDefinitions from the zod schemas: structural OpenAPI v3, CEL rules,
- * defaults, the status subresource, printer columns and short names. `scripts/generate-crds.ts` writes them.
+ * defaults, the status subresource, printer columns and short names. `scripts/generate.ts` writes them, and the CRD
+ * reference (docs/crd-reference.md) from the same definitions.
  */
 import { z } from 'zod';
 import { dnsLabelPattern, group, version } from './common.js';
 import { ConnectionSpec } from './connection.js';
-import { TemporalConnectionSpec } from './temporal-connection.js';
-import { TemporalWorkerDeploymentSpec, TemporalWorkerDeploymentStatus } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentSpec } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus } from './rollout-status.js';
 import { WorkerDeploymentSpec } from './worker-deployment.js';
 
 /** A JSON Schema node, as much of it as a CRD's structural schema holds. */
 export type JsonSchema = { [key: string]: unknown };
 
 const keep = new Set([
-  'type', 'format', 'description', 'properties', 'required', 'items', 'additionalProperties', 'enum', 'default',
-  'minimum', 'maximum', 'exclusiveMinimum', 'exclusiveMaximum', 'minLength', 'maxLength', 'pattern', 'minItems',
-  'maxItems', 'nullable', 'x-kubernetes-validations', 'x-kubernetes-preserve-unknown-fields',
-  'x-kubernetes-int-or-string', 'x-kubernetes-embedded-resource', 'x-kubernetes-list-type', 'x-kubernetes-map-type',
-  'x-kubernetes-list-map-keys', 'anyOf',
+  'type',
+  'format',
+  'description',
+  'properties',
+  'required',
+  'items',
+  'additionalProperties',
+  'enum',
+  'default',
+  'minimum',
+  'maximum',
+  'exclusiveMinimum',
+  'exclusiveMaximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+  'nullable',
+  'x-kubernetes-validations',
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-embedded-resource',
+  'x-kubernetes-list-type',
+  'x-kubernetes-map-type',
+  'x-kubernetes-list-map-keys',
+  'anyOf',
 ]);
 
 /** Numeric bounds zod adds for "any safe integer", which say nothing to a reader of the CRD. */
@@ -53,28 +76,42 @@ function jsonSchemaOf(schema: z.ZodType): JsonSchema {
   return z.toJSONSchema(schema, { target: 'openapi-3.0', io: 'input', unrepresentable: 'any' }) as JsonSchema;
 }
 
-interface CrdOptions {
+/** One kind Glidepath serves: what its CRD and the CRD reference (docs/crd-reference.md) are made of. */
+export interface KindDefinition {
   kind: string;
   plural: string;
   shortNames: string[];
-  spec: JsonSchema;
-  status: JsonSchema;
-  printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
+  scope: 'Namespaced' | 'Cluster';
+  /** What the kind is: the root description `kubectl explain <kind>` shows. */
+  description: string;
   /** Restricts metadata.name beyond kube-apiserver's DNS subdomain rule. */
   namePattern?: string;
-  /** Default: Namespaced. */
-  scope?: 'Namespaced' | 'Cluster';
+  /** Structural, from the zod schema: the pod templates at `podTemplates` are ours, not yet Kubernetes' own. */
+  spec: JsonSchema;
+  status: JsonSchema;
+  /** Where the spec holds a pod template (property names), into which the CRD embeds Kubernetes' PodTemplateSpec. */
+  podTemplates: string[][];
+  printerColumns: { name: string; type: string; jsonPath: string; description?: string }[];
 }
 
-function crd(o: CrdOptions) {
+function crd(o: KindDefinition, podTemplateSpec: JsonSchema) {
+  const spec = structuredClone(o.spec);
+  for (const path of o.podTemplates) embedPodTemplate(spec, path, podTemplateSpec);
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',
     metadata: { name: `${o.plural}.${group}` },
     spec: {
       group,
-      names: { kind: o.kind, listKind: `${o.kind}List`, plural: o.plural, singular: o.kind.toLowerCase(), shortNames: o.shortNames, categories: ['glidepath'] },
-      scope: o.scope ?? 'Namespaced',
+      names: {
+        kind: o.kind,
+        listKind: `${o.kind}List`,
+        plural: o.plural,
+        singular: o.kind.toLowerCase(),
+        shortNames: o.shortNames,
+        categories: ['glidepath'],
+      },
+      scope: o.scope,
       versions: [
         {
           name: version,
@@ -82,14 +119,20 @@ function crd(o: CrdOptions) {
           storage: true,
           schema: {
             openAPIV3Schema: {
+              description: o.description,
               type: 'object',
               required: ['spec'],
               properties: {
                 apiVersion: { type: 'string' },
                 kind: { type: 'string' },
                 // At the root only name restrictions are allowed; a versioned Deployment is named after it.
-                metadata: { type: 'object', properties: { name: { type: 'string', maxLength: 63, ...(o.namePattern ? { pattern: o.namePattern } : {}) } } },
-                spec: o.spec,
+                metadata: {
+                  type: 'object',
+                  properties: {
+                    name: { type: 'string', maxLength: 63, ...(o.namePattern ? { pattern: o.namePattern } : {}) },
+                  },
+                },
+                spec,
                 status: o.status,
               },
             },
@@ -117,9 +160,9 @@ function constrainContainers(template: JsonSchema) {
 
 /**
  * Replaces our PodTemplate at `path` (property names from the spec) with Kubernetes' own PodTemplateSpec schema,
- * keeping our CEL rules, so the pod template is checked at `kubectl apply` as a Deployment's would be.
+ * keeping our description and CEL rules, so the pod template is checked at `kubectl apply` as a Deployment's would be.
  */
-function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: JsonSchema, note = '') {
+function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: JsonSchema) {
   const parent = path.slice(0, -1).reduce((node, key) => (node.properties as Record<string, JsonSchema>)[key]!, spec);
   const properties = parent.properties as Record<string, JsonSchema>;
   const key = path[path.length - 1]!;
@@ -129,7 +172,7 @@ function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: Jso
     ...structuredClone(podTemplateSpec),
     // As zod: without `spec`, the restartPolicy rule fails to evaluate and names `spec.template`, not the field.
     required: ['spec'],
-    description: `The pods of each version (a PodTemplateSpec; restartPolicy must be Always)${note}`,
+    description: ours.description,
     'x-kubernetes-validations': ours['x-kubernetes-validations'],
   };
   constrainContainers(properties[key]);
@@ -139,7 +182,12 @@ function embedPodTemplate(spec: JsonSchema, path: string[], podTemplateSpec: Jso
 const resourceColumns = [
   { name: 'Current', type: 'string', jsonPath: '.status.currentVersion.buildID', description: 'Current build ID' },
   { name: 'Target', type: 'string', jsonPath: '.status.targetVersion.buildID', description: 'Target build ID' },
-  { name: 'Ramp %', type: 'number', jsonPath: '.status.targetVersion.rampPercentage', description: 'Share of new executions on the target' },
+  {
+    name: 'Ramp %',
+    type: 'number',
+    jsonPath: '.status.targetVersion.rampPercentage',
+    description: 'Share of new executions on the target',
+  },
   { name: 'Phase', type: 'string', jsonPath: '.status.phase' },
   { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
   // "Paused (42s left in step 1/3): looking at errors", the abort reason, what is retried.
@@ -151,63 +199,89 @@ const connectionColumns = [
 ];
 
 /**
- * Every CRD: ours (TemporalWorkerDeployment, TemporalConnection) and temporal-worker-controller's ≥ 1.7 kinds
- * (WorkerDeployment, Connection, ClusterConnection). `podTemplateSpec` is Kubernetes' own PodTemplateSpec schema
- * (structural, refs resolved). Short names differ from each other and from the other controller's (`wd`,
- * `wdeployment`), which may still be installed while its users move over.
+ * Every kind: ours (TemporalWorkerDeployment, TemporalConnection) and temporal-worker-controller's ≥ 1.7 kinds
+ * (WorkerDeployment, Connection, ClusterConnection). Short names differ from each other and from the other
+ * controller's (`wd`, `wdeployment`), which may still be installed while its users move over.
  */
-export function renderCrds(podTemplateSpec: JsonSchema) {
-  const twdSpec = toStructural(jsonSchemaOf(TemporalWorkerDeploymentSpec));
-  embedPodTemplate(twdSpec, ['template'], podTemplateSpec);
-  const wdSpec = toStructural(jsonSchemaOf(WorkerDeploymentSpec));
-  embedPodTemplate(wdSpec, ['deployment', 'template'], podTemplateSpec);
-  embedPodTemplate(wdSpec, ['template'], podTemplateSpec, '; deprecated: use spec.deployment.template');
+export function kindDefinitions(): KindDefinition[] {
   const status = toStructural(jsonSchemaOf(TemporalWorkerDeploymentStatus));
-  const connectionStatus = { type: 'object', 'x-kubernetes-preserve-unknown-fields': true };
+  const connectionSpec = toStructural(jsonSchemaOf(ConnectionSpec));
+  const connectionStatus = {
+    description: 'Unused: Glidepath writes no status on a connection',
+    type: 'object',
+    'x-kubernetes-preserve-unknown-fields': true,
+  };
   return [
-    crd({
+    {
       kind: 'TemporalWorkerDeployment',
       plural: 'temporalworkerdeployments',
       shortNames: ['twd'],
+      scope: 'Namespaced',
+      description:
+        "A worker deployment Glidepath rolls out: each build of its pod template runs as a versioned Deployment and a version in Temporal, and new executions move to it as spec.rollout says. Field for field temporal-worker-controller's TemporalWorkerDeployment (temporal.io/v1alpha1).",
       // A DNS-1123 label: Temporal refuses "." in the worker deployment name `<namespace>/<name>`.
       namePattern: dnsLabelPattern,
-      spec: twdSpec,
+      spec: toStructural(jsonSchemaOf(TemporalWorkerDeploymentSpec)),
       status,
+      podTemplates: [['template']],
       printerColumns: resourceColumns,
-    }),
-    crd({
+    },
+    {
       kind: 'TemporalConnection',
       plural: 'temporalconnections',
       shortNames: ['tconn'],
-      spec: toStructural(jsonSchemaOf(TemporalConnectionSpec)),
+      scope: 'Namespaced',
+      description:
+        "How a TemporalWorkerDeployment's workers, and Glidepath for it, reach a Temporal server. Field for field temporal-worker-controller's TemporalConnection.",
+      spec: connectionSpec,
       status: connectionStatus,
+      podTemplates: [],
       printerColumns: connectionColumns,
-    }),
-    crd({
+    },
+    {
       kind: 'WorkerDeployment',
       plural: 'workerdeployments',
       shortNames: ['gwd'],
+      scope: 'Namespaced',
+      description:
+        "temporal-worker-controller's kind since its v1.7: a TemporalWorkerDeployment whose versioned Deployments' settings are in spec.deployment (the top-level replicas, template, minReadySeconds and progressDeadlineSeconds are deprecated and still read). Same status and behaviour.",
       namePattern: dnsLabelPattern,
-      spec: wdSpec,
+      spec: toStructural(jsonSchemaOf(WorkerDeploymentSpec)),
       status,
+      podTemplates: [['deployment', 'template'], ['template']],
       printerColumns: resourceColumns,
-    }),
-    crd({
+    },
+    {
       kind: 'Connection',
       plural: 'connections',
       shortNames: ['gconn'],
-      spec: toStructural(jsonSchemaOf(ConnectionSpec)),
+      scope: 'Namespaced',
+      description:
+        "temporal-worker-controller's connection kind since its v1.7, the default connectionRef kind of a WorkerDeployment: the same spec as a TemporalConnection.",
+      spec: connectionSpec,
       status: connectionStatus,
+      podTemplates: [],
       printerColumns: connectionColumns,
-    }),
-    crd({
+    },
+    {
       kind: 'ClusterConnection',
       plural: 'clusterconnections',
       shortNames: ['gcconn'],
       scope: 'Cluster',
-      spec: toStructural(jsonSchemaOf(ConnectionSpec)),
+      description:
+        'One connection for every namespace (connectionRef.kind: ClusterConnection), as temporal-worker-controller ≥ 1.7: the Secrets it names are read in the namespace of each resource that uses it (a pod mounts only Secrets of its own namespace). A namespaced installation cannot read it.',
+      spec: connectionSpec,
       status: connectionStatus,
+      podTemplates: [],
       printerColumns: connectionColumns,
-    }),
+    },
   ];
+}
+
+/**
+ * Every CRD, from `kindDefinitions`. `podTemplateSpec` is Kubernetes' own PodTemplateSpec schema (structural, refs
+ * resolved), embedded wherever a spec holds a pod template.
+ */
+export function renderCrds(podTemplateSpec: JsonSchema) {
+  return kindDefinitions().map((k) => crd(k, podTemplateSpec));
 }

@@ -12,11 +12,18 @@ import { TemporalWorkerDeployment, type ConnectionRefKind } from './temporal-wor
 import { WorkerDeployment, normalizeWorkerDeploymentSpec, type NormalizedSpec } from './worker-deployment.js';
 
 /** The resources a RolloutWorkflow rolls out. */
-export const ResourceKind = { TemporalWorkerDeployment: 'TemporalWorkerDeployment', WorkerDeployment: 'WorkerDeployment' } as const;
+export const ResourceKind = {
+  TemporalWorkerDeployment: 'TemporalWorkerDeployment',
+  WorkerDeployment: 'WorkerDeployment',
+} as const;
 export type ResourceKind = (typeof ResourceKind)[keyof typeof ResourceKind];
 
 /** The connection kinds a `workerOptions.connectionRef.kind` names. */
-export const ConnectionKind = { TemporalConnection: 'TemporalConnection', Connection: 'Connection', ClusterConnection: 'ClusterConnection' } as const;
+export const ConnectionKind = {
+  TemporalConnection: 'TemporalConnection',
+  Connection: 'Connection',
+  ClusterConnection: 'ClusterConnection',
+} as const;
 export type ConnectionKind = ConnectionRefKind;
 
 export interface ResourceKindInfo {
@@ -59,7 +66,10 @@ export interface WorkerResource {
  * kind resolved (the resource kind's default when not given). The problem, naming each field, when it is invalid.
  * @example parseWorkerResource(obj, 'WorkerDeployment') // { ok: true, resource: { kind, spec, connectionRef: { kind: 'Connection', name } } }
  */
-export function parseWorkerResource(obj: unknown, kind: ResourceKind): { ok: true; resource: WorkerResource } | { ok: false; problem: string } {
+export function parseWorkerResource(
+  obj: unknown,
+  kind: ResourceKind,
+): { ok: true; resource: WorkerResource } | { ok: false; problem: string } {
   let spec: NormalizedSpec;
   if (kind === 'WorkerDeployment') {
     const parsed = WorkerDeployment.safeParse(obj);
@@ -73,7 +83,10 @@ export function parseWorkerResource(obj: unknown, kind: ResourceKind): { ok: tru
   const ref = spec.workerOptions.connectionRef;
   const connectionRef = { kind: ref.kind ?? resourceKinds[kind].defaultConnectionKind, name: ref.name };
   // The workflow gets the kind spelled out, so what it holds says which object it is.
-  return { ok: true, resource: { kind, connectionRef, spec: { ...spec, workerOptions: { ...spec.workerOptions, connectionRef } } } };
+  return {
+    ok: true,
+    resource: { kind, connectionRef, spec: { ...spec, workerOptions: { ...spec.workerOptions, connectionRef } } },
+  };
 }
 
 const connectionSchemas: Record<ConnectionKind, z.ZodType<{ spec: TemporalConnectionSpec }>> = {
@@ -83,7 +96,10 @@ const connectionSchemas: Record<ConnectionKind, z.ZodType<{ spec: TemporalConnec
 };
 
 /** Parses a connection of any kind: its spec, or the problem naming each field. */
-export function parseConnection(obj: unknown, kind: ConnectionKind): { ok: true; spec: TemporalConnectionSpec } | { ok: false; problem: string } {
+export function parseConnection(
+  obj: unknown,
+  kind: ConnectionKind,
+): { ok: true; spec: TemporalConnectionSpec } | { ok: false; problem: string } {
   const parsed = connectionSchemas[kind].safeParse(obj);
   return parsed.success ? { ok: true, spec: parsed.data.spec } : { ok: false, problem: describeIssues(parsed.error) };
 }

@@ -83,3 +83,6 @@ export function sanitizeBuildId(text: string): string {
   const suffix = shortHash(text);
   return `${cleaned.slice(0, maxLabel - suffix.length - 1).replace(/[^A-Za-z0-9]+$/, '')}-${suffix}`;
 }
+
+/** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
+export const finalizer = 'glidepath.dev/cleanup';

@@ -8,7 +8,8 @@ import { withCel } from './cel.js';
 import { KeySelector, ObjectMeta, SecretRef, apiVersion } from './common.js';
 
 const onlyOneCredential = 'only one of mutualTLSSecretRef or apiKeySecretRef may be set';
-const caWithMtls = 'tls.caCertSecretRef cannot be combined with mutualTLSSecretRef: put the CA in that Secret\'s ca.crt key instead';
+const caWithMtls =
+  "tls.caCertSecretRef cannot be combined with mutualTLSSecretRef: put the CA in that Secret's ca.crt key instead";
 
 export const TemporalConnectionSpec = withCel(
   z
@@ -16,24 +17,40 @@ export const TemporalConnectionSpec = withCel(
       hostPort: z
         .string()
         .regex(/^[a-zA-Z0-9.-]+:[0-9]+$/, 'must be host:port, e.g. "temporal-frontend.temporal:7233"')
-        .describe('The host and port of the Temporal frontend'),
+        .describe('The host and port of the Temporal frontend (TEMPORAL_ADDRESS in every pod)'),
       tls: z
         .object({
-          serverName: z.string().optional().describe('Overrides the TLS server name'),
+          serverName: z
+            .string()
+            .optional()
+            .describe('Overrides the server name checked in its certificate (TEMPORAL_TLS_SERVER_NAME in every pod)'),
           caCertSecretRef: SecretRef.optional().describe(
-            'A Secret whose ca.crt the workers and Glidepath trust for the server certificate (turns TLS on); for a ClusterConnection, in the namespace of each resource that uses it',
+            'A Secret whose ca.crt the workers and Glidepath trust for the server certificate (turns TLS on; as temporal-worker-controller ≥ 1.7); for a ClusterConnection, in the namespace of each resource that uses it',
           ),
         })
         .optional()
         .describe('Server TLS settings; TLS is on whenever mTLS, an API key or a CA is configured'),
       mutualTLSSecretRef: SecretRef.optional().describe(
-        'A kubernetes.io/tls (or Opaque) Secret with tls.crt, tls.key and optionally ca.crt',
+        'mTLS: a kubernetes.io/tls (or Opaque) Secret with tls.crt, tls.key and optionally ca.crt, mounted in every pod at /etc/temporal/tls',
       ),
-      apiKeySecretRef: KeySelector.optional().describe('The Secret key holding an API key'),
+      apiKeySecretRef: KeySelector.optional().describe(
+        'The Secret key holding an API key (TEMPORAL_API_KEY in every pod; turns TLS on)',
+      ),
     })
-    .refine((s) => !(s.mutualTLSSecretRef && s.apiKeySecretRef), { message: onlyOneCredential, path: ['apiKeySecretRef'] })
-    .refine((s) => !(s.mutualTLSSecretRef && s.tls?.caCertSecretRef), { message: caWithMtls, path: ['tls', 'caCertSecretRef'] }),
-  { rule: '!(has(self.mutualTLSSecretRef) && has(self.apiKeySecretRef))', message: onlyOneCredential, fieldPath: '.apiKeySecretRef' },
+    .describe('Where the Temporal server is and how to authenticate to it')
+    .refine((s) => !(s.mutualTLSSecretRef && s.apiKeySecretRef), {
+      message: onlyOneCredential,
+      path: ['apiKeySecretRef'],
+    })
+    .refine((s) => !(s.mutualTLSSecretRef && s.tls?.caCertSecretRef), {
+      message: caWithMtls,
+      path: ['tls', 'caCertSecretRef'],
+    }),
+  {
+    rule: '!(has(self.mutualTLSSecretRef) && has(self.apiKeySecretRef))',
+    message: onlyOneCredential,
+    fieldPath: '.apiKeySecretRef',
+  },
   {
     rule: '!(has(self.mutualTLSSecretRef) && has(self.tls) && has(self.tls.caCertSecretRef))',
     message: caWithMtls,

@@ -18,10 +18,10 @@ import {
   Rollout,
   Sunset,
   SunsetDefaults,
-  TemporalWorkerDeploymentStatus,
   WorkerOptions,
   type TemporalWorkerDeploymentSpec,
 } from './temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus } from './rollout-status.js';
 
 const deprecated = (field: string) => `deprecated: use spec.deployment.${field}`;
 
@@ -42,12 +42,19 @@ export const DeploymentStrategy = z
     type: z.enum(['RollingUpdate', 'Recreate']).optional().describe('RollingUpdate (the default) or Recreate'),
     rollingUpdate: z
       .object({
-        maxSurge: IntOrPercent.optional().describe('Pods above the desired count during an update'),
-        maxUnavailable: IntOrPercent.optional().describe('Pods that may be unavailable during an update'),
+        maxSurge: IntOrPercent.optional().describe(
+          'Pods above the desired count during an update: a count or a percentage such as "25%"',
+        ),
+        maxUnavailable: IntOrPercent.optional().describe(
+          'Pods that may be unavailable during an update: a count or a percentage such as "25%"',
+        ),
       })
-      .optional(),
+      .optional()
+      .describe("How a RollingUpdate replaces pods, as a Deployment's"),
   })
-  .describe("The versioned Deployments' update strategy");
+  .describe(
+    'How each versioned Deployment replaces its pods when its template changes in place (a custom build ID, a new connection)',
+  );
 export type DeploymentStrategy = z.infer<typeof DeploymentStrategy>;
 
 /**
@@ -56,16 +63,30 @@ export type DeploymentStrategy = z.infer<typeof DeploymentStrategy>;
  */
 export const DeploymentSpec = z
   .object({
-    replicas: DeploymentFields.replicas().optional().describe(`${DeploymentFieldDescriptions.replicas} (default ${DeploymentDefaults.replicas})`),
-    template: PodTemplate.optional(),
-    minReadySeconds: DeploymentFields.minReadySeconds().optional().describe(`${DeploymentFieldDescriptions.minReadySeconds} (default 0)`),
+    replicas: DeploymentFields.replicas()
+      .optional()
+      .describe(
+        `${DeploymentFieldDescriptions.replicas} (default ${DeploymentDefaults.replicas}; temporal-worker-controller leaves an omitted count to an autoscaler, Glidepath does not)`,
+      ),
+    template: PodTemplate.optional().describe(
+      `${PodTemplate.description}; required here or in the deprecated spec.template`,
+    ),
+    minReadySeconds: DeploymentFields.minReadySeconds()
+      .optional()
+      .describe(`${DeploymentFieldDescriptions.minReadySeconds} (default 0)`),
     progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds()
       .optional()
-      .describe(`${DeploymentFieldDescriptions.progressDeadlineSeconds} (default ${DeploymentDefaults.progressDeadlineSeconds})`),
-    revisionHistoryLimit: integer(z.int32().min(0)).optional().describe('Old ReplicaSets each versioned Deployment keeps'),
+      .describe(
+        `${DeploymentFieldDescriptions.progressDeadlineSeconds} (default ${DeploymentDefaults.progressDeadlineSeconds})`,
+      ),
+    revisionHistoryLimit: integer(z.int32().min(0))
+      .optional()
+      .describe("Old ReplicaSets each versioned Deployment keeps (default: Kubernetes' 10)"),
     strategy: DeploymentStrategy.optional(),
   })
-  .describe('The versioned Deployments: a DeploymentSpec without selector and paused');
+  .describe(
+    "The versioned Deployments' settings, as temporal-worker-controller ≥ 1.7: a DeploymentSpec without selector (Glidepath's, per build) and paused; wins over the deprecated top-level fields",
+  );
 export type DeploymentSpec = z.infer<typeof DeploymentSpec>;
 
 /** The fields a WorkerDeployment may give in two places: `spec.<field>` (deprecated) and `spec.deployment.<field>`. */
@@ -77,7 +98,8 @@ interface Problem {
   message: string;
 }
 
-const differ = (field: MovedField) => `spec.${field} (deprecated) and spec.deployment.${field} differ: set only spec.deployment.${field}`;
+const differ = (field: MovedField) =>
+  `spec.${field} (deprecated) and spec.deployment.${field} differ: set only spec.deployment.${field}`;
 const templateRequired = 'a pod template is required: set spec.deployment.template (or the deprecated spec.template)';
 const deadlineAfterReady = 'must be greater than minReadySeconds';
 const readyBeforeDeadline = `must be less than progressDeadlineSeconds (${DeploymentDefaults.progressDeadlineSeconds} when not set)`;
@@ -85,10 +107,17 @@ const readyBeforeDeadline = `must be less than progressDeadlineSeconds (${Deploy
 /** Deep equality of JSON values, key order ignored (as CEL's `==` compares maps). */
 function sameJson(a: unknown, b: unknown): boolean {
   if (a === b) return true;
-  if (Array.isArray(a) || Array.isArray(b)) return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
+  if (Array.isArray(a) || Array.isArray(b))
+    return Array.isArray(a) && Array.isArray(b) && a.length === b.length && a.every((x, i) => sameJson(x, b[i]));
   if (!a || !b || typeof a !== 'object' || typeof b !== 'object') return false;
-  const [ka, kb] = [Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined), Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined)];
-  return ka.length === kb.length && ka.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]));
+  const [ka, kb] = [
+    Object.keys(a).filter((k) => (a as Record<string, unknown>)[k] !== undefined),
+    Object.keys(b).filter((k) => (b as Record<string, unknown>)[k] !== undefined),
+  ];
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => sameJson((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  );
 }
 
 type MovedFieldsSpec = Partial<Record<MovedField, unknown>> & { deployment?: Partial<Record<MovedField, unknown>> };
@@ -102,35 +131,73 @@ type MovedFieldsSpec = Partial<Record<MovedField, unknown>> & { deployment?: Par
 export function movedFieldProblems(spec: MovedFieldsSpec): Problem[] {
   const problems: Problem[] = [];
   const d = spec.deployment ?? {};
-  if (spec.template === undefined && d.template === undefined) problems.push({ path: ['deployment', 'template'], message: templateRequired });
+  if (spec.template === undefined && d.template === undefined)
+    problems.push({ path: ['deployment', 'template'], message: templateRequired });
   for (const field of movedFields) {
-    if (spec[field] !== undefined && d[field] !== undefined && !sameJson(spec[field], d[field])) problems.push({ path: [field], message: differ(field) });
+    if (spec[field] !== undefined && d[field] !== undefined && !sameJson(spec[field], d[field]))
+      problems.push({ path: [field], message: differ(field) });
   }
   const inForce = (f: 'progressDeadlineSeconds' | 'minReadySeconds') => (d[f] ?? spec[f]) as number | undefined;
   const deadline = inForce('progressDeadlineSeconds');
   const ready = inForce('minReadySeconds') ?? DeploymentDefaults.minReadySeconds;
   if ((deadline ?? DeploymentDefaults.progressDeadlineSeconds) > ready) return problems;
-  if (deadline !== undefined) problems.push({ path: d.progressDeadlineSeconds !== undefined ? ['deployment', 'progressDeadlineSeconds'] : ['progressDeadlineSeconds'], message: deadlineAfterReady });
-  else problems.push({ path: d.minReadySeconds !== undefined ? ['deployment', 'minReadySeconds'] : ['minReadySeconds'], message: readyBeforeDeadline });
+  if (deadline !== undefined)
+    problems.push({
+      path:
+        d.progressDeadlineSeconds !== undefined
+          ? ['deployment', 'progressDeadlineSeconds']
+          : ['progressDeadlineSeconds'],
+      message: deadlineAfterReady,
+    });
+  else
+    problems.push({
+      path: d.minReadySeconds !== undefined ? ['deployment', 'minReadySeconds'] : ['minReadySeconds'],
+      message: readyBeforeDeadline,
+    });
   return problems;
 }
 
 /** `movedFieldProblems` as CEL rules on the spec. */
 function movedFieldRules(): CelRule[] {
   const inDeployment = (f: string) => `(has(self.deployment) && has(self.deployment.${f}))`;
-  const inForce = (f: string, fallback: number) => `(${inDeployment(f)} ? self.deployment.${f} : (has(self.${f}) ? self.${f} : ${fallback}))`;
+  const inForce = (f: string, fallback: number) =>
+    `(${inDeployment(f)} ? self.deployment.${f} : (has(self.${f}) ? self.${f} : ${fallback}))`;
   const ok = `${inForce('progressDeadlineSeconds', DeploymentDefaults.progressDeadlineSeconds)} > ${inForce('minReadySeconds', DeploymentDefaults.minReadySeconds)}`;
   const anyDeadline = `(${inDeployment('progressDeadlineSeconds')} || has(self.progressDeadlineSeconds))`;
   return [
-    { rule: `has(self.template) || ${inDeployment('template')}`, message: templateRequired, fieldPath: '.deployment.template' },
+    {
+      rule: `has(self.template) || ${inDeployment('template')}`,
+      message: templateRequired,
+      fieldPath: '.deployment.template',
+    },
     // Not the template: CEL cannot compare two objects of different schemas; the watcher refuses that one (InvalidSpec).
     ...movedFields
       .filter((f) => f !== 'template')
-      .map((f) => ({ rule: `!has(self.${f}) || !${inDeployment(f)} || self.${f} == self.deployment.${f}`, message: differ(f), fieldPath: `.${f}` })),
-    { rule: `!${inDeployment('progressDeadlineSeconds')} || ${ok}`, message: deadlineAfterReady, fieldPath: '.deployment.progressDeadlineSeconds' },
-    { rule: `${inDeployment('progressDeadlineSeconds')} || !has(self.progressDeadlineSeconds) || ${ok}`, message: deadlineAfterReady, fieldPath: '.progressDeadlineSeconds' },
-    { rule: `${anyDeadline} || !${inDeployment('minReadySeconds')} || ${ok}`, message: readyBeforeDeadline, fieldPath: '.deployment.minReadySeconds' },
-    { rule: `${anyDeadline} || ${inDeployment('minReadySeconds')} || !has(self.minReadySeconds) || ${ok}`, message: readyBeforeDeadline, fieldPath: '.minReadySeconds' },
+      .map((f) => ({
+        rule: `!has(self.${f}) || !${inDeployment(f)} || self.${f} == self.deployment.${f}`,
+        message: differ(f),
+        fieldPath: `.${f}`,
+      })),
+    {
+      rule: `!${inDeployment('progressDeadlineSeconds')} || ${ok}`,
+      message: deadlineAfterReady,
+      fieldPath: '.deployment.progressDeadlineSeconds',
+    },
+    {
+      rule: `${inDeployment('progressDeadlineSeconds')} || !has(self.progressDeadlineSeconds) || ${ok}`,
+      message: deadlineAfterReady,
+      fieldPath: '.progressDeadlineSeconds',
+    },
+    {
+      rule: `${anyDeadline} || !${inDeployment('minReadySeconds')} || ${ok}`,
+      message: readyBeforeDeadline,
+      fieldPath: '.deployment.minReadySeconds',
+    },
+    {
+      rule: `${anyDeadline} || ${inDeployment('minReadySeconds')} || !has(self.minReadySeconds) || ${ok}`,
+      message: readyBeforeDeadline,
+      fieldPath: '.minReadySeconds',
+    },
   ];
 }
 
@@ -139,13 +206,18 @@ export const WorkerDeploymentSpec = withCel(
     .object({
       deployment: DeploymentSpec.optional(),
       replicas: DeploymentFields.replicas().optional().describe(deprecated('replicas')),
-      template: PodTemplate.optional(),
+      template: PodTemplate.optional().describe(`${PodTemplate.description}; ${deprecated('template')}`),
       minReadySeconds: DeploymentFields.minReadySeconds().optional().describe(deprecated('minReadySeconds')),
-      progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds().optional().describe(deprecated('progressDeadlineSeconds')),
-      rollout: Rollout,
+      progressDeadlineSeconds: DeploymentFields.progressDeadlineSeconds()
+        .optional()
+        .describe(deprecated('progressDeadlineSeconds')),
+      rollout: Rollout.describe('How new executions move to a new build'),
       sunset: Sunset.default(SunsetDefaults),
       workerOptions: WorkerOptions,
     })
+    .describe(
+      "What to run, and how to roll a new build of it out: a TemporalWorkerDeployment's spec with the Deployment settings in spec.deployment",
+    )
     .superRefine((spec, ctx) => {
       for (const p of movedFieldProblems(spec)) ctx.addIssue({ code: 'custom', path: p.path, message: p.message });
     }),
@@ -176,7 +248,8 @@ export function normalizeWorkerDeploymentSpec(spec: WorkerDeploymentSpec): Norma
     replicas: d.replicas ?? replicas ?? DeploymentDefaults.replicas,
     template: podTemplate,
     minReadySeconds: d.minReadySeconds ?? minReadySeconds ?? DeploymentDefaults.minReadySeconds,
-    progressDeadlineSeconds: d.progressDeadlineSeconds ?? progressDeadlineSeconds ?? DeploymentDefaults.progressDeadlineSeconds,
+    progressDeadlineSeconds:
+      d.progressDeadlineSeconds ?? progressDeadlineSeconds ?? DeploymentDefaults.progressDeadlineSeconds,
     ...(d.revisionHistoryLimit !== undefined ? { revisionHistoryLimit: d.revisionHistoryLimit } : {}),
     ...(d.strategy !== undefined ? { strategy: d.strategy } : {}),
   };

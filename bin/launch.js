@@ -1,6 +1,6 @@
 /**
  * What both bins run: the TypeScript source through tsx in a checkout with its dev dependencies (so a `dist/` left
- * from an older build never runs instead of the code you see), else the compiled CLI (`dist/starter/cli.js`, from
+ * from an older build never runs instead of the code you see), else the compiled CLI (`dist/cli/main.js`, from
  * `npm run build`), as in an install without dev dependencies or the image.
  */
 import { existsSync } from 'node:fs';
@@ -21,8 +21,8 @@ function hasTsx() {
 
 /** Runs the CLI with the process's arguments and exits with its exit code. `name` is what `--help` calls it. */
 export async function launch(name) {
-  const source = new URL('../starter/cli.ts', import.meta.url);
-  const compiled = new URL('../dist/starter/cli.js', import.meta.url);
+  const source = new URL('../cli/main.ts', import.meta.url);
+  const compiled = new URL('../dist/cli/main.js', import.meta.url);
   let cli;
   if (existsSync(source) && hasTsx()) {
     const { register } = await import('tsx/esm/api');

@@ -15,13 +15,29 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const out = join(root, 'api/openapi/pod-template-spec.json');
 
 /** Validation keywords kept; descriptions, defaults and patch/list-merge hints are dropped to keep the CRD small. */
-const kept = ['type', 'format', 'enum', 'required', 'minimum', 'maximum', 'minLength', 'maxLength', 'pattern', 'minItems', 'maxItems'];
+const kept = [
+  'type',
+  'format',
+  'enum',
+  'required',
+  'minimum',
+  'maximum',
+  'minLength',
+  'maxLength',
+  'pattern',
+  'minItems',
+  'maxItems',
+];
 
 const intOrString = { anyOf: [{ type: 'integer' }, { type: 'string' }], 'x-kubernetes-int-or-string': true };
 /** Types whose OpenAPI form is not structural, replaced the way controller-gen renders them. */
 const special: Record<string, Schema> = {
   'io.k8s.apimachinery.pkg.util.intstr.IntOrString': intOrString,
-  'io.k8s.apimachinery.pkg.api.resource.Quantity': { ...intOrString, pattern: '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$' },
+  'io.k8s.apimachinery.pkg.api.resource.Quantity': {
+    ...intOrString,
+    pattern:
+      '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$',
+  },
   'io.k8s.apimachinery.pkg.apis.meta.v1.Time': { type: 'string', format: 'date-time' },
   'io.k8s.apimachinery.pkg.apis.meta.v1.MicroTime': { type: 'string', format: 'date-time' },
   // A pod template's metadata: what a Deployment's template uses; the rest is set by Kubernetes.
@@ -37,7 +53,8 @@ const special: Record<string, Schema> = {
 };
 
 export function resolve(schemas: Record<string, Schema>, node: Schema, seen: string[] = []): Schema {
-  const ref = (node.$ref as string | undefined) ?? ((node.allOf as Schema[] | undefined)?.[0]?.$ref as string | undefined);
+  const ref =
+    (node.$ref as string | undefined) ?? ((node.allOf as Schema[] | undefined)?.[0]?.$ref as string | undefined);
   if (ref) {
     const name = ref.replace('#/components/schemas/', '');
     if (special[name]) return special[name];
@@ -75,7 +92,9 @@ const dir = mkdtempSync(join(tmpdir(), 'glidepath-openapi-'));
 const kube = await startKube({ dir });
 try {
   const token = readFileSync(join(dir, 'tokens.csv'), 'utf8').split(',')[0]!;
-  const doc = JSON.parse(await get(`${kube.url}/openapi/v3/api/v1`, token)) as { components: { schemas: Record<string, Schema> } };
+  const doc = JSON.parse(await get(`${kube.url}/openapi/v3/api/v1`, token)) as {
+    components: { schemas: Record<string, Schema> };
+  };
   const schema = resolve(doc.components.schemas, { $ref: '#/components/schemas/io.k8s.api.core.v1.PodTemplateSpec' });
   mkdirSync(dirname(out), { recursive: true });
   writeFileSync(out, `${JSON.stringify(schema, null, 1)}\n`);

@@ -7,7 +7,7 @@ import { defaultPayloadConverter } from '@temporalio/common';
 import type { History } from '@temporalio/common/lib/proto-utils.js';
 import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../api/names.js';
-import type { RolloutInput } from '../workflows/rollout.js';
+import type { RolloutInput } from '../workflows/rollout-workflow.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -15,7 +15,12 @@ type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 function localActivityData(e: HistoryEvent) {
   const m = e.markerRecordedEventAttributes;
   const data = m?.markerName === 'core_local_activity' ? m.details?.data?.payloads?.[0] : undefined;
-  return data ? defaultPayloadConverter.fromPayload<{ activity_type?: string; original_schedule_time?: { seconds: number; nanos: number } }>(data) : undefined;
+  return data
+    ? defaultPayloadConverter.fromPayload<{
+        activity_type?: string;
+        original_schedule_time?: { seconds: number; nanos: number };
+      }>(data)
+    : undefined;
 }
 
 /** The activity type of a local activity's marker, or undefined for any other event. */
@@ -28,10 +33,12 @@ export function localActivityScheduledAt(e: HistoryEvent): number | undefined {
 }
 
 /** An event's time on the server's clock, ms since the epoch. */
-export const eventTime = (e: HistoryEvent): number => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+export const eventTime = (e: HistoryEvent): number =>
+  Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
 
 /** A payload's JSON (the default converter's encoding), or undefined. */
-const decoded = (p: temporal.api.common.v1.IPayload | null | undefined): unknown => (p ? defaultPayloadConverter.fromPayload(p) : undefined);
+const decoded = (p: temporal.api.common.v1.IPayload | null | undefined): unknown =>
+  p ? defaultPayloadConverter.fromPayload(p) : undefined;
 
 /**
  * An activity that completed, scheduled or local: when it started and when the server recorded its result (its
@@ -54,7 +61,8 @@ export interface CompletedActivity {
 }
 
 /** Whether a routing write's result says it was deferred, not made (a local one while the budget was busy). */
-export const isDeferred = (result: unknown): boolean => (result as { deferred?: unknown } | undefined)?.deferred === true;
+export const isDeferred = (result: unknown): boolean =>
+  (result as { deferred?: unknown } | undefined)?.deferred === true;
 
 /**
  * Every completed activity of a history, scheduled or local, in the order their results were recorded (a routing
@@ -62,7 +70,11 @@ export const isDeferred = (result: unknown): boolean => (result as { deferred?: 
  */
 export function completedActivities(events: HistoryEvent[]): CompletedActivity[] {
   const byId = new Map(events.map((e) => [String(e.eventId), e]));
-  const startedOf = new Map(events.filter((e) => e.activityTaskStartedEventAttributes).map((e) => [String(e.activityTaskStartedEventAttributes!.scheduledEventId), e]));
+  const startedOf = new Map(
+    events
+      .filter((e) => e.activityTaskStartedEventAttributes)
+      .map((e) => [String(e.activityTaskStartedEventAttributes!.scheduledEventId), e]),
+  );
   const summaryOf = (e: HistoryEvent | undefined) => decoded(e?.userMetadata?.summary) as string | undefined;
   const done: CompletedActivity[] = [];
   for (const e of events) {
@@ -103,10 +115,12 @@ export function completedActivities(events: HistoryEvent[]): CompletedActivity[]
 }
 
 /** The activity type of a scheduled activity, or undefined. */
-export const scheduledActivityType = (e: HistoryEvent): string | undefined => e.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined;
+export const scheduledActivityType = (e: HistoryEvent): string | undefined =>
+  e.activityTaskScheduledEventAttributes?.activityType?.name ?? undefined;
 
 /** Every activity the history ran, scheduled or local, in order. */
-export const activityTypes = (events: HistoryEvent[]): string[] => events.map((e) => scheduledActivityType(e) ?? localActivityType(e)).filter((n): n is string => !!n);
+export const activityTypes = (events: HistoryEvent[]): string[] =>
+  events.map((e) => scheduledActivityType(e) ?? localActivityType(e)).filter((n): n is string => !!n);
 
 /**
  * Proto JSON (`temporal workflow show --output json`, tests/replay/histories/*.json) → History. The SDK's
@@ -117,7 +131,9 @@ export const activityTypes = (events: HistoryEvent[]): string[] => events.map((e
 export function historyFromJson(json: unknown): History {
   const protoRequire = createRequire(createRequire(import.meta.url).resolve('@temporalio/proto'));
   const root = protoRequire('./root') as { lookupType(name: string): unknown };
-  const { fromJson } = protoRequire('protobufjs/ext/protojson') as { fromJson(type: unknown, json: unknown, options?: object): History };
+  const { fromJson } = protoRequire('protobufjs/ext/protojson') as {
+    fromJson(type: unknown, json: unknown, options?: object): History;
+  };
   return fromJson(root.lookupType('temporal.api.history.v1.History'), json, { ignoreUnknownFields: true });
 }
 
@@ -131,7 +147,11 @@ export function rolloutWorkflowIdOf(history: temporal.api.history.v1.IHistory): 
   const [input] = events[0]?.workflowExecutionStartedEventAttributes?.input?.payloads ?? [];
   if (!input) throw new Error('not a RolloutWorkflow history: its first event has no input');
   const { owner } = defaultPayloadConverter.fromPayload<RolloutInput>(input);
-  const readScheduled = new Set(events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readResource').map((e) => String(e.eventId)));
+  const readScheduled = new Set(
+    events
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'readResource')
+      .map((e) => String(e.eventId)),
+  );
   for (const e of events) {
     const done = e.activityTaskCompletedEventAttributes;
     if (!done || !readScheduled.has(String(done.scheduledEventId))) continue;

@@ -30,20 +30,40 @@ async function main() {
   mkdirSync(devDir, { recursive: true });
   const previous = existsSync(stateFile) ? (JSON.parse(readFileSync(stateFile, 'utf8')) as DevState) : undefined;
   let state: DevState;
-  if (previous && previous.processes.every((p) => alive(p.pid)) && (await portOpen(ports.temporal)) && (await portOpen(ports.kube))) {
+  if (
+    previous &&
+    previous.processes.every((p) => alive(p.pid)) &&
+    (await portOpen(ports.temporal)) &&
+    (await portOpen(ports.kube))
+  ) {
     console.log('[glidepath] servers already running; reusing them');
     if (!previous.processes.some((p) => p.name === 'kube-controller-manager')) {
-      console.log('[glidepath] note: they run without kube-controller-manager (no garbage collection, namespaces stay Terminating); `npm run servers:down && npm run servers:up` adds it');
+      console.log(
+        '[glidepath] note: they run without kube-controller-manager (no garbage collection, namespaces stay Terminating); `npm run servers:down && npm run servers:up` adds it',
+      );
     }
     state = previous;
     installCrds(state.kubeconfig, join(state.binDirs[0]!, 'kubectl'));
   } else {
     for (const [name, port] of Object.entries(ports)) {
-      if (await portOpen(port)) throw new Error(`port ${port} (${name}) is in use by something else; stop it or run \`npm run servers:down\``);
+      if (await portOpen(port))
+        throw new Error(`port ${port} (${name}) is in use by something else; stop it or run \`npm run servers:down\``);
     }
     const serverDir = join(devDir, 'servers');
-    const temporal = await startTemporal({ dir: serverDir, port: ports.temporal, uiPort: ports.ui, dbFile: join(serverDir, 'temporal.db'), detached: true });
-    const kube = await startKube({ dir: serverDir, apiPort: ports.kube, etcdPort: ports.etcd, detached: true, crds: true });
+    const temporal = await startTemporal({
+      dir: serverDir,
+      port: ports.temporal,
+      uiPort: ports.ui,
+      dbFile: join(serverDir, 'temporal.db'),
+      detached: true,
+    });
+    const kube = await startKube({
+      dir: serverDir,
+      apiPort: ports.kube,
+      etcdPort: ports.etcd,
+      detached: true,
+      crds: true,
+    });
     state = {
       temporalAddress: temporal.address,
       uiUrl: temporal.uiUrl!,
@@ -65,7 +85,9 @@ async function main() {
       '',
     ].join('\n'),
   );
-  console.log(`[glidepath] Temporal ${state.temporalAddress} (Web UI ${state.uiUrl}), Kubernetes via ${state.kubeconfig}`);
+  console.log(
+    `[glidepath] Temporal ${state.temporalAddress} (Web UI ${state.uiUrl}), Kubernetes via ${state.kubeconfig}`,
+  );
   console.log('[glidepath] now: . .dev/env.sh && kubectl get twd && temporal workflow list');
 }
 

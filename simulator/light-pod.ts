@@ -32,7 +32,10 @@ export class LightPodConnections {
     if (!pool) {
       // Lazy: nothing is dialled until a pod polls, and a server that is down now is dialled again later. No retry
       // interceptor: the pod's loop retries with its own backoff, and `stop()` cancels a call that is retrying.
-      pool = { connections: Array.from({ length: this.perAddress }, () => Connection.lazy({ address, interceptors: [] })), next: 0 };
+      pool = {
+        connections: Array.from({ length: this.perAddress }, () => Connection.lazy({ address, interceptors: [] })),
+        next: 0,
+      };
       this.pools.set(address, pool);
     }
     const connection = pool.connections[pool.next % pool.connections.length]!;
@@ -164,7 +167,9 @@ export class LightPod {
 
   /** One RPC with a deadline, cancelled by `stop()`. */
   private call<T>(deadlineMs: number, fn: () => Promise<T>): Promise<T> {
-    return this.connection.withAbortSignal(this.abort.signal, () => this.connection.withDeadline(Date.now() + deadlineMs, fn));
+    return this.connection.withAbortSignal(this.abort.signal, () =>
+      this.connection.withDeadline(Date.now() + deadlineMs, fn),
+    );
   }
 }
 

@@ -5,7 +5,7 @@
  *             GLIDEPATH_PODS_LIGHT=1
  */
 import { parseArgs } from 'node:util';
-import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { loadKubeConfig } from '../kube/client.js';
 import { installRuntime } from '../worker/controller.js';
 import { PodSimulator } from './pod-simulator.js';
 
@@ -17,7 +17,9 @@ if (!light) installRuntime('WARN');
 const log = (message: string) => console.log(`${new Date().toISOString()} ${message}`);
 const simulator = new PodSimulator(loadKubeConfig(), { log, light });
 await simulator.start();
-log(`pod simulator running: each Glidepath Deployment gets ${light ? 'light pods (bare versioned pollers)' : 'real example workers'} for its replicas`);
+log(
+  `pod simulator running: each Glidepath Deployment gets ${light ? 'light pods (bare versioned pollers)' : 'real example workers'} for its replicas`,
+);
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => void simulator.stop().then(() => process.exit(0)));
 }

@@ -9,9 +9,9 @@
  * Run on its own with `npm run pods` (simulator/main.ts); the integration tests and the demo run it in process.
  */
 import * as k8s from '@kubernetes/client-node';
-import { asMergePatch, ignoreNotFound } from '../activities/kubernetes/client.js';
-import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
-import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
+import { asMergePatch, ignoreNotFound } from '../kube/client.js';
+import { ForeignLabels } from '../kube/foreign-deployments.js';
+import { Labels, managerName } from '../kube/versioned-deployment.js';
 import { createExampleWorker } from '../examples/worker/worker.js';
 import { LightPod, LightPodConnections } from './light-pod.js';
 
@@ -143,7 +143,14 @@ export class PodSimulator {
     while (sim.pods.length > want) await sim.pods.pop()!.stop();
     while (sim.pods.length < want) sim.pods.push(await this.startPod(key, env));
     if (before !== sim.pods.length) {
-      this.scaleEvents.push({ namespace: d.metadata!.namespace!, name: d.metadata!.name!, buildId: d.metadata?.labels?.[Labels.buildId] ?? d.metadata?.labels?.[ForeignLabels.buildId] ?? '', from: before, to: sim.pods.length, at: Date.now() });
+      this.scaleEvents.push({
+        namespace: d.metadata!.namespace!,
+        name: d.metadata!.name!,
+        buildId: d.metadata?.labels?.[Labels.buildId] ?? d.metadata?.labels?.[ForeignLabels.buildId] ?? '',
+        from: before,
+        to: sim.pods.length,
+        at: Date.now(),
+      });
       this.log(`pod simulator: ${key} pods ${before} → ${sim.pods.length}`);
     }
     if (deleted) {
@@ -187,15 +194,33 @@ export class PodSimulator {
     };
     const current = d.status ?? {};
     const same = (Object.keys(status) as (keyof typeof status)[]).every((k) => (current[k] ?? 0) === (status[k] ?? 0));
-    const availableNow = current.conditions?.find((c) => c.type === 'Available')?.status === (available ? 'True' : 'False');
+    const availableNow =
+      current.conditions?.find((c) => c.type === 'Available')?.status === (available ? 'True' : 'False');
     if (same && availableNow) return;
     const now = new Date().toISOString();
     const conditions = [
-      { type: 'Available', status: available ? 'True' : 'False', reason: available ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable', message: `${ready}/${replicas} ready`, lastUpdateTime: now, lastTransitionTime: now },
-      { type: 'Progressing', status: 'True', reason: available ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated', message: 'simulated', lastUpdateTime: now, lastTransitionTime: now },
+      {
+        type: 'Available',
+        status: available ? 'True' : 'False',
+        reason: available ? 'MinimumReplicasAvailable' : 'MinimumReplicasUnavailable',
+        message: `${ready}/${replicas} ready`,
+        lastUpdateTime: now,
+        lastTransitionTime: now,
+      },
+      {
+        type: 'Progressing',
+        status: 'True',
+        reason: available ? 'NewReplicaSetAvailable' : 'ReplicaSetUpdated',
+        message: 'simulated',
+        lastUpdateTime: now,
+        lastTransitionTime: now,
+      },
     ];
     await ignoreNotFound(
-      this.apps.patchNamespacedDeploymentStatus({ name: d.metadata!.name!, namespace: d.metadata!.namespace!, body: { status: { ...status, conditions } } }, asMergePatch),
+      this.apps.patchNamespacedDeploymentStatus(
+        { name: d.metadata!.name!, namespace: d.metadata!.namespace!, body: { status: { ...status, conditions } } },
+        asMergePatch,
+      ),
     );
   }
 }

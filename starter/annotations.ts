@@ -15,7 +15,14 @@ export const annotationPrefix = 'glidepath.dev/';
  * once (one `kubectl annotate` or `apply`) in this order: what makes the rollout go first (retry, resume, promote),
  * then what holds or stops it (pause, abort, rollback).
  */
-export const annotationControls = ['retry', 'resume', 'promote', 'pause', 'abort', 'rollback'] as const satisfies readonly ControlName[];
+export const annotationControls = [
+  'retry',
+  'resume',
+  'promote',
+  'pause',
+  'abort',
+  'rollback',
+] as const satisfies readonly ControlName[];
 export type AnnotationControl = (typeof annotationControls)[number];
 
 /** The arguments an annotation's value carries (the watcher adds identity, requestId and the build). */
@@ -78,7 +85,11 @@ export function controlsOf(annotations: Record<string, string> | undefined): Ann
  * The controls in the order they were set: by the resourceVersion the watcher first saw each at, then by when its
  * setter last wrote (`setter`: managedFields, second precision, so it tells managers apart), then the fixed order.
  */
-export function inSetOrder(controls: AnnotatedControl[], seenAt: (c: AnnotatedControl) => string | undefined, setter: (c: AnnotatedControl) => Setter | undefined): AnnotatedControl[] {
+export function inSetOrder(
+  controls: AnnotatedControl[],
+  seenAt: (c: AnnotatedControl) => string | undefined,
+  setter: (c: AnnotatedControl) => Setter | undefined,
+): AnnotatedControl[] {
   const rv = (c: AnnotatedControl) => {
     const n = Number(seenAt(c));
     return Number.isSafeInteger(n) ? n : Number.MAX_SAFE_INTEGER;
@@ -99,9 +110,14 @@ export interface Setter {
  * The field manager that owns annotation `key` (the newest, if several co-own it): `kubectl-annotate` for
  * `kubectl annotate`, `kubectl-client-side-apply` or `kubectl` for `kubectl apply`, `argocd-controller` …
  */
-export function annotationSetter(managedFields: k8s.V1ManagedFieldsEntry[] | undefined, key: string): Setter | undefined {
+export function annotationSetter(
+  managedFields: k8s.V1ManagedFieldsEntry[] | undefined,
+  key: string,
+): Setter | undefined {
   const owners = (managedFields ?? []).filter((entry) => {
-    const annotations = (entry.fieldsV1 as Record<string, Record<string, Record<string, unknown>> | undefined> | undefined)?.['f:metadata']?.['f:annotations'];
+    const annotations = (
+      entry.fieldsV1 as Record<string, Record<string, Record<string, unknown>> | undefined> | undefined
+    )?.['f:metadata']?.['f:annotations'];
     return !entry.subresource && !!entry.manager && !!annotations && `f:${key}` in annotations;
   });
   const newest = owners.sort((a, b) => timeOf(b) - timeOf(a))[0];
@@ -131,7 +147,12 @@ export function annotationIdentity(setter: Setter | undefined): string {
  * annotationRequestId('6f1c…', control, { manager: 'kubectl-annotate', time: '2025-05-01T10:00:00.000Z' });
  * // 'annotation/6f1c…/promote/kubectl-annotate@2025-05-01T10:00:00.000Z/1a2b3c4d'
  */
-export function annotationRequestId(uid: string, c: AnnotatedControl, setter: Setter | undefined, fallback?: string): string {
+export function annotationRequestId(
+  uid: string,
+  c: AnnotatedControl,
+  setter: Setter | undefined,
+  fallback?: string,
+): string {
   const when = setter?.time ?? `rv${fallback ?? ''}`;
   return `annotation/${uid}/${c.control}/${setter?.manager ?? 'unknown'}@${when}/${shortHash(c.value)}`;
 }

@@ -13,9 +13,9 @@ import * as k8s from '@kubernetes/client-node';
 import { computeBuildId } from '../api/build-id.js';
 import { group, version } from '../api/common.js';
 import { parseWorkerResource, pluralOf, type ResourceKind } from '../api/kinds.js';
-import type { Desired } from '../workflows/state.js';
-import { asApply, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
-import { managerName, renderVersionedDeployment, type Owner } from '../activities/kubernetes/versioned-deployment.js';
+import type { Desired } from '../api/resource.js';
+import { asApply, ignoreNotFound, statusCode } from '../kube/client.js';
+import { managerName, renderVersionedDeployment, type Owner } from '../kube/versioned-deployment.js';
 
 export interface FirstDeployment {
   owner: Owner;
@@ -30,16 +30,29 @@ export interface FirstDeployment {
 export type FirstDeploymentOutcome = 'created' | 'exists' | { notCreated: string };
 
 /** Rejects with the fence's error when the fence is refused (after undoing the create); a failed create is an outcome. */
-export async function createFirstDeployment(apps: k8s.AppsV1Api, input: FirstDeployment): Promise<FirstDeploymentOutcome> {
+export async function createFirstDeployment(
+  apps: k8s.AppsV1Api,
+  input: FirstDeployment,
+): Promise<FirstDeploymentOutcome> {
   const { owner, desired } = input;
-  const body = renderVersionedDeployment({ owner, spec: desired.spec, connection: desired.connection, buildId: desired.buildId });
+  const body = renderVersionedDeployment({
+    owner,
+    spec: desired.spec,
+    connection: desired.connection,
+    buildId: desired.buildId,
+  });
   // A server-side apply that can only create: a resourceVersion no stored object has is a precondition that fails
   // (409) on any existing one. Made as the workflow's own apply (same manager, same fields), which it then leaves alone.
   body.metadata = { ...body.metadata, resourceVersion: '1' };
-  const create = apps.patchNamespacedDeployment({ name: body.metadata.name!, namespace: owner.namespace, body, fieldManager: managerName, force: true }, asApply).catch((err: unknown) => {
-    if (statusCode(err) === 409) return undefined; // already there: never overwritten from here
-    throw err;
-  });
+  const create = apps
+    .patchNamespacedDeployment(
+      { name: body.metadata.name!, namespace: owner.namespace, body, fieldManager: managerName, force: true },
+      asApply,
+    )
+    .catch((err: unknown) => {
+      if (statusCode(err) === 409) return undefined; // already there: never overwritten from here
+      throw err;
+    });
   const [fence, created] = await Promise.allSettled([input.fence(), create]);
   if (fence.status === 'rejected') {
     const made = created.status === 'fulfilled' ? created.value : undefined;
@@ -47,7 +60,8 @@ export async function createFirstDeployment(apps: k8s.AppsV1Api, input: FirstDep
     if (made && movedOn && (await input.buildIdNow()) !== desired.buildId) await undo(apps, made);
     throw fence.reason;
   }
-  if (created.status === 'rejected') return { notCreated: (created.reason as Error)?.message ?? String(created.reason) };
+  if (created.status === 'rejected')
+    return { notCreated: (created.reason as Error)?.message ?? String(created.reason) };
   return created.value ? 'created' : 'exists';
 }
 
@@ -55,16 +69,26 @@ export async function createFirstDeployment(apps: k8s.AppsV1Api, input: FirstDep
 async function undo(apps: k8s.AppsV1Api, made: k8s.V1Deployment): Promise<void> {
   const { name, namespace, uid, resourceVersion } = made.metadata ?? {};
   try {
-    await apps.deleteNamespacedDeployment({ name: name!, namespace: namespace!, body: { preconditions: { uid, resourceVersion } } });
+    await apps.deleteNamespacedDeployment({
+      name: name!,
+      namespace: namespace!,
+      body: { preconditions: { uid, resourceVersion } },
+    });
   } catch (err) {
     if (statusCode(err) !== 409 && statusCode(err) !== 404) throw err; // changed since, or gone: not ours to undo
   }
 }
 
 /** The build the object (`meta`'s uid) asks for now, read from the apiserver: undefined when gone, replaced or being deleted. */
-export async function buildIdNow(custom: k8s.CustomObjectsApi, kind: ResourceKind, meta: k8s.V1ObjectMeta): Promise<string | undefined> {
+export async function buildIdNow(
+  custom: k8s.CustomObjectsApi,
+  kind: ResourceKind,
+  meta: k8s.V1ObjectMeta,
+): Promise<string | undefined> {
   const { namespace = '', name = '', uid } = meta;
-  const now = (await ignoreNotFound(custom.getNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name }))) as k8s.KubernetesObject | undefined;
+  const now = (await ignoreNotFound(
+    custom.getNamespacedCustomObject({ group, version, plural: pluralOf(kind), namespace, name }),
+  )) as k8s.KubernetesObject | undefined;
   if (!now || now.metadata?.uid !== uid || now.metadata?.deletionTimestamp) return undefined;
   const parsed = parseWorkerResource(now, kind);
   if (!parsed.ok) return undefined;

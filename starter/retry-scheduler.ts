@@ -23,7 +23,11 @@ export const signalBackoff: Backoff = { initialMs: 200, maxMs: 30_000, jitter: 0
  * backoffMs(3, signalBackoff, () => 0); // 1600
  * backoffMs(20, signalBackoff, () => 0); // 30000
  */
-export function backoffMs(attempt: number, backoff: Backoff = signalBackoff, random: () => number = Math.random): number {
+export function backoffMs(
+  attempt: number,
+  backoff: Backoff = signalBackoff,
+  random: () => number = Math.random,
+): number {
   const base = Math.min(backoff.maxMs, backoff.initialMs * 2 ** Math.min(attempt, 52));
   return Math.round(base * (1 - backoff.jitter * random()));
 }

@@ -6,7 +6,8 @@
 import * as k8s from '@kubernetes/client-node';
 
 /** An informer and its cache; `latestResourceVersion` is '' until its list has succeeded. */
-type Informer<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T> & { latestResourceVersion(): string };
+type Informer<T extends k8s.KubernetesObject> = k8s.Informer<T> &
+  k8s.ObjectCache<T> & { latestResourceVersion(): string };
 
 /**
  * An informer (as `k8s.makeInformer`) whose listed and watched objects pass through `trim` before they are cached
@@ -43,7 +44,12 @@ class TrimmingWatch<T> extends k8s.Watch {
   }
 
   override watch(...[path, params, callback, done]: Parameters<k8s.Watch['watch']>): Promise<AbortController> {
-    return super.watch(path, params, (phase, obj, raw) => callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.trim(obj as T), raw), done);
+    return super.watch(
+      path,
+      params,
+      (phase, obj, raw) => callback(phase, phase === 'ERROR' || phase === 'BOOKMARK' ? obj : this.trim(obj as T), raw),
+      done,
+    );
   }
 }
 
@@ -53,13 +59,27 @@ class TrimmingWatch<T> extends k8s.Watch {
  */
 export function trimDeployment(d: k8s.V1Deployment): k8s.V1Deployment {
   const m = d.metadata ?? {};
-  const progressing = d.status?.conditions?.filter((c) => c.type === 'Progressing').map(({ type, status, reason }) => defined({ type, status, reason }));
+  const progressing = d.status?.conditions
+    ?.filter((c) => c.type === 'Progressing')
+    .map(({ type, status, reason }) => defined({ type, status, reason }));
   return {
     apiVersion: d.apiVersion,
     kind: d.kind,
-    metadata: defined({ name: m.name, namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion, generation: m.generation, labels: m.labels, deletionTimestamp: m.deletionTimestamp }),
+    metadata: defined({
+      name: m.name,
+      namespace: m.namespace,
+      uid: m.uid,
+      resourceVersion: m.resourceVersion,
+      generation: m.generation,
+      labels: m.labels,
+      deletionTimestamp: m.deletionTimestamp,
+    }),
     spec: defined({ replicas: d.spec?.replicas }) as k8s.V1DeploymentSpec,
-    status: defined({ observedGeneration: d.status?.observedGeneration, availableReplicas: d.status?.availableReplicas, conditions: progressing }),
+    status: defined({
+      observedGeneration: d.status?.observedGeneration,
+      availableReplicas: d.status?.availableReplicas,
+      conditions: progressing,
+    }),
   };
 }
 
@@ -68,7 +88,9 @@ export function trimDeployment(d: k8s.V1Deployment): k8s.V1Deployment {
  * field): each entry's annotation keys and top-level status fields, without the rest of its field set (the
  * controller's status entry lists every field of every version it reports).
  */
-export function trimManagedFields(entries: k8s.V1ManagedFieldsEntry[] | undefined): k8s.V1ManagedFieldsEntry[] | undefined {
+export function trimManagedFields(
+  entries: k8s.V1ManagedFieldsEntry[] | undefined,
+): k8s.V1ManagedFieldsEntry[] | undefined {
   return entries?.map((entry) => {
     const fields = entry.fieldsV1 as Record<string, Record<string, unknown> | undefined> | undefined;
     const annotations = fields?.['f:metadata']?.['f:annotations'] as Record<string, unknown> | undefined;

@@ -20,25 +20,35 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import type { UpdateDefinition } from '@temporalio/common';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { apiVersion, group, version } from '../api/common.js';
-import { clusterConnectionsUnreadable, connectionFromObject, desiredOf, type ConnectionLookupResult } from '../api/desired.js';
+import {
+  clusterConnectionsUnreadable,
+  connectionFromObject,
+  desiredOf,
+  type ConnectionLookupResult,
+} from '../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
-import { installationAnnotation, rolloutWorkflowId } from '../api/names.js';
-import { asApply, asMergePatch, ignoreNotFound, statusCode } from '../activities/kubernetes/client.js';
+import { finalizer, installationAnnotation, rolloutWorkflowId } from '../api/names.js';
+import { asApply, asMergePatch, ignoreNotFound } from '../kube/client.js';
 import { buildIdNow, createFirstDeployment } from './first-deployment.js';
-import { createKubernetesActivities, finalizer, observeDeployment, type KubernetesActivities } from '../activities/kubernetes/activities.js';
-import { ForeignLabels } from '../activities/kubernetes/foreign-deployments.js';
-import { Labels, managerName } from '../activities/kubernetes/versioned-deployment.js';
-import { deleted, deploymentObserved, specChanged, updates, type AbortRequest, type DeletedRequest, type PromoteRequest, type RollbackRequest, type SpecChangedHint } from '../workflows/messages.js';
+import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
+import { ForeignLabels } from '../kube/foreign-deployments.js';
+import { Labels, managerName, observeDeployment } from '../kube/versioned-deployment.js';
+import {
+  deleted,
+  deploymentObserved,
+  specChanged,
+  type DeletedRequest,
+  type SpecChangedHint,
+} from '../workflows/messages.js';
 import { staticDetails, staticSummary } from '../workflows/details.js';
-import type { RolloutWorkflow } from '../workflows/rollout.js';
-import type { Desired, Owner, RolloutStatus } from '../workflows/state.js';
-import { annotationIdentity, annotationRequestId, annotationSetter, controlsOf, inSetOrder, refusalReason, removalPatch, type AnnotatedControl } from './annotations.js';
+import type { RolloutWorkflow } from '../workflows/rollout-workflow.js';
+import type { Desired, Owner } from '../api/resource.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
-import { makeTrimmedInformer, trimDeployment, trimResource } from './trimmed-cache.js';
+import { Informers, type Cache, type Resource } from './informers.js';
+import { AnnotationControls } from './annotation-controls.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -63,17 +73,15 @@ export interface WatcherOptions {
   onResourceSeen?: (resource: { namespace: string; name: string }, status: Record<string, unknown> | undefined) => void;
 }
 
-type Resource = k8s.KubernetesObject & { spec?: unknown; status?: unknown };
-
-/** The kind of a resource object (every object in the caches says it: see `makeScope`). */
-const kindOf = (obj: Resource): ResourceKind => (obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment');
+/** The kind of a resource object (every object in the caches says it: ./informers.ts). */
+const kindOf = (obj: Resource): ResourceKind =>
+  obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment';
 const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
-/** The namespaced connection kinds (a ClusterConnection has an informer of its own, cluster-wide). */
-type NamespacedConnectionKind = Exclude<ConnectionKind, 'ClusterConnection'>;
 
 /** The connection a resource names, read off the raw object (its kind defaulted as for the resource's kind). */
 function connectionRefOf(obj: Resource): { kind: ConnectionKind; name?: string } {
-  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)?.workerOptions?.connectionRef;
+  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)
+    ?.workerOptions?.connectionRef;
   return { kind: ref?.kind ?? resourceKinds[kindOf(obj)].defaultConnectionKind, name: ref?.name };
 }
 
@@ -91,30 +99,6 @@ function firstCreated(a: Resource, b: Resource): Resource {
  */
 const webUiMetadata = (owner: Owner) => ({ staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
 
-/** Every control's request in one type, so one call sends any of them. */
-type AnyControlRequest = PromoteRequest & AbortRequest & RollbackRequest;
-
-/** One setting of a control annotation, as this watcher saw it. */
-interface Sighting {
-  /** The resourceVersion it was first seen at (the requestId's fallback when managedFields do not say). */
-  resourceVersion: string;
-  /** The requestId once the workflow answered (taken or refused): only the removal is left. */
-  done?: string;
-}
-/** An informer and its cache; `latestResourceVersion` is '' until its list has succeeded. */
-type Cache<T extends k8s.KubernetesObject> = k8s.Informer<T> & k8s.ObjectCache<T> & { latestResourceVersion(): string };
-
-/** The informers of one namespace, or of the whole cluster (namespace ''). */
-interface Scope {
-  /** TemporalWorkerDeployments and WorkerDeployments. */
-  resources: Record<ResourceKind, Cache<Resource>>;
-  /** TemporalConnections and Connections. */
-  connections: Record<NamespacedConnectionKind, Cache<Resource>>;
-  deployments: Cache<k8s.V1Deployment>;
-  /** temporal-worker-controller's versioned Deployments (by their label): a name with any is the workflow's to adopt. */
-  foreignDeployments: Cache<k8s.V1Deployment>;
-}
-
 export const watcherManager = `${managerName}-watcher`;
 /**
  * First Deployments the watcher applies at once, at most; a resource beyond that gets its Deployment from its
@@ -125,8 +109,7 @@ const maxFirstApplies = 10;
 export const defaultResyncIntervalMs = 60 * 60_000;
 
 export class Watcher {
-  /** Keyed by namespace; '' holds the cluster-wide informers. */
-  private readonly scopes = new Map<string, Scope>();
+  private readonly informers: Informers;
   private readonly custom: k8s.CustomObjectsApi;
   /** The same Kubernetes adapters the activities use (Events). */
   private readonly kube: KubernetesActivities;
@@ -138,24 +121,12 @@ export class Watcher {
   /** The condition and the Warning Event the watcher last wrote on each resource: said once per generation. */
   private readonly reported = new Map<string, string>();
   private readonly warned = new Map<string, string>();
-  /** Per resource UID, the control annotations set on it now, by `key=value`. */
-  private readonly sightings = new Map<string, Map<string, Sighting>>();
+  private readonly controls: AnnotationControls;
   private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
   /** First Deployments being applied at first sight (`applyFirstDeployment`). */
   private firstApplies = 0;
-  /** Every informer has listed once (see `start`): nothing is judged or written from a cache that has not. */
-  private synced = false;
-  /** The informers whose list has succeeded. */
-  private readonly listed = new Set<Cache<k8s.KubernetesObject>>();
-  /** Informers whose last list or watch failed, with the error (readiness says so). */
-  private readonly failingWatches = new Map<Cache<k8s.KubernetesObject>, string>();
   private readonly log: NonNullable<WatcherOptions['log']>;
-  /**
-   * ClusterConnections, cluster-wide: watched when this watcher may list them (always when it watches every
-   * namespace; a namespaced install's Role cannot grant them, and then a resource naming one says so).
-   */
-  private clusterConnections?: Cache<Resource>;
 
   constructor(private readonly options: WatcherOptions) {
     const kc = options.kubeConfig;
@@ -167,53 +138,40 @@ export class Watcher {
       backoff: options.retryBackoff,
       onRetry: (key, err, delayMs) => this.log(`${key} failed, retrying in ${delayMs} ms: ${(err as Error).message}`),
     });
-    const namespaces = options.namespaces?.length ? options.namespaces : [''];
-    for (const ns of namespaces) this.scopes.set(ns, this.makeScope(ns));
+    this.controls = new AnnotationControls({
+      retry: this.retry,
+      custom: this.custom,
+      kube: this.kube,
+      client: options.client,
+      installation: options.installation,
+      fieldManager: watcherManager,
+      kindOf,
+      latest: (obj) => this.latest(obj),
+      log: this.log,
+    });
+    this.informers = new Informers(kc, options.namespaces?.length ? options.namespaces : [''], {
+      resource: (o) => this.scheduleResource(o),
+      resourceGone: (o) => this.scheduleResourceGone(o),
+      connection: (o, kind) => this.onConnection(o, kind),
+      deployment: options.signalDeployments === false ? undefined : (d, exists) => this.scheduleDeployment(d, exists),
+      seen: options.onResourceSeen,
+      synced: () => this.resync(),
+      log: this.log,
+    });
   }
 
-  /** Every informer, in start order: connections first, so resources find their connection on first sight. */
-  private informers(): Cache<k8s.KubernetesObject>[] {
-    const scopes = [...this.scopes.values()];
-    return [
-      ...(this.clusterConnections ? [this.clusterConnections] : []),
-      ...scopes.flatMap((s) => Object.values(s.connections)),
-      ...scopes.flatMap((s) => Object.values(s.resources)),
-      ...scopes.flatMap((s) => [s.deployments, s.foreignDeployments]),
-    ] as Cache<k8s.KubernetesObject>[];
-  }
-
-  /**
-   * Starts the informers: connections first, so resources find their connection on first sight. Resources are
-   * handled only once every informer has listed: a resource judged against a cache still empty (its namesake of the
-   * other kind not listed yet) could be taken for the only one.
-   */
+  /** Starts the informers; every cached resource is handled once all have listed (`Informers.start`). */
   async start(): Promise<void> {
-    if (await this.mayListClusterConnections()) this.clusterConnections = this.makeClusterConnections();
-    for (const informer of this.informers()) {
-      await informer.start();
-      this.noteListed(informer);
-    }
+    await this.informers.start();
     const every = this.options.resyncIntervalMs ?? defaultResyncIntervalMs;
     this.resyncTimer = setInterval(() => this.resync(), every).unref();
-  }
-
-  /**
-   * An informer's list succeeded (a failed one leaves it empty, not synced: it is listed again by `restartOnError`).
-   * Once every informer has, the watcher is synced and handles every cached resource.
-   */
-  private noteListed(informer: Cache<k8s.KubernetesObject>): void {
-    if (informer.latestResourceVersion() === '') return;
-    this.listed.add(informer);
-    if (this.synced || !this.informers().every((i) => this.listed.has(i))) return;
-    this.synced = true;
-    this.resync();
   }
 
   async stop(): Promise<void> {
     this.stopped = true;
     clearInterval(this.resyncTimer);
     this.retry.stop();
-    await Promise.allSettled(this.informers().map((informer) => informer.stop()));
+    await this.informers.stop();
   }
 
   /**
@@ -224,166 +182,30 @@ export class Watcher {
    */
   resync(): void {
     if (this.stopped) return;
-    for (const scope of this.scopes.values()) {
-      for (const kind of resourceKindList) for (const obj of scope.resources[kind].list()) this.scheduleResource(obj, { force: true });
+    for (const scope of this.informers.scopes()) {
+      for (const kind of resourceKindList)
+        for (const obj of scope.resources[kind].list()) this.scheduleResource(obj, { force: true });
     }
-  }
-
-  private makeScope(namespace: string): Scope {
-    const kc = this.options.kubeConfig;
-    const apps = kc.makeApiClient(k8s.AppsV1Api);
-    // Listing and watching inside the namespace: a namespaced Role allows nothing cluster-wide.
-    const at = namespace ? `/namespaces/${namespace}` : '';
-    const listCustom = (p: string, kind: string) => async () => {
-      const list = (await (namespace
-        ? this.custom.listNamespacedCustomObject({ group, version, namespace, plural: p })
-        : this.custom.listClusterCustomObject({ group, version, plural: p }))) as k8s.KubernetesListObject<Resource>;
-      // A list's items may come without their kind: every object in a cache says which kind it is.
-      for (const item of list.items) item.kind ??= kind;
-      return list;
-    };
-    const informerOf = (kind: ResourceKind | NamespacedConnectionKind, p: string) => new k8s.ListWatch(`/apis/${group}/${version}${at}/${p}`, new k8s.Watch(kc), listCustom(p, kind), false);
-    const resourceInformerOf = (kind: ResourceKind) => makeTrimmedInformer(kc, `/apis/${group}/${version}${at}/${resourceKinds[kind].plural}`, listCustom(resourceKinds[kind].plural, kind), trimResource);
-    const selector = `${Labels.managedBy}=${managerName}`;
-    const scope: Scope = {
-      resources: {
-        TemporalWorkerDeployment: resourceInformerOf('TemporalWorkerDeployment'),
-        WorkerDeployment: resourceInformerOf('WorkerDeployment'),
-      },
-      connections: {
-        TemporalConnection: informerOf('TemporalConnection', connectionKinds.TemporalConnection.plural),
-        Connection: informerOf('Connection', connectionKinds.Connection.plural),
-      },
-      deployments: makeTrimmedInformer(
-        kc,
-        `/apis/apps/v1${at}/deployments`,
-        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: selector }) : apps.listDeploymentForAllNamespaces({ labelSelector: selector })),
-        trimDeployment,
-        selector,
-      ),
-      foreignDeployments: makeTrimmedInformer(
-        kc,
-        `/apis/apps/v1${at}/deployments`,
-        () => (namespace ? apps.listNamespacedDeployment({ namespace, labelSelector: ForeignLabels.deploymentName }) : apps.listDeploymentForAllNamespaces({ labelSelector: ForeignLabels.deploymentName })),
-        trimDeployment,
-        ForeignLabels.deploymentName,
-      ),
-    };
-    // After the event is scheduled, and never throwing into the informer: a gauge must not cost an event.
-    const seen = (o: Resource, gone = false) => {
-      try {
-        this.options.onResourceSeen?.({ namespace: o.metadata!.namespace!, name: o.metadata!.name! }, gone ? undefined : ((o as { status?: Record<string, unknown> }).status ?? {}));
-      } catch (err) {
-        this.log(`resource gauges not set: ${String(err)}`);
-      }
-    };
-    for (const kind of resourceKindList) {
-      const resources = scope.resources[kind];
-      const ofKind = (o: Resource) => (o.kind ? o : { ...o, kind });
-      resources.on('add', (o) => {
-        this.scheduleResource(ofKind(o));
-        seen(o);
-      });
-      resources.on('update', (o) => {
-        this.scheduleResource(ofKind(o));
-        seen(o);
-      });
-      resources.on('delete', (o) => {
-        this.scheduleResourceGone(ofKind(o));
-        seen(o, true);
-      });
-    }
-    for (const kind of ['TemporalConnection', 'Connection'] as const) {
-      scope.connections[kind].on('add', (o) => this.onConnection(o, kind));
-      scope.connections[kind].on('update', (o) => this.onConnection(o, kind));
-    }
-    if (this.options.signalDeployments !== false) {
-      scope.deployments.on('add', (d) => this.scheduleDeployment(d, true));
-      scope.deployments.on('update', (d) => this.scheduleDeployment(d, true));
-      scope.deployments.on('delete', (d) => this.scheduleDeployment(d, false));
-    }
-    for (const informer of [...Object.values(scope.connections), ...Object.values(scope.resources), scope.deployments, scope.foreignDeployments] as Cache<k8s.KubernetesObject>[]) {
-      this.restartOnError(informer);
-    }
-    return scope;
-  }
-
-  /**
-   * An informer stops on a watch error; start it again after a pause that doubles while the errors go on (1 s to
-   * 30 s: a kind whose CRD is missing is not listed ten times a second), back to 1 s after a quiet minute.
-   */
-  private restartOnError(informer: Cache<k8s.KubernetesObject>): void {
-    let delayMs = 1000;
-    let lastError = 0;
-    let errors = 0;
-    informer.on('error', (err) => {
-      if (this.stopped) return;
-      errors++;
-      const now = Date.now();
-      delayMs = now - lastError > 60_000 ? 1000 : Math.min(delayMs * 2, 30_000);
-      lastError = now;
-      this.failingWatches.set(informer, String(err).split('\n')[0]!.slice(0, 200));
-      this.log(`watch error, restarting in ${delayMs / 1000} s: ${String(err)}`);
-      setTimeout(() => {
-        const before = errors;
-        // A start that lists without a new error is a watch working again.
-        void informer.start().then(() => {
-          this.noteListed(informer);
-          if (errors === before) this.failingWatches.delete(informer);
-        }, () => {});
-      }, delayMs).unref();
-    });
   }
 
   /** Why the watcher cannot see everything now (a watch failing: a missing CRD, RBAC, the apiserver away), if so. */
   problems(): string | undefined {
-    if (this.failingWatches.size === 0) return this.synced ? undefined : 'the informers have not all listed yet';
-    const [first] = this.failingWatches.values();
-    return `${this.failingWatches.size} watch(es) failing, e.g. ${first}`;
-  }
-
-  /** Cluster-wide: yes. Namespaced: whether RBAC lets it list ClusterConnections (one list call, at start). */
-  private async mayListClusterConnections(): Promise<boolean> {
-    if (this.scopes.has('')) return true;
-    try {
-      await this.custom.listClusterCustomObject({ group, version, plural: connectionKinds.ClusterConnection.plural, limit: 1 });
-      return true;
-    } catch (err) {
-      if (statusCode(err) !== 403 && statusCode(err) !== 404) throw err;
-      this.log('ClusterConnections are not readable here (a namespaced install): resources that name one are reported, not rolled out');
-      return false;
-    }
-  }
-
-  /** ClusterConnections, cluster-wide: a change re-handles every resource that names it, in any namespace. */
-  private makeClusterConnections(): Cache<Resource> {
-    const { plural: p } = connectionKinds.ClusterConnection;
-    const informer = new k8s.ListWatch(`/apis/${group}/${version}/${p}`, new k8s.Watch(this.options.kubeConfig), async () => {
-      const list = (await this.custom.listClusterCustomObject({ group, version, plural: p })) as k8s.KubernetesListObject<Resource>;
-      for (const item of list.items) item.kind ??= 'ClusterConnection';
-      return list;
-    }, false);
-    informer.on('add', (o) => this.onConnection(o, 'ClusterConnection'));
-    informer.on('update', (o) => this.onConnection(o, 'ClusterConnection'));
-    this.restartOnError(informer as Cache<k8s.KubernetesObject>);
-    return informer;
-  }
-
-  private scopeOf(namespace: string): Scope | undefined {
-    return this.scopes.get(namespace) ?? this.scopes.get('');
+    return this.informers.problems();
   }
 
   // Work is keyed by uid: a namesake created after a deletion is another object with its own queue.
   private scheduleResource(obj: Resource, opts: { force?: boolean } = {}): void {
-    if (!this.synced) return; // `start` handles every cached resource once all are listed
+    if (!this.informers.synced) return; // `start` handles every cached resource once all are listed
     const m = obj.metadata ?? {};
-    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResource(this.latest(obj), opts.force ?? false));
+    this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () =>
+      this.onResource(this.latest(obj), opts.force ?? false),
+    );
   }
 
   /** The cached copy of `obj` if newer: a retry must not repeat a write made from a stale resourceVersion. */
   private latest(obj: Resource): Resource {
     const { namespace = '', name = '', uid } = obj.metadata ?? {};
-    const cached = this.scopeOf(namespace)?.resources[kindOf(obj)].get(name, namespace);
+    const cached = this.informers.scopeOf(namespace)?.resources[kindOf(obj)].get(name, namespace);
     return cached && cached.metadata?.uid === uid ? cached : obj;
   }
 
@@ -393,7 +215,9 @@ export class Watcher {
   }
 
   private scheduleDeployment(d: k8s.V1Deployment, exists: boolean, opts: { force?: boolean } = {}): void {
-    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () => this.onDeployment(d, exists, opts.force ?? false));
+    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () =>
+      this.onDeployment(d, exists, opts.force ?? false),
+    );
   }
 
   /**
@@ -403,7 +227,7 @@ export class Watcher {
   private async onResource(obj: Resource, force: boolean): Promise<void> {
     if (await this.claimedElsewhere(obj)) return;
     const buildId = await this.handOver(obj, force);
-    if (!obj.metadata!.deletionTimestamp) this.scheduleControls(obj, buildId);
+    if (!obj.metadata!.deletionTimestamp) this.controls.schedule(obj, buildId);
   }
 
   /** Hands the spec (or the deletion) to the workflow; the build ID once the spec is valid. */
@@ -435,9 +259,19 @@ export class Watcher {
       const owner: Owner = { namespace: ns, name, uid, kind };
       const claimed = meta.annotations?.[installationAnnotation] === this.options.installation;
       const handedOver = claimed && !!meta.finalizers?.includes(finalizer);
-      const firstSight = !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies < maxFirstApplies;
+      const firstSight =
+        !handedOver &&
+        obj.status === undefined &&
+        !this.hasDeployments(ns, name) &&
+        this.firstApplies < maxFirstApplies;
       // A wake-up, not the spec: the workflow reads the resource itself before it acts.
-      const hint: SpecChangedHint = { uid, kind, generation: desired.generation, resourceVersion: meta.resourceVersion ?? '', connectionVersion: desired.connectionVersion };
+      const hint: SpecChangedHint = {
+        uid,
+        kind,
+        generation: desired.generation,
+        resourceVersion: meta.resourceVersion ?? '',
+        connectionVersion: desired.connectionVersion,
+      };
       // allSettled: a retry must not start while the other call is still in flight. On first sight the claim (with
       // the finalizer) fences the first apply (see applyFirstDeployment). The signal waits for the claim only.
       const claim = handedOver ? undefined : this.claim(obj);
@@ -472,7 +306,7 @@ export class Watcher {
   private olderNamesake(obj: Resource): Resource | undefined {
     const { namespace = '', name = '', uid } = obj.metadata ?? {};
     const other: ResourceKind = kindOf(obj) === 'WorkerDeployment' ? 'TemporalWorkerDeployment' : 'WorkerDeployment';
-    const namesake = this.scopeOf(namespace)?.resources[other].get(name, namespace);
+    const namesake = this.informers.scopeOf(namespace)?.resources[other].get(name, namespace);
     if (!namesake || namesake.metadata?.uid === uid) return undefined;
     return firstCreated(namesake, obj) === namesake ? { ...namesake, kind: other } : undefined;
   }
@@ -481,98 +315,26 @@ export class Watcher {
   private connectionOf(ref: { kind: ConnectionKind; name: string }, namespace: string): ConnectionLookupResult {
     let obj: Resource | undefined;
     if (ref.kind === 'ClusterConnection') {
-      if (!this.clusterConnections) return clusterConnectionsUnreadable(ref.name, namespace);
-      obj = this.clusterConnections.get(ref.name);
+      if (!this.informers.clusterConnections) return clusterConnectionsUnreadable(ref.name, namespace);
+      obj = this.informers.clusterConnections.get(ref.name);
     } else {
-      obj = this.scopeOf(namespace)?.connections[ref.kind].get(ref.name, namespace);
+      obj = this.informers.scopeOf(namespace)?.connections[ref.kind].get(ref.name, namespace);
     }
     return connectionFromObject(obj, ref, namespace);
-  }
-
-  /**
-   * Runs the resource's control annotations, one after the other, as work of their own: an update waits for the
-   * workflow to answer, and must not hold up the resource's specs meanwhile.
-   */
-  private scheduleControls(obj: Resource, buildId: string | undefined): void {
-    const m = obj.metadata!;
-    const controls = controlsOf(m.annotations);
-    const before = this.sightings.get(m.uid!);
-    if (!controls.length) return void this.sightings.delete(m.uid!);
-    // Only the settings there now are remembered: one removed and set again is seen anew.
-    const now = new Map(controls.map((c) => [`${c.key}=${c.value}`, before?.get(`${c.key}=${c.value}`) ?? { resourceVersion: m.resourceVersion ?? '' }]));
-    this.sightings.set(m.uid!, now);
-    this.retry.schedule(`controls ${m.namespace}/${m.name} (${m.uid})`, async () => {
-      const latest = this.latest(obj);
-      const meta = latest.metadata ?? {};
-      const seen = (c: AnnotatedControl) => this.sightings.get(meta.uid!)?.get(`${c.key}=${c.value}`)?.resourceVersion;
-      for (const c of inSetOrder(controlsOf(meta.annotations), seen, (c) => annotationSetter(meta.managedFields, c.key))) await this.runControl(latest, c, buildId);
-    });
-  }
-
-  /**
-   * One control annotation: the update (unless the workflow answered it already), a Warning Event if refused,
-   * then the annotation's removal. A transport failure throws, and the scheduler retries with the annotation kept.
-   */
-  private async runControl(obj: Resource, c: AnnotatedControl, buildId: string | undefined): Promise<void> {
-    const meta = obj.metadata!;
-    const sighting = this.sightings.get(meta.uid!)?.get(`${c.key}=${c.value}`);
-    if (!sighting) return; // gone meanwhile
-    const setter = annotationSetter(meta.managedFields, c.key);
-    const requestId = annotationRequestId(meta.uid!, c, setter, sighting.resourceVersion);
-    if (sighting.done !== requestId) {
-      // promote, abort and retry name the spec's build: meant for a build that is no longer the one in question
-      // (a newer spec superseded it), they are refused instead of acting on another build.
-      const named = buildId && (c.control === 'promote' || c.control === 'abort' || c.control === 'retry') ? { buildId } : {};
-      const request: AnyControlRequest = { ...c.request, ...named, identity: annotationIdentity(setter), requestId };
-      const refusal = await this.sendControl(obj, c, request);
-      if (refusal) {
-        const owner = { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) };
-        await this.kube.recordEvent(owner, { type: 'Warning', reason: 'ControlRefused', message: `${c.key}=${c.value} refused: ${refusal}` });
-      }
-      sighting.done = requestId;
-    }
-    await this.removeAnnotation(obj, c);
-  }
-
-  /** The update; the workflow's refusal if it refused. */
-  private async sendControl(obj: Resource, c: AnnotatedControl, request: AnyControlRequest): Promise<string | undefined> {
-    const workflowId = rolloutWorkflowId(this.options.installation, obj.metadata!.namespace!, obj.metadata!.name!);
-    const update = updates[c.control] as UpdateDefinition<RolloutStatus, [AnyControlRequest]>;
-    try {
-      // The requestId is also the update ID: the server answers a re-send within the run with the first result.
-      const status = await this.options.client.workflow.getHandle(workflowId).executeUpdate(update, { args: [request], updateId: request.requestId });
-      this.log(`${c.key} done`, { workflowId, phase: status.phase, identity: request.identity });
-      return undefined;
-    } catch (err) {
-      if (err instanceof WorkflowUpdateFailedError) return refusalReason(c.control, err.cause?.message ?? err.message);
-      if (err instanceof WorkflowNotFoundError) return 'no rollout workflow runs for this resource';
-      throw err;
-    }
-  }
-
-  /** Removes the annotation only while it still has the value just run: a newer value is a control of its own. */
-  private async removeAnnotation(obj: Resource, c: AnnotatedControl): Promise<void> {
-    const meta = obj.metadata!;
-    try {
-      await this.custom.patchNamespacedCustomObject({
-        group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, body: removalPatch(c.key, c.value),
-      });
-    } catch (err) {
-      // 404: the resource is gone; 422: the `test` failed, the annotation was removed or changed meanwhile.
-      if (statusCode(err) !== 404 && statusCode(err) !== 422) throw err;
-    }
   }
 
   /** The resource is gone (deleted before our finalizer was on it, or after someone removed it). */
   private async onResourceGone(obj: Resource): Promise<void> {
     const uid = obj.metadata!.uid!;
     const holder = obj.metadata?.annotations?.[installationAnnotation];
-    if (holder === undefined || holder === this.options.installation) await this.signalDeleted(obj, { start: false, force: true });
-    for (const memo of [this.signalled, this.reported, this.warned, this.sightings]) memo.delete(uid);
+    if (holder === undefined || holder === this.options.installation)
+      await this.signalDeleted(obj, { start: false, force: true });
+    for (const memo of [this.signalled, this.reported, this.warned]) memo.delete(uid);
+    this.controls.forget(uid);
     // A namesake of the other kind refused while this one existed is handed over now.
     const { namespace = '', name = '' } = obj.metadata ?? {};
     const other: ResourceKind = kindOf(obj) === 'WorkerDeployment' ? 'TemporalWorkerDeployment' : 'WorkerDeployment';
-    const namesake = this.scopeOf(namespace)?.resources[other].get(name, namespace);
+    const namesake = this.informers.scopeOf(namespace)?.resources[other].get(name, namespace);
     if (namesake) this.scheduleResource(namesake.kind ? namesake : { ...namesake, kind: other }, { force: true });
   }
 
@@ -610,7 +372,7 @@ export class Watcher {
   private onConnection(conn: Resource, kind: ConnectionKind): void {
     const clusterScoped = connectionKinds[kind].clusterScoped;
     const ns = conn.metadata?.namespace ?? '';
-    const scopes = clusterScoped ? [...this.scopes.values()] : [this.scopeOf(ns)];
+    const scopes = clusterScoped ? this.informers.scopes() : [this.informers.scopeOf(ns)];
     for (const scope of scopes) {
       for (const resourceKind of resourceKindList) {
         for (const obj of scope?.resources[resourceKind].list(clusterScoped ? undefined : ns) ?? []) {
@@ -630,7 +392,9 @@ export class Watcher {
     const text = JSON.stringify(obs);
     if (!force && this.observed.get(key) === text) return;
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, ns, owner)).signal(deploymentObserved, obs);
+      await this.options.client.workflow
+        .getHandle(rolloutWorkflowId(this.options.installation, ns, owner))
+        .signal(deploymentObserved, obs);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
@@ -640,10 +404,13 @@ export class Watcher {
 
   /** Whether the name has a Deployment, Glidepath's (of any incarnation) or temporal-worker-controller's (the caches'). */
   private hasDeployments(namespace: string, name: string): boolean {
-    const scope = this.scopeOf(namespace);
+    const scope = this.informers.scopeOf(namespace);
     if (!scope) return true;
-    const named = (cache: Cache<k8s.V1Deployment>, label: string) => cache.list(namespace).some((d) => d.metadata?.labels?.[label] === name);
-    return named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName);
+    const named = (cache: Cache<k8s.V1Deployment>, label: string) =>
+      cache.list(namespace).some((d) => d.metadata?.labels?.[label] === name);
+    return (
+      named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName)
+    );
   }
 
   /**
@@ -651,14 +418,33 @@ export class Watcher {
    * no Deployment at all, created beside the workflow's start (see first-deployment.ts: created, never applied
    * over, fenced by the finalizer patch). Best effort: a failed create is logged, and the workflow applies it.
    */
-  private async applyFirstDeployment(obj: Resource, owner: Owner, desired: Desired, claim: Promise<void>): Promise<void> {
+  private async applyFirstDeployment(
+    obj: Resource,
+    owner: Owner,
+    desired: Desired,
+    claim: Promise<void>,
+  ): Promise<void> {
     this.firstApplies++;
     const started = performance.now();
     try {
       // Rejects when the fence is refused: retried as any failure.
-      const outcome = await createFirstDeployment(this.apps, { owner, desired, fence: () => claim, buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}) });
-      if (typeof outcome !== 'string') this.log(`the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`);
-      else this.log('applied the first Deployment', { resource: `${owner.namespace}/${owner.name}`, buildId: desired.buildId, outcome, ms: Math.round(performance.now() - started) });
+      const outcome = await createFirstDeployment(this.apps, {
+        owner,
+        desired,
+        fence: () => claim,
+        buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}),
+      });
+      if (typeof outcome !== 'string')
+        this.log(
+          `the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`,
+        );
+      else
+        this.log('applied the first Deployment', {
+          resource: `${owner.namespace}/${owner.name}`,
+          buildId: desired.buildId,
+          outcome,
+          ms: Math.round(performance.now() - started),
+        });
     } finally {
       this.firstApplies--;
     }
@@ -673,8 +459,18 @@ export class Watcher {
     const finalizers = meta.finalizers?.includes(finalizer) ? meta.finalizers : [...(meta.finalizers ?? []), finalizer];
     await this.custom.patchNamespacedCustomObject(
       {
-        group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!,
-        body: { metadata: { finalizers, annotations: { [installationAnnotation]: this.options.installation }, resourceVersion: meta.resourceVersion } },
+        group,
+        version,
+        plural: pluralOf(kindOf(obj)),
+        namespace: meta.namespace!,
+        name: meta.name!,
+        body: {
+          metadata: {
+            finalizers,
+            annotations: { [installationAnnotation]: this.options.installation },
+            resourceVersion: meta.resourceVersion,
+          },
+        },
       },
       asMergePatch,
     );
@@ -692,7 +488,10 @@ export class Watcher {
     const said = `elsewhere/${holder}`;
     if (this.warned.get(meta.uid!) !== said && !meta.deletionTimestamp) {
       const message = `installation ${holder} rolls out this resource (annotation ${installationAnnotation}); installation ${this.options.installation} leaves it alone`;
-      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Normal', reason: 'ManagedByAnotherInstallation', message });
+      await this.kube.recordEvent(
+        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
+        { type: 'Normal', reason: 'ManagedByAnotherInstallation', message },
+      );
       this.warned.set(meta.uid!, said);
       this.log(message, { resource: `${meta.namespace}/${meta.name}` });
     }
@@ -718,7 +517,10 @@ export class Watcher {
       }
     }
     if (this.warned.get(meta.uid!) !== said) {
-      await this.kube.recordEvent({ namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) }, { type: 'Warning', reason, message });
+      await this.kube.recordEvent(
+        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
+        { type: 'Warning', reason, message },
+      );
       this.warned.set(meta.uid!, said);
       await this.wakeHandedOver(obj); // a failure is retried without a second Event
     }
@@ -733,9 +535,17 @@ export class Watcher {
   private async wakeHandedOver(obj: Resource): Promise<void> {
     const meta = obj.metadata!;
     if (!meta.finalizers?.includes(finalizer)) return;
-    const hint: SpecChangedHint = { uid: meta.uid!, kind: kindOf(obj), generation: meta.generation ?? 0, resourceVersion: meta.resourceVersion ?? '', connectionVersion: '' };
+    const hint: SpecChangedHint = {
+      uid: meta.uid!,
+      kind: kindOf(obj),
+      generation: meta.generation ?? 0,
+      resourceVersion: meta.resourceVersion ?? '',
+      connectionVersion: '',
+    };
     try {
-      await this.options.client.workflow.getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!)).signal(specChanged, hint);
+      await this.options.client.workflow
+        .getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!))
+        .signal(specChanged, hint);
     } catch (err) {
       if (!(err instanceof WorkflowNotFoundError)) throw err;
     }
@@ -744,8 +554,20 @@ export class Watcher {
   private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
     const meta = obj.metadata!;
     const at = new Date().toISOString();
-    const cond = (type: string) => ({ type, status: 'False', reason, message, lastTransitionTime: at, observedGeneration: meta.generation });
-    await this.applyStatus(obj, { phase, message, observedGeneration: meta.generation, conditions: [cond('Ready'), cond('Progressing')] });
+    const cond = (type: string) => ({
+      type,
+      status: 'False',
+      reason,
+      message,
+      lastTransitionTime: at,
+      observedGeneration: meta.generation,
+    });
+    await this.applyStatus(obj, {
+      phase,
+      message,
+      observedGeneration: meta.generation,
+      conditions: [cond('Ready'), cond('Progressing')],
+    });
   }
 
   /**
@@ -755,7 +577,7 @@ export class Watcher {
   private async releaseProblem(obj: Resource): Promise<void> {
     await this.applyStatus(obj, { observedGeneration: obj.metadata!.generation });
     this.reported.delete(obj.metadata!.uid!);
-    this.log('cleared the watcher\'s condition', { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
+    this.log("cleared the watcher's condition", { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
   }
 
   private async applyStatus(obj: Resource, status: Record<string, unknown>): Promise<void> {
@@ -763,7 +585,13 @@ export class Watcher {
     await ignoreNotFound(
       this.custom.patchNamespacedCustomObjectStatus(
         {
-          group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager: watcherManager, force: true,
+          group,
+          version,
+          plural: pluralOf(kindOf(obj)),
+          namespace: meta.namespace!,
+          name: meta.name!,
+          fieldManager: watcherManager,
+          force: true,
           body: { apiVersion, kind: kindOf(obj), metadata: { name: meta.name, namespace: meta.namespace }, status },
         },
         asApply,

@@ -4,7 +4,8 @@
  * a plain import from node_modules (the Temporal SDK finds its native library and workflow thread by path).
  *
  * Why: V8 keeps the source of every module it loads, and client-node is 21 MB of JavaScript, all of it loaded by
- * its one entry point; bundled and tree-shaken it is a few MB of the controller's heap (README, "Controller RSS").
+ * its one entry point; bundled and tree-shaken it is a few MB of the controller's heap
+ * (docs/design/controller-memory.md).
  */
 import { renameSync, statSync } from 'node:fs';
 import { dirname, join } from 'node:path';
@@ -43,8 +44,12 @@ await build({
   legalComments: 'none',
   logLevel: 'warning',
   // CommonJS modules inside an ES module bundle call require: give them Node's.
-  banner: { js: "import { createRequire as __glidepathRequire } from 'node:module'; const require = __glidepathRequire(import.meta.url);" },
+  banner: {
+    js: "import { createRequire as __glidepathRequire } from 'node:module'; const require = __glidepathRequire(import.meta.url);",
+  },
 });
 const size = statSync(out).size;
 renameSync(out, entry);
-console.log(`dist/worker/main.js bundled: ${(size / 1e6).toFixed(1)} MB (was ${(before / 1e3).toFixed(0)} kB of imports)`);
+console.log(
+  `dist/worker/main.js bundled: ${(size / 1e6).toFixed(1)} MB (was ${(before / 1e3).toFixed(0)} kB of imports)`,
+);

@@ -11,18 +11,36 @@ import { fileURLToPath } from 'node:url';
 import type * as k8s from '@kubernetes/client-node';
 import { Client, Connection, type ConnectionOptions } from '@temporalio/client';
 import type { Logger } from '@temporalio/common';
-import { DefaultLogger, NativeConnection, Runtime, Worker, bundleWorkflowCode, type InjectedSinks, type LogLevel, type TunerHolder, type WorkerOptions, type WorkflowBundle } from '@temporalio/worker';
+import {
+  DefaultLogger,
+  NativeConnection,
+  Runtime,
+  Worker,
+  bundleWorkflowCode,
+  type InjectedSinks,
+  type LogLevel,
+  type TunerHolder,
+  type WorkerOptions,
+  type WorkflowBundle,
+} from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { installationManagerIdentity, installationTaskQueue } from '../api/names.js';
 import { resolveInstallation } from './installation.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { RateBudget } from './rate-budget.js';
 import { budgetedSlots, completionMaxWaitMs, completionsPaid, HistoryFetchCredits } from './task-slots.js';
-import { activityErrorCounter, budgetMetrics, initializeCounters, prometheusMetrics, recordResourceGauges, temporalRequestCounter } from './metrics.js';
+import {
+  activityErrorCounter,
+  budgetMetrics,
+  initializeCounters,
+  prometheusMetrics,
+  recordResourceGauges,
+  temporalRequestCounter,
+} from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
 import type { TaskCostSinks } from '../workflows/task-cost.js';
-import type { Timings } from '../workflows/state.js';
+import type { Timings } from '../api/timings.js';
 
 export const defaultMaxCachedWorkflows = 100;
 /** The Temporal calls a second a controller process makes, by default (rollouts past it wait their turn). */
@@ -32,7 +50,12 @@ export const defaultTemporalQps = 50;
  * hundreds of empty long polls an hour) to four: each holds a slot paid from the budget ahead of its poll, so more
  * would queue ahead of the process's own calls without getting more tasks through it.
  */
-const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = { type: 'autoscaling', minimum: 1, initial: 2, maximum: 4 };
+const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = {
+  type: 'autoscaling',
+  minimum: 1,
+  initial: 2,
+  maximum: 4,
+};
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 /** Bundled with the workflows: ../workflows/task-cost.ts reports the history fetches and completions of their tasks. */
 export const workflowInterceptorModules = [fileURLToPath(new URL('../workflows/task-cost.ts', import.meta.url))];
@@ -54,12 +77,12 @@ export interface ControllerOptions {
   timings?: Partial<Timings>;
   /** Kubernetes namespaces to watch (default: all). */
   namespaces?: string[];
-  /** How often the watcher wakes every resource's workflow again (default 10 minutes). */
+  /** How often the watcher wakes every resource's workflow again (default 1 hour). */
   resyncIntervalMs?: WatcherOptions['resyncIntervalMs'];
   signalDeployments?: WatcherOptions['signalDeployments'];
   /**
    * Workflows kept in memory between their tasks (default 100): more costs memory, fewer costs CPU (an evicted
-   * rollout replays its history at its next task). See the README's "Scale" section.
+   * rollout replays its history at its next task). See docs/scaling.md, "Tuning".
    */
   maxCachedWorkflows?: number;
   /**
@@ -98,7 +121,10 @@ let runtimeInstalled = false;
  * ERROR) and, with `metrics`, serves `/metrics` there. Only the first call counts, and it must come before any
  * worker or native connection.
  */
-export function installRuntime(level: LogLevel, opts: { logger?: Logger; metrics?: { host: string; port: number } } = {}): void {
+export function installRuntime(
+  level: LogLevel,
+  opts: { logger?: Logger; metrics?: { host: string; port: number } } = {},
+): void {
   if (runtimeInstalled) return;
   runtimeInstalled = true;
   Runtime.install({
@@ -118,12 +144,18 @@ export async function rolloutBundleApart(): Promise<WorkflowBundle> {
   // A named bundle that is missing is an error (readFileSync throws), not a reason to build another.
   if (named) return { code: readFileSync(named, 'utf8') };
   // Compiled code only: beside the TypeScript sources a bundle file would be a stale copy of them.
-  const compiled = import.meta.url.endsWith('.js') ? fileURLToPath(new URL('../workflow-bundle.js', import.meta.url)) : undefined;
+  const compiled = import.meta.url.endsWith('.js')
+    ? fileURLToPath(new URL('../workflow-bundle.js', import.meta.url))
+    : undefined;
   if (compiled && existsSync(compiled)) return { code: readFileSync(compiled, 'utf8') };
   const dir = mkdtempSync(join(tmpdir(), 'glidepath-bundle-'));
   const out = join(dir, 'workflows.js');
   try {
-    await promisify(execFile)(process.execPath, ['--import', 'tsx', fileURLToPath(new URL('./bundle.ts', import.meta.url)), out], { env: { ...process.env, NODE_OPTIONS: '' } });
+    await promisify(execFile)(
+      process.execPath,
+      ['--import', 'tsx', fileURLToPath(new URL('./bundle.ts', import.meta.url)), out],
+      { env: { ...process.env, NODE_OPTIONS: '' } },
+    );
     return { code: readFileSync(out, 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -133,7 +165,11 @@ export async function rolloutBundleApart(): Promise<WorkflowBundle> {
 let bundle: Promise<WorkflowBundle> | undefined;
 /** The RolloutWorkflow bundle, built once per process. */
 export function rolloutBundle(): Promise<WorkflowBundle> {
-  bundle ??= bundleWorkflowCode({ workflowsPath, workflowInterceptorModules, logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} } }).then((b) => ({ ...b, code: latin1Source(b.code) }));
+  bundle ??= bundleWorkflowCode({
+    workflowsPath,
+    workflowInterceptorModules,
+    logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
+  }).then((b) => ({ ...b, code: latin1Source(b.code) }));
   return bundle;
 }
 
@@ -154,7 +190,13 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
   const qps = options.temporalQps ?? defaultTemporalQps;
   const budgetCount = budgetMetrics();
-  const budget = new RateBudget(qps, options.temporalBurst ?? Math.ceil(qps), undefined, undefined, budgetCount.counted);
+  const budget = new RateBudget(
+    qps,
+    options.temporalBurst ?? Math.ceil(qps),
+    undefined,
+    undefined,
+    budgetCount.counted,
+  );
   const peaksShown = setInterval(() => budgetCount.peaks(budget.recentPeaks()), 1_000).unref();
   const interceptors = [...budget.interceptors(), temporalRequestCounter()];
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
@@ -176,7 +218,13 @@ export async function startController(options: ControllerOptions): Promise<Contr
       log(`the search attributes are registered in namespace ${namespace}: rollouts set them from their next read`);
     });
   }, 60_000).unref();
-  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, { temporalInterceptors: interceptors, chargeHeartbeat: () => budget.charge(), budgetWaitMs: () => budget.waitNowMs(), timings, installation });
+  const { activities, close } = createActivities(options.kubeConfig, managerIdentity, {
+    temporalInterceptors: interceptors,
+    chargeHeartbeat: () => budget.charge(),
+    budgetWaitMs: () => budget.waitNowMs(),
+    timings,
+    installation,
+  });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   const fetchCredits = new HistoryFetchCredits(budget);
   const worker = await Worker.create({
@@ -233,10 +281,13 @@ export async function startController(options: ControllerOptions): Promise<Contr
       const notRunning = workers.find((w) => w.getState() !== 'RUNNING');
       const watching = watcher.problems();
       const ready =
-        live !== true ? live
-        : stopping ? 'stopping'
-        : notRunning ? `the worker of task queue ${notRunning.options.taskQueue} is ${notRunning.getState()}`
-        : (watching ?? true);
+        live !== true
+          ? live
+          : stopping
+            ? 'stopping'
+            : notRunning
+              ? `the worker of task queue ${notRunning.options.taskQueue} is ${notRunning.getState()}`
+              : (watching ?? true);
       return { live, ready };
     },
     stop() {
@@ -264,7 +315,10 @@ export async function startController(options: ControllerOptions): Promise<Contr
  * - a new activation's completion, before it is sent: it waits for room ahead of the calls that start work, at
  *   most `completionMaxWaitMs`, and goes out beyond that (`RateBudget.turnWithin`), as an activity's does.
  */
-export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>, fetches: Pick<HistoryFetchCredits, 'fetched'> = new HistoryFetchCredits(budget)): InjectedSinks<TaskCostSinks> {
+export function taskCostSinks(
+  budget: Pick<RateBudget, 'charge' | 'turnWithin'>,
+  fetches: Pick<HistoryFetchCredits, 'fetched'> = new HistoryFetchCredits(budget),
+): InjectedSinks<TaskCostSinks> {
   return {
     taskCost: {
       historyFetched: { fn: () => fetches.fetched(), callDuringReplay: true },
@@ -278,7 +332,11 @@ export function taskCostSinks(budget: Pick<RateBudget, 'charge' | 'turnWithin'>,
  * each task's poll paid from the process's Temporal budget (its completion pays when it is sent: `taskCostSinks`
  * and `completionsPaid`); a local activity has no poll or completion (the Temporal calls it makes pay as any).
  */
-function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activities: number }, fetches?: HistoryFetchCredits): TunerHolder {
+function budgetedTuner(
+  budget: RateBudget,
+  max: { workflowTasks: number; activities: number },
+  fetches?: HistoryFetchCredits,
+): TunerHolder {
   return {
     workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks, fetches),
     activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
@@ -291,12 +349,18 @@ function budgetedTuner(budget: RateBudget, max: { workflowTasks: number; activit
  * Whether the controller's Temporal namespace has Glidepath's search attributes; says how to register them if not
  * (a production server does not have them; the dev server started by `npm run servers:up` does).
  */
-async function searchAttributesRegistered(connection: Connection, namespace: string, log: NonNullable<ControllerOptions['log']>): Promise<boolean> {
+async function searchAttributesRegistered(
+  connection: Connection,
+  namespace: string,
+  log: NonNullable<ControllerOptions['log']>,
+): Promise<boolean> {
   let registered: Record<string, unknown>;
   try {
     registered = (await connection.operatorService.listSearchAttributes({ namespace })).customAttributes ?? {};
   } catch (err) {
-    log(`could not list the search attributes of namespace ${namespace} (${(err as Error).message}); rollouts run without them`);
+    log(
+      `could not list the search attributes of namespace ${namespace} (${(err as Error).message}); rollouts run without them`,
+    );
     return false;
   }
   const missing = searchAttributeKeys.filter((k) => !(k.name in registered));
@@ -304,7 +368,11 @@ async function searchAttributesRegistered(connection: Connection, namespace: str
   log(
     `the search attributes ${missing.map((k) => k.name).join(', ')} are not registered in namespace ${namespace}: rollouts run without them ` +
       `(no GlidepathPhase in the Web UI and \`npm run glidepath -- list\`). Register them (checked again each minute):\n` +
-      missing.map((k) => `  temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type Keyword`).join('\n'),
+      missing
+        .map(
+          (k) => `  temporal operator search-attribute create --namespace ${namespace} --name ${k.name} --type Keyword`,
+        )
+        .join('\n'),
   );
   return false;
 }

@@ -11,7 +11,7 @@
 import { readFileSync } from 'node:fs';
 import * as k8s from '@kubernetes/client-node';
 import { installationIdPattern } from '../api/names.js';
-import { statusCode } from '../activities/kubernetes/client.js';
+import { statusCode } from '../kube/client.js';
 
 export const installationConfigMap = 'glidepath-installation';
 const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccount/namespace';
@@ -21,7 +21,11 @@ const serviceAccountNamespaceFile = '/var/run/secrets/kubernetes.io/serviceaccou
  * whatever it watches); else the first watched namespace (a namespaced Role covers only those), else the kubeconfig
  * context's, else `default`.
  */
-export function controllerNamespace(kc: k8s.KubeConfig, watched: string[] | undefined, readFile = (p: string) => readFileSync(p, 'utf8')): string {
+export function controllerNamespace(
+  kc: k8s.KubeConfig,
+  watched: string[] | undefined,
+  readFile = (p: string) => readFileSync(p, 'utf8'),
+): string {
   // client-node names the cluster of an in-cluster config so (KubeConfig.loadFromCluster).
   if (kc.getCurrentCluster()?.name === 'inCluster') {
     try {
@@ -39,16 +43,27 @@ export function controllerNamespace(kc: k8s.KubeConfig, watched: string[] | unde
 export function idOfConfigMap(cm: k8s.V1ConfigMap): { id: string } | { problem: string } {
   const set = cm.data?.id;
   if (set !== undefined) {
-    return installationIdPattern.test(set) ? { id: set } : { problem: `data.id "${set}" is not lower-case letters, digits and "-" (at most 32, starting and ending with a letter or digit)` };
+    return installationIdPattern.test(set)
+      ? { id: set }
+      : {
+          problem: `data.id "${set}" is not lower-case letters, digits and "-" (at most 32, starting and ending with a letter or digit)`,
+        };
   }
   const hex = (cm.metadata?.uid ?? '').replace(/-/g, '').toLowerCase();
   return /^[0-9a-f]{8}/.test(hex) ? { id: hex.slice(0, 8) } : { problem: `it has neither data.id nor a uid` };
 }
 
 /** A flag's installation ID checked, or the one the cluster gives. Throws with what to do when neither works. */
-export async function resolveInstallation(kc: k8s.KubeConfig, watched: string[] | undefined, flag?: string): Promise<string> {
+export async function resolveInstallation(
+  kc: k8s.KubeConfig,
+  watched: string[] | undefined,
+  flag?: string,
+): Promise<string> {
   if (flag !== undefined) {
-    if (!installationIdPattern.test(flag)) throw new Error(`--installation-id: "${flag}" is not lower-case letters, digits and "-" (at most 32, starting and ending with a letter or digit)`);
+    if (!installationIdPattern.test(flag))
+      throw new Error(
+        `--installation-id: "${flag}" is not lower-case letters, digits and "-" (at most 32, starting and ending with a letter or digit)`,
+      );
     return flag;
   }
   const namespace = controllerNamespace(kc, watched);
@@ -59,12 +74,19 @@ export async function resolveInstallation(kc: k8s.KubeConfig, watched: string[] 
   try {
     cm = await core.readNamespacedConfigMap({ name: installationConfigMap, namespace });
   } catch (err) {
-    if (statusCode(err) !== 404) throw new Error(`the installation ID: ${where} cannot be read (${(err as Error).message}); ${hint}`);
+    if (statusCode(err) !== 404)
+      throw new Error(`the installation ID: ${where} cannot be read (${(err as Error).message}); ${hint}`);
     try {
-      cm = await core.createNamespacedConfigMap({ namespace, body: { metadata: { name: installationConfigMap, namespace } } });
+      cm = await core.createNamespacedConfigMap({
+        namespace,
+        body: { metadata: { name: installationConfigMap, namespace } },
+      });
     } catch (createErr) {
       // 409: another replica created it meanwhile.
-      if (statusCode(createErr) !== 409) throw new Error(`the installation ID: ${where} does not exist and cannot be created (${(createErr as Error).message}); ${hint}`);
+      if (statusCode(createErr) !== 409)
+        throw new Error(
+          `the installation ID: ${where} does not exist and cannot be created (${(createErr as Error).message}); ${hint}`,
+        );
       cm = await core.readNamespacedConfigMap({ name: installationConfigMap, namespace });
     }
   }

@@ -14,10 +14,18 @@ export function resourceOfWorkflowId(workflowId: unknown): string | undefined {
 }
 
 /** One log line's object: time, level, message, then resource / buildId / workflowId, then the rest. Pure. */
-export function logRecord(level: LogLevel, message: string, meta: LogMetadata | undefined, at: Date): Record<string, unknown> {
+export function logRecord(
+  level: LogLevel,
+  message: string,
+  meta: LogMetadata | undefined,
+  at: Date,
+): Record<string, unknown> {
   const { resource, buildId, workflowId, ...rest } = meta ?? {};
   const record: Record<string, unknown> = { ts: at.toISOString(), level: level.toLowerCase(), msg: message };
-  const namespaced = typeof rest.namespace === 'string' && typeof rest.name === 'string' && !workflowId ? `${rest.namespace}/${rest.name}` : undefined;
+  const namespaced =
+    typeof rest.namespace === 'string' && typeof rest.name === 'string' && !workflowId
+      ? `${rest.namespace}/${rest.name}`
+      : undefined;
   const who = resource ?? resourceOfWorkflowId(workflowId) ?? namespaced;
   if (who !== undefined) record.resource = who;
   if (buildId !== undefined) record.buildId = buildId;

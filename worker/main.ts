@@ -22,7 +22,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import { loadKubeConfig } from '../activities/kubernetes/client.js';
+import { loadKubeConfig } from '../kube/client.js';
 import { parseDuration } from '../api/duration.js';
 import type { Logger } from '@temporalio/common';
 import { DefaultLogger, type LogLevel } from '@temporalio/worker';
@@ -53,7 +53,9 @@ const { values } = parseArgs({
   },
 });
 if (values.help) {
-  console.log('usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--installation-id ID] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]');
+  console.log(
+    'usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--installation-id ID] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]',
+  );
   process.exit(0);
 }
 
@@ -108,8 +110,10 @@ const tls =
     : undefined;
 
 const level = (env.GLIDEPATH_LOG_LEVEL ?? 'INFO').toUpperCase() as LogLevel;
-if (!['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level)) refuse(`GLIDEPATH_LOG_LEVEL: "${env.GLIDEPATH_LOG_LEVEL}" is not one of TRACE, DEBUG, INFO, WARN, ERROR`);
-if (values['log-format'] !== 'json' && values['log-format'] !== 'text') refuse(`--log-format: "${values['log-format']}" is not json or text`);
+if (!['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR'].includes(level))
+  refuse(`GLIDEPATH_LOG_LEVEL: "${env.GLIDEPATH_LOG_LEVEL}" is not one of TRACE, DEBUG, INFO, WARN, ERROR`);
+if (values['log-format'] !== 'json' && values['log-format'] !== 'text')
+  refuse(`--log-format: "${values['log-format']}" is not json or text`);
 const json = values['log-format'] === 'json';
 const metrics = bindAddress('metrics-bind-address');
 const probes = bindAddress('health-probe-bind-address');
@@ -117,13 +121,17 @@ const probes = bindAddress('health-probe-bind-address');
 const logger: Logger = json ? new JsonLogger(level) : new DefaultLogger(level);
 const log = json
   ? (message: string, fields?: Record<string, unknown>) => new JsonLogger('INFO').info(message, fields)
-  : (message: string, fields?: Record<string, unknown>) => console.log(`${new Date().toISOString()} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
+  : (message: string, fields?: Record<string, unknown>) =>
+      console.log(`${new Date().toISOString()} ${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`);
 
 installRuntime(level, { logger, metrics });
 // The probes answer from the start: live at once, ready once the controller runs.
 const started: { controller?: Controller } = {};
 const probeServer = probes
-  ? await startProbeServer(probes, { live: () => started.controller?.health().live ?? true, ready: () => started.controller?.health().ready ?? 'starting' })
+  ? await startProbeServer(probes, {
+      live: () => started.controller?.health().live ?? true,
+      ready: () => started.controller?.health().ready ?? 'starting',
+    })
   : undefined;
 // Empty GLIDEPATH_NAMESPACES (as docker-compose passes an unset one) means all, like no flag.
 const fromEnv = env.GLIDEPATH_NAMESPACES?.split(',').filter(Boolean);
@@ -133,7 +141,11 @@ const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? defa
 const kubeConfig = loadKubeConfig(values.kubeconfig);
 let installation: string;
 try {
-  installation = await resolveInstallation(kubeConfig, watched, values['installation-id'] ?? (env.GLIDEPATH_INSTALLATION_ID || undefined));
+  installation = await resolveInstallation(
+    kubeConfig,
+    watched,
+    values['installation-id'] ?? (env.GLIDEPATH_INSTALLATION_ID || undefined),
+  );
 } catch (err) {
   refuse((err as Error).message);
 }
@@ -153,10 +165,13 @@ const controller = await startController({
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,
   log,
 });
-log(`glidepath controller running as installation ${installation}: Temporal ${address} namespace ${namespace}, task queue ${controller.taskQueue}, watching ${watched?.length ? watched.join(', ') : 'all namespaces'}`, {
-  metrics: metrics ? `${metrics.host}:${metrics.port}` : 'off',
-  probes: probes ? `${probes.host}:${probeServer!.port}` : 'off',
-});
+log(
+  `glidepath controller running as installation ${installation}: Temporal ${address} namespace ${namespace}, task queue ${controller.taskQueue}, watching ${watched?.length ? watched.join(', ') : 'all namespaces'}`,
+  {
+    metrics: metrics ? `${metrics.host}:${metrics.port}` : 'off',
+    probes: probes ? `${probes.host}:${probeServer!.port}` : 'off',
+  },
+);
 started.controller = controller;
 for (const signal of ['SIGTERM', 'SIGINT'] as const) {
   process.once(signal, () => {

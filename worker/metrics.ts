@@ -20,13 +20,19 @@ export const ProcessMetric = {
 } as const;
 
 /** The runtime's metrics options for a Prometheus endpoint on `host:port`. */
-export function prometheusMetrics(bind: { host: string; port: number }): NonNullable<NonNullable<RuntimeOptions['telemetryOptions']>['metrics']> {
+export function prometheusMetrics(bind: {
+  host: string;
+  port: number;
+}): NonNullable<NonNullable<RuntimeOptions['telemetryOptions']>['metrics']> {
   const host = bind.host.includes(':') ? `[${bind.host}]` : bind.host;
   return {
     prometheus: {
       bindAddress: `${host}:${bind.port}`,
       countersTotalSuffix: false, // our counters are named with `_total` already
-      histogramBucketOverrides: { [RolloutMetric.phaseSeconds]: durationBuckets, [RolloutMetric.rolloutSeconds]: durationBuckets },
+      histogramBucketOverrides: {
+        [RolloutMetric.phaseSeconds]: durationBuckets,
+        [RolloutMetric.rolloutSeconds]: durationBuckets,
+      },
     },
   };
 }
@@ -37,7 +43,15 @@ export function prometheusMetrics(bind: { host: string; port: number }): NonNull
  */
 export function initializeCounters(): void {
   const meter = Runtime.instance().metricMeter;
-  const counters = [RolloutMetric.started, RolloutMetric.completed, RolloutMetric.aborted, RolloutMetric.rolledBack, RolloutMetric.failed, RolloutMetric.stepTransitions, RolloutMetric.transitions];
+  const counters = [
+    RolloutMetric.started,
+    RolloutMetric.completed,
+    RolloutMetric.aborted,
+    RolloutMetric.rolledBack,
+    RolloutMetric.failed,
+    RolloutMetric.stepTransitions,
+    RolloutMetric.transitions,
+  ];
   for (const name of counters) meter.createCounter(name, '1', rolloutMetricDescriptions[name]).add(0);
   meter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription).add(0);
 }
@@ -53,7 +67,9 @@ export function errorKind(err: unknown): string {
 }
 
 /** Counts every failed activity attempt by activity type and kind. */
-export function activityErrorCounter(): (ctx: { info: { activityType: string } }) => { inbound: ActivityInboundCallsInterceptor } {
+export function activityErrorCounter(): (ctx: { info: { activityType: string } }) => {
+  inbound: ActivityInboundCallsInterceptor;
+} {
   let counter: MetricCounter | undefined;
   return (ctx) => ({
     inbound: {
@@ -63,7 +79,11 @@ export function activityErrorCounter(): (ctx: { info: { activityType: string } }
         } catch (err) {
           // A cancelled wait (a superseded spec, a ContinueAsNew) is the workflow's choice, not an error.
           if (errorKind(err) === 'cancelled') throw err;
-          counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription);
+          counter ??= Runtime.instance().metricMeter.createCounter(
+            ProcessMetric.activityErrors,
+            '1',
+            activityErrorsDescription,
+          );
           counter.add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
           throw err;
         }
@@ -83,7 +103,11 @@ export function temporalRequestCounter(): Interceptor {
   return (options, nextCall) =>
     new InterceptingCall(nextCall(options), {
       start: (metadata, listener, next) => {
-        counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.temporalRequests, '1', 'Temporal requests sent by the controller\'s clients, by operation');
+        counter ??= Runtime.instance().metricMeter.createCounter(
+          ProcessMetric.temporalRequests,
+          '1',
+          "Temporal requests sent by the controller's clients, by operation",
+        );
         const path = options.method_definition.path;
         counter.add(1, { operation: path.slice(path.lastIndexOf('/') + 1) });
         next(metadata, listener);
@@ -96,16 +120,28 @@ export function temporalRequestCounter(): Interceptor {
  * whether it waited for room (`paid`) or went without (`unheld`: heartbeats, history fetches, completions past their
  * wait), and the most it counted within one second and within five that ended in the last ten seconds.
  */
-export function budgetMetrics(): { counted: (how: 'paid' | 'unheld') => void; peaks: (p: { second: number; fiveSeconds: number }) => void } {
+export function budgetMetrics(): {
+  counted: (how: 'paid' | 'unheld') => void;
+  peaks: (p: { second: number; fiveSeconds: number }) => void;
+} {
   let counter: MetricCounter | undefined;
   let gauge: MetricGauge | undefined;
   return {
     counted(how) {
-      counter ??= Runtime.instance().metricMeter.createCounter(ProcessMetric.budgetCalls, '1', "Temporal calls the controller's budget counted, by whether they waited for room");
+      counter ??= Runtime.instance().metricMeter.createCounter(
+        ProcessMetric.budgetCalls,
+        '1',
+        "Temporal calls the controller's budget counted, by whether they waited for room",
+      );
       counter.add(1, { how });
     },
     peaks({ second, fiveSeconds }) {
-      gauge ??= Runtime.instance().metricMeter.createGauge(ProcessMetric.budgetPeakCalls, 'int', '1', "The most Temporal calls the controller's budget counted within a window ending in the last 10 s");
+      gauge ??= Runtime.instance().metricMeter.createGauge(
+        ProcessMetric.budgetPeakCalls,
+        'int',
+        '1',
+        "The most Temporal calls the controller's budget counted within a window ending in the last 10 s",
+      );
       gauge.set(second, { window: '1s' });
       gauge.set(fiveSeconds, { window: '5s' });
     },
@@ -123,7 +159,10 @@ export interface SeenStatus {
  * last seen in if that was another (so a phase it left stops reporting it). Only the phases a resource has been
  * in get a series: a 0 for each of the twelve phases of each resource was 12,000 series at 1,000 resources. Pure.
  */
-export function resourceGauges(status: SeenStatus | undefined, lastPhase: string | undefined): { ramp: number; phases: Record<string, number> } {
+export function resourceGauges(
+  status: SeenStatus | undefined,
+  lastPhase: string | undefined,
+): { ramp: number; phases: Record<string, number> } {
   const phases: Record<string, number> = {};
   if (lastPhase !== undefined && lastPhase !== status?.phase) phases[lastPhase] = 0;
   if (status?.phase !== undefined) phases[status.phase] = 1;
@@ -135,11 +174,19 @@ let gauges: { ramp: MetricGauge; phase: MetricGauge } | undefined;
 const lastPhases = new Map<string, string>();
 
 /** Sets the resource gauges on each sighting of a resource (the watcher's informer events). */
-export function recordResourceGauges(resource: { namespace: string; name: string }, status: SeenStatus | undefined): void {
+export function recordResourceGauges(
+  resource: { namespace: string; name: string },
+  status: SeenStatus | undefined,
+): void {
   const meter = Runtime.instance().metricMeter;
   gauges ??= {
-    ramp: meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', 'The target version\'s ramp, per resource'),
-    phase: meter.createGauge(ProcessMetric.phase, 'int', '1', 'The phase each resource is in (1) and was in before (0)'),
+    ramp: meter.createGauge(ProcessMetric.rampPercentage, 'float', '%', "The target version's ramp, per resource"),
+    phase: meter.createGauge(
+      ProcessMetric.phase,
+      'int',
+      '1',
+      'The phase each resource is in (1) and was in before (0)',
+    ),
   };
   const key = `${resource.namespace}/${resource.name}`;
   const { ramp, phases } = resourceGauges(status, lastPhases.get(key));

@@ -25,9 +25,13 @@ export interface ProbeServer {
 }
 
 /** Serves the two probes on `host:port` (port 0: any free one). */
-export async function startProbeServer(bind: { host: string; port: number }, checks: { live: Check; ready: Check }): Promise<ProbeServer> {
+export async function startProbeServer(
+  bind: { host: string; port: number },
+  checks: { live: Check; ready: Check },
+): Promise<ProbeServer> {
   const server: Server = createServer((req, res) => {
-    const check = req.url === '/healthz' || req.url === '/livez' ? checks.live : req.url === '/readyz' ? checks.ready : undefined;
+    const check =
+      req.url === '/healthz' || req.url === '/livez' ? checks.live : req.url === '/readyz' ? checks.ready : undefined;
     if (!check) {
       res.writeHead(404).end('not found\n');
       return;

@@ -3,8 +3,9 @@
  * image's ENTRYPOINT (Dockerfile), `npm start` (package.json) and the scale benchmark all start it so, and a unit
  * test checks that they agree with this file.
  *
- * Measured with `npm run bench:scale -- 100 --compiled` (README, "Scale"): peak RSS 285–289 MB instead of 420–520 MB,
- * for ≈ 25 % more CPU over a run (54–62 s instead of 43 s), wall time within the run-to-run spread.
+ * Measured with `npm run bench:scale -- 100 --compiled` (docs/design/controller-memory.md): peak RSS 285–289 MB
+ * instead of 420–520 MB, for ≈ 25 % more CPU over a run (54–62 s instead of 43 s), wall time within the run-to-run
+ * spread.
  */
 export const controllerNodeOptions = [
   // V8 grows the heap less eagerly: the main heap stays near its live size (≈ 80 MB at 100 rollouts in flight)

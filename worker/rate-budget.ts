@@ -19,7 +19,13 @@ export interface Bucket {
 }
 
 /** Long polls (a round can last the server's long-poll interval): a token each would spend the budget on waiting. */
-const longPolls = new Set(['GetWorkflowExecutionHistory', 'PollWorkflowExecutionUpdate', 'UpdateWorkflowExecution', 'PollActivityTaskQueue', 'PollWorkflowTaskQueue']);
+const longPolls = new Set([
+  'GetWorkflowExecutionHistory',
+  'PollWorkflowExecutionUpdate',
+  'UpdateWorkflowExecution',
+  'PollActivityTaskQueue',
+  'PollWorkflowTaskQueue',
+]);
 
 /** Whether a call goes through the budget: not a long poll, and no deadline (it would run out while queued). */
 export function budgeted(path: string, deadline: unknown): boolean {
@@ -31,7 +37,13 @@ export function budgeted(path: string, deadline: unknown): boolean {
  * finds too few reserves the next ones and waits `waitMs` for them, so calls go out in the order they asked (no
  * starvation).
  */
-export function takeToken(bucket: Bucket, nowMs: number, ratePerSecond: number, burst: number, n = 1): { bucket: Bucket; waitMs: number } {
+export function takeToken(
+  bucket: Bucket,
+  nowMs: number,
+  ratePerSecond: number,
+  burst: number,
+  n = 1,
+): { bucket: Bucket; waitMs: number } {
   const refilled = Math.min(burst, bucket.tokens + (Math.max(0, nowMs - bucket.atMs) * ratePerSecond) / 1000);
   const tokens = refilled - n;
   return { bucket: { tokens, atMs: nowMs }, waitMs: tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / ratePerSecond) };
@@ -229,7 +241,10 @@ export class RateBudget {
 
   /** Whether a call may start at `now`: the bucket has a token and the window room (beyond the reserve). */
   private fits(now: number): boolean {
-    return takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs === 0 && this.countSince(now, this.window.ms) < this.heldWindow(now).limit;
+    return (
+      takeToken(this.bucket, now, this.ratePerSecond, this.burst).waitMs === 0 &&
+      this.countSince(now, this.window.ms) < this.heldWindow(now).limit
+    );
   }
 
   private count(now: number, how: 'paid' | 'unheld'): void {
@@ -240,7 +255,10 @@ export class RateBudget {
     if (old) this.starts.splice(0, old);
     const second = Math.floor(now / 1000);
     const p = this.peaks.get(second) ?? { second: 0, fiveSeconds: 0 };
-    this.peaks.set(second, { second: Math.max(p.second, this.countSince(now, 1000)), fiveSeconds: Math.max(p.fiveSeconds, this.countSince(now, peakWindowMs)) });
+    this.peaks.set(second, {
+      second: Math.max(p.second, this.countSince(now, 1000)),
+      fiveSeconds: Math.max(p.fiveSeconds, this.countSince(now, peakWindowMs)),
+    });
     if (how === 'unheld') {
       this.unheldStarts = this.unheldStarts.filter((t) => t > now - 1000);
       this.unheldStarts.push(now);
@@ -253,7 +271,8 @@ export class RateBudget {
   private forgetPeaks(now: number): void {
     const thisSecond = Math.floor(now / 1000);
     for (const second of this.peaks.keys()) if (second < thisSecond - 10) this.peaks.delete(second);
-    for (const second of this.unheldPeaks.keys()) if (second <= thisSecond - reserveMemoryMs / 1000) this.unheldPeaks.delete(second);
+    for (const second of this.unheldPeaks.keys())
+      if (second <= thisSecond - reserveMemoryMs / 1000) this.unheldPeaks.delete(second);
   }
 
   /** How long one more call would wait now: every call queued goes first, as fast as the budget lets them. */
@@ -315,7 +334,11 @@ export class RateBudget {
             () => next(metadata, listener),
             (err: Error) => {
               call.cancelWithStatus(status.RESOURCE_EXHAUSTED, err.message);
-              listener.onReceiveStatus({ code: status.RESOURCE_EXHAUSTED, details: err.message, metadata: new Metadata() });
+              listener.onReceiveStatus({
+                code: status.RESOURCE_EXHAUSTED,
+                details: err.message,
+                metadata: new Metadata(),
+              });
             },
           );
         },
@@ -342,6 +365,8 @@ export class RateBudget {
 
 export class BudgetSpent extends Error {
   constructor(waitMs: number) {
-    super(`the controller's Temporal budget (--temporal-qps) is spent for the next ${Math.round(waitMs / 1000)} s: try again later`);
+    super(
+      `the controller's Temporal budget (--temporal-qps) is spent for the next ${Math.round(waitMs / 1000)} s: try again later`,
+    );
   }
 }

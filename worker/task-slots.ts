@@ -15,8 +15,8 @@ import type { RateBudget } from './rate-budget.js';
 /**
  * How long a task's completion waits for its turn at most (beyond that it goes out at once): a workflow task has
  * 10 s, and its activation may have taken seconds of it on a busy worker. Activities waiting 5 s (as long as a call
- * of the process's own) were tried at 1,000 rollouts: slower, for no fewer calls a second (README, "Against the
- * targets").
+ * of the process's own) were tried at 1,000 rollouts: slower, for no fewer calls a second
+ * (docs/design/rate-budget.md, "Who waits, and for how long").
  */
 export const completionMaxWaitMs = 2_000;
 
@@ -92,7 +92,11 @@ function recent(times: number[], since: number): number[] {
  * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each taking a token of `budget` (its poll)
  * before it polls, and a second for the history fetch its task will likely need when `fetches` says so.
  */
-export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots: number, fetches?: HistoryFetchCredits): CustomSlotSupplier<SI> {
+export function budgetedSlots<SI extends SlotInfo>(
+  budget: RateBudget,
+  maxSlots: number,
+  fetches?: HistoryFetchCredits,
+): CustomSlotSupplier<SI> {
   let used = 0;
   const waiting: Array<() => void> = [];
   const free = () => {
@@ -142,7 +146,13 @@ export function budgetedSlots<SI extends SlotInfo>(budget: RateBudget, maxSlots:
 
 /** What `completionsPaid` reads of an activity's context. */
 export interface CompletionContext {
-  info: { isLocal: boolean; startToCloseTimeoutMs: number; scheduledTimestampMs: number; scheduleToCloseTimeoutMs: number; heartbeatTimeoutMs?: number };
+  info: {
+    isLocal: boolean;
+    startToCloseTimeoutMs: number;
+    scheduledTimestampMs: number;
+    scheduleToCloseTimeoutMs: number;
+    heartbeatTimeoutMs?: number;
+  };
   cancellationSignal: AbortSignal;
 }
 
@@ -151,10 +161,16 @@ export interface CompletionContext {
  * and schedule-to-close deadlines and of a fifth of its heartbeat timeout (the SDK heartbeats at 0.8 of it), so
  * waiting never times it out. Pure.
  */
-export function completionWaitCap(info: CompletionContext['info'], startedAtMs: number, nowMs: number, maxWaitMs: number): number {
+export function completionWaitCap(
+  info: CompletionContext['info'],
+  startedAtMs: number,
+  nowMs: number,
+  maxWaitMs: number,
+): number {
   const caps = [maxWaitMs];
   if (info.startToCloseTimeoutMs > 0) caps.push(startedAtMs + info.startToCloseTimeoutMs - nowMs - 1000);
-  if (info.scheduleToCloseTimeoutMs > 0) caps.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - nowMs - 1000);
+  if (info.scheduleToCloseTimeoutMs > 0)
+    caps.push(info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - nowMs - 1000);
   if (info.heartbeatTimeoutMs) caps.push(info.heartbeatTimeoutMs / 5 - 1000);
   return Math.max(0, Math.min(...caps));
 }
@@ -165,13 +181,20 @@ export function completionWaitCap(info: CompletionContext['info'], startedAtMs: 
  * (`completionWaitCap`); one whose turn is further goes out at once (`RateBudget.turnWithin`). A cancelled attempt
  * reports at once (its caller waits for the cancellation), and a local activity reports to no server.
  */
-export function completionsPaid(budget: RateBudget, maxWaitMs = completionMaxWaitMs, clock: () => number = Date.now): (ctx: CompletionContext) => { inbound: ActivityInboundCallsInterceptor } {
+export function completionsPaid(
+  budget: RateBudget,
+  maxWaitMs = completionMaxWaitMs,
+  clock: () => number = Date.now,
+): (ctx: CompletionContext) => { inbound: ActivityInboundCallsInterceptor } {
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
         if (ctx.info.isLocal) return next(input);
         const startedAt = clock();
-        const turn = () => (ctx.cancellationSignal.aborted ? undefined : budget.turnWithin(completionWaitCap(ctx.info, startedAt, clock(), maxWaitMs)));
+        const turn = () =>
+          ctx.cancellationSignal.aborted
+            ? undefined
+            : budget.turnWithin(completionWaitCap(ctx.info, startedAt, clock(), maxWaitMs));
         try {
           const result: unknown = await next(input);
           await turn();

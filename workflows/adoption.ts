@@ -11,7 +11,8 @@ import type { Control } from './controls.js';
 import type { RolloutContext } from './context.js';
 import { placeOf } from './decisions.js';
 import type { Sunsets } from './sunset.js';
-import type { Desired, RolloutState, Target, TemporalPlace } from './state.js';
+import type { RolloutState, Target, TemporalPlace } from './state.js';
+import type { Desired } from '../api/resource.js';
 import { observe } from './waiting.js';
 
 /** What adopting the other controller's versions means for the state. Pure. */
@@ -33,7 +34,10 @@ export interface AdoptionPlan {
  * ramping one), which are sunset, and what happens to a ramp the other controller left.
  * @example planAdoption([{ buildId: 'v1-ab12', matchesTemplate: true, … }], { current: 'v1-ab12', … }).match === 'v1-ab12'
  */
-export function planAdoption(found: Pick<ForeignVersion, 'buildId' | 'deploymentName' | 'matchesTemplate'>[], routing: Pick<Routing, 'current' | 'ramping' | 'rampPercentage'>): AdoptionPlan {
+export function planAdoption(
+  found: Pick<ForeignVersion, 'buildId' | 'deploymentName' | 'matchesTemplate'>[],
+  routing: Pick<Routing, 'current' | 'ramping' | 'rampPercentage'>,
+): AdoptionPlan {
   const matching = found.filter((f) => f.matchesTemplate).map((f) => f.buildId);
   const match = [routing.current, routing.ramping].find((b) => b !== undefined && matching.includes(b)) ?? matching[0];
   const adopted = found.map((f) => f.buildId);
@@ -41,7 +45,9 @@ export function planAdoption(found: Pick<ForeignVersion, 'buildId' | 'deployment
     foreign: Object.fromEntries(found.map((f) => [f.buildId, f.deploymentName])),
     ...(match ? { match } : {}),
     retire: adopted.filter((b) => b !== match && b !== routing.current),
-    ...(routing.ramping && routing.ramping !== match && adopted.includes(routing.ramping) ? { clearRamp: routing.ramping } : {}),
+    ...(routing.ramping && routing.ramping !== match && adopted.includes(routing.ramping)
+      ? { clearRamp: routing.ramping }
+      : {}),
     ...(match && match === routing.ramping ? { liveRamp: routing.rampPercentage } : {}),
   };
 }
@@ -93,23 +99,37 @@ export interface AppliedWithAdoption {
  * the spec's own build the target), and adopts them (see `planAdoption`). With nothing to adopt, the same activity
  * applies the target's Deployment (`applyWithAdoption`), and says so.
  */
-export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets): Promise<AppliedWithAdoption | undefined> {
+export async function adoptForeignVersions(
+  ctx: RolloutContext,
+  sunsets: Sunsets,
+): Promise<AppliedWithAdoption | undefined> {
   const { state } = ctx;
   const target = state.target;
   const desired = state.desired;
-  if (state.adoptionChecked || state.current || !target || !desired || target.applied || target.rollback || target.buildId !== desired.buildId) return undefined;
+  if (
+    state.adoptionChecked ||
+    state.current ||
+    !target ||
+    !desired ||
+    target.applied ||
+    target.rollback ||
+    target.buildId !== desired.buildId
+  )
+    return undefined;
   const template = state.templates?.[target.buildId];
   if (!template) return undefined;
   const { buildId } = target;
   const calls = [
     ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
-    ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () => ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template })),
+    ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () =>
+      ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template }),
+    ),
   ] as const;
-  // An apply must land before the flow moves on (a superseding spec, a deletion): both calls settle first.
+  // An apply must land before the rollout moves on (a superseding spec, a deletion): both calls settle first.
   const [routing, { adopted: found, applied }] = await allSettled(calls);
   state.adoptionChecked = true;
   if (applied) observe(ctx, applied);
-  // A new spec meanwhile (new settings, a new connection) is applied by the flow's own round, after this apply.
+  // A new spec meanwhile (new settings, a new connection) is applied by the rollout's own round, after this apply.
   const unchanged = state.target === target && state.desired === desired;
   if (!found.length) return applied && unchanged ? { buildId, routing } : undefined;
   // A newer spec may have come meanwhile. The Deployments are taken over already (labels, owner reference), so they
@@ -120,11 +140,21 @@ export async function adoptForeignVersions(ctx: RolloutContext, sunsets: Sunsets
   const plan = planAdoption(sameBuild ? found : found.map((f) => ({ ...f, matchesTemplate: false })), routing);
   const place = target.place ?? placeOf(inForce);
   // The sunsets started here must outlive this rollout's scope (a superseding spec cancels it), as makeCurrent's do.
-  await CancellationScope.nonCancellable(async () => adopt(ctx, sunsets, plan, found, sameBuild ? target : (state.target ?? target), inForce, place));
+  await CancellationScope.nonCancellable(async () =>
+    adopt(ctx, sunsets, plan, found, sameBuild ? target : (state.target ?? target), inForce, place),
+  );
   return undefined;
 }
 
-function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found: ForeignVersion[], target: Target, desired: Desired, place: TemporalPlace): void {
+function adopt(
+  ctx: RolloutContext,
+  sunsets: Sunsets,
+  plan: AdoptionPlan,
+  found: ForeignVersion[],
+  target: Target,
+  desired: Desired,
+  place: TemporalPlace,
+): void {
   const { state } = ctx;
   state.foreign = { ...state.foreign, ...plan.foreign };
   for (const buildId of plan.retire) sunsets.retire(buildId, place);
@@ -135,15 +165,32 @@ function adopt(ctx: RolloutContext, sunsets: Sunsets, plan: AdoptionPlan, found:
     state.aliases = { ...state.aliases, [computed]: plan.match };
     state.desired = { ...desired, buildId: plan.match };
     delete state.templates?.[computed];
-    const adopted: Target = { ...target, buildId: plan.match, ...(plan.liveRamp !== undefined ? { rampPercentage: plan.liveRamp, rampingSince: new Date().toISOString() } : {}) };
+    const adopted: Target = {
+      ...target,
+      buildId: plan.match,
+      ...(plan.liveRamp !== undefined ? { rampPercentage: plan.liveRamp, rampingSince: new Date().toISOString() } : {}),
+    };
     state.target = adopted;
-    ctx.event('Normal', 'Adopted', `adopted ${names} from temporal-worker-controller; ${plan.match} runs the spec's template: no new version`);
+    ctx.event(
+      'Normal',
+      'Adopted',
+      `adopted ${names} from temporal-worker-controller; ${plan.match} runs the spec's template: no new version`,
+    );
   } else {
-    ctx.event('Normal', 'Adopted', `adopted ${names} from temporal-worker-controller; none runs the spec's template: ${target.buildId} rolls out`);
+    ctx.event(
+      'Normal',
+      'Adopted',
+      `adopted ${names} from temporal-worker-controller; none runs the spec's template: ${target.buildId} rolls out`,
+    );
   }
   // The user should know a new version rolls out only because the template could not be compared.
   const unchecked = found.find((f) => f.templateUnchecked)?.templateUnchecked;
-  if (unchecked) ctx.event('Warning', 'AdoptionTemplateUnchecked', `the pod template could not be compared with the adopted Deployments (${unchecked}): they are taken as changed`);
+  if (unchecked)
+    ctx.event(
+      'Warning',
+      'AdoptionTemplateUnchecked',
+      `the pod template could not be compared with the adopted Deployments (${unchecked}): they are taken as changed`,
+    );
   ctx.record('transition', 'Adopted', 'glidepath', names, plan.match ?? target.buildId);
   forgetForeignTemplates(state);
   sunsets.sync();

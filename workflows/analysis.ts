@@ -29,10 +29,19 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
     }
     const waited = target.analysisWaitMs ?? 0;
     if (verdict.kind === 'inconclusive' && waited < maxWaitMs) {
-      if (attempt === 0) ctx.transition(state.phase, state.reason, `${label}: ${verdict.message}; waiting up to ${formatDuration(maxWaitMs - waited)} for more`);
+      if (attempt === 0)
+        ctx.transition(
+          state.phase,
+          state.reason,
+          `${label}: ${verdict.message}; waiting up to ${formatDuration(maxWaitMs - waited)} for more`,
+        );
       const delay = Math.min(recheckDelay(attempt + 2, 15_000), maxWaitMs - waited);
       const started = Date.now();
-      const interrupted = () => state.target?.buildId !== buildId || state.desired!.spec.rollout.analysis === undefined || state.promote !== undefined || isPaused(state);
+      const interrupted = () =>
+        state.target?.buildId !== buildId ||
+        state.desired!.spec.rollout.analysis === undefined ||
+        state.promote !== undefined ||
+        isPaused(state);
       await ctx.wait(interrupted, delay, `wait for executions on ${buildId} to analyse`);
       target.analysisWaitMs = waited + (Date.now() - started);
       if (state.desired!.spec.rollout.analysis === undefined) return 'passed'; // the spec no longer asks for it
@@ -67,15 +76,26 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
 async function measure(ctx: RolloutContext, analysis: Analysis): Promise<AnalysisVerdict> {
   const { state } = ctx;
   const target = state.target!;
-  const since = { sinceIso: target.stepStartedAt ?? target.rampingSince ?? now().toISOString(), ...(analysis.workflowTypes ? { workflowTypes: analysis.workflowTypes } : {}) };
+  const since = {
+    sinceIso: target.stepStartedAt ?? target.rampingSince ?? now().toISOString(),
+    ...(analysis.workflowTypes ? { workflowTypes: analysis.workflowTypes } : {}),
+  };
   const where = ctx.temporalTarget(target.place);
-  const mine = await ctx.call(`count the outcomes on ${target.buildId}`, () => ctx.temporal.countOutcomes(where, target.buildId, since));
+  const mine = await ctx.call(`count the outcomes on ${target.buildId}`, () =>
+    ctx.temporal.countOutcomes(where, target.buildId, since),
+  );
   const current = state.current;
   const theirs =
     current && analysis.maxFailureRatioToCurrent !== undefined
-      ? await ctx.call(`count the outcomes on ${current.buildId}`, () => ctx.temporal.countOutcomes(ctx.temporalTarget(current.place), current.buildId, since))
+      ? await ctx.call(`count the outcomes on ${current.buildId}`, () =>
+          ctx.temporal.countOutcomes(ctx.temporalTarget(current.place), current.buildId, since),
+        )
       : undefined;
-  return analysisVerdict(analysis, { buildId: target.buildId, ...mine }, current && theirs ? { buildId: current.buildId, ...theirs } : undefined);
+  return analysisVerdict(
+    analysis,
+    { buildId: target.buildId, ...mine },
+    current && theirs ? { buildId: current.buildId, ...theirs } : undefined,
+  );
 }
 
 /**
@@ -91,7 +111,12 @@ async function pauseOnAnalysis(
 ): Promise<GateOutcome | 'again'> {
   const { state } = ctx;
   state.pausedBy = { reason: `analysis ${label}: ${verdict.message}`, buildId, cause };
-  ctx.transition('Paused', cause, `analysis ${label}: ${verdict.message}; resume or promote to go on, retry to analyse again, abort to stop`, 'Warning');
+  ctx.transition(
+    'Paused',
+    cause,
+    `analysis ${label}: ${verdict.message}; resume or promote to go on, retry to analyse again, abort to stop`,
+    'Warning',
+  );
   for (;;) {
     await ctx.wait(() => !isPaused(state) || state.promote !== undefined);
     if (!isPaused(state) || state.promote !== undefined) break;

@@ -4,11 +4,8 @@
  * ContinueAsNew is due, and the caller saves its progress in the state before `checkpoint` throws.
  */
 import {
-  ActivityCancellationType,
   ActivityFailure,
-  ApplicationFailure,
   CancelledFailure,
-  TimeoutFailure,
   condition,
   isCancellation,
   log,
@@ -16,86 +13,62 @@ import {
   proxyLocalActivities,
   type ActivityInterfaceFor,
   type ActivityOptions,
-  type LocalActivityOptions,
   setCurrentDetails,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { Activities, KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
+import type {
+  Activities,
+  KubeEvent,
+  RoutingCallOptions,
+  RoutingCallResult,
+  TemporalTarget,
+} from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
-import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason } from '../api/rollout-status.js';
 import { recheckDelay, renderStatus } from './decisions.js';
 import { currentDetails, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
-import type { HistoryEntry, Owner, RolloutState, TemporalPlace } from './state.js';
+import type { HistoryEntry, RolloutState, TemporalPlace } from './state.js';
+import type { Owner } from '../api/resource.js';
 import { waitsTaskQueue } from './task-queues.js';
-
-/** Thrown at a checkpoint when the history is long enough to continue as new; the state holds the progress. */
-export class ContinueAsNewDue extends Error {
-  constructor() {
-    super('continue as new');
-  }
-}
-
-/** A permanent error: Kubernetes or Temporal refused the call; retrying the same call cannot help. */
-export class Blocked extends Error {
-  constructor(
-    readonly what: string,
-    readonly detail: string,
-  ) {
-    super(`${what}: ${detail}`);
-  }
-}
-
-/** Retries within one call; past them the status says what is being retried (see `call`). */
-const attempts = (maximumInterval: string) => ({ initialInterval: '200ms', backoffCoefficient: 2, maximumInterval, maximumAttempts: 8 });
+import {
+  bulkOptions,
+  gateWaitOptions,
+  kubeOptions,
+  localOptions,
+  localReportingOptions,
+  localRoutingWriteOptions,
+  reportingOptions,
+  temporalOptions,
+  waitOptions,
+  waitWithinOptions,
+} from './activity-options.js';
+import { Blocked, ContinueAsNewDue, managerHeldBy, permanentCause, rootCause } from './failures.js';
 
 const now = () => new Date();
 
 /** Entries `history` keeps (the oldest go first): enough for a rollout's story, bounded across ContinueAsNew. */
 export const historyLimit = 100;
 
-/** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
 /** Which worker deployment a conflict token is of: the server, the namespace, the name. */
-const routingTokenKey = (t: TemporalTarget) => JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
+const routingTokenKey = (t: TemporalTarget) =>
+  JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
 
-export function managerHeldBy(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure) || !(err.cause instanceof ApplicationFailure) || err.cause.type !== 'ManagerIdentityHeld') return undefined;
-  const holder = err.cause.details?.[0];
-  return typeof holder === 'string' && holder ? holder : 'someone else';
-}
-
-const kubeOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: attempts('10s'), cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED };
-/**
- * Temporal API calls: within half a minute, retries included, then the status says what is retried and why (a
- * server nothing listens on makes each attempt wait for its connection).
- */
-const temporalOptions: ActivityOptions = { startToCloseTimeout: '30s', scheduleToCloseTimeout: '30s', retry: attempts('5s') };
-/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task; `localFirst` then uses an activity. */
-const localOptions: LocalActivityOptions = {
-  scheduleToCloseTimeout: '10s',
-  startToCloseTimeout: '5s',
-  retry: { initialInterval: '200ms', maximumAttempts: 3 },
-  cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
-};
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
 /** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
 function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
-  if (phase === undefined && events.length === 1) return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
-  const reasons = events.length === 0 ? '' : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
+  if (phase === undefined && events.length === 1)
+    return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
+  const reasons =
+    events.length === 0
+      ? ''
+      : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
   if (phase === undefined) return reasons;
   return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }
-/**
- * The long waits' heartbeat timeout: a dead controller's wait is taken over within it. Each waiting rollout sends
- * one heartbeat per 0.8 × it (the SDK's pace), a write on the server: a thousand waits sent 62 a second at 20 s,
- * and the busier the server, the longer they waited. A minute: 21 a second.
- */
-const waitHeartbeatTimeout = '60s';
-const reportingOptions: ActivityOptions = { startToCloseTimeout: '30s', retry: { initialInterval: '200ms', maximumInterval: '30s' } };
-
 export class RolloutContext {
   readonly owner: Owner;
   /**
@@ -113,7 +86,7 @@ export class RolloutContext {
   }
   /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
   get bulk(): ActivityInterfaceFor<Activities> {
-    return this.activities({ startToCloseTimeout: '30m', heartbeatTimeout: '30s', retry: attempts('10s') });
+    return this.activities(bulkOptions);
   }
   /**
    * The resync's reads (and its rare repair), as local activities: an idle round is then one workflow task (its
@@ -127,7 +100,7 @@ export class RolloutContext {
    * The task holds its commands and its worker slot meanwhile: an apiserver outage must not hold them long.
    */
   private get localReporting() {
-    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '3s', startToCloseTimeout: '2s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
+    return proxyLocalActivities<Activities>({ ...localReportingOptions, ...this.summary() });
   }
   /**
    * A routing write inside the workflow task (`routingCall`): two attempts within 10 s, then it goes as an activity.
@@ -135,7 +108,7 @@ export class RolloutContext {
    * would make the call wait, the activity answers `deferred` at once.
    */
   private get localRoutingWrites() {
-    return proxyLocalActivities<Activities>({ scheduleToCloseTimeout: '10s', startToCloseTimeout: '10s', retry: { initialInterval: '200ms', maximumAttempts: 2 }, ...this.summary() });
+    return proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
   }
   /** Status writes and Events: retried until they land (Events never fail: they are best effort). */
   private get reporting(): ActivityInterfaceFor<Activities> {
@@ -175,7 +148,9 @@ export class RolloutContext {
 
   /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */
   routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
-    this.state.routingToken = result?.conflictToken ? { of: routingTokenKey(t), token: result.conflictToken } : undefined;
+    this.state.routingToken = result?.conflictToken
+      ? { of: routingTokenKey(t), token: result.conflictToken }
+      : undefined;
   }
 
   /**
@@ -187,7 +162,9 @@ export class RolloutContext {
    * aborted current. A stray ramp is undone by the abort's own read of the routing (`clearRampIf`); a set-current,
    * the point of no return, stays an activity, recorded before it is made (`promoting`).
    */
-  async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
+  async routingCall(
+    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
+  ): Promise<RoutingCallResult> {
     // Not once the run is due to continue as new: as for reports (see `statusWriter`), a local marker and a signal
     // arriving in its task could be replayed in another order than they happened.
     if (this.routingAsActivity || this.continueAsNewDue()) return this.routingByActivity(write);
@@ -202,10 +179,14 @@ export class RolloutContext {
       log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
       this.routingAsActivity = true; // until one succeeds: an outage's retries belong to an activity
     }
-    return summary === undefined ? this.routingByActivity(write) : this.withSummary(summary, () => this.routingByActivity(write));
+    return summary === undefined
+      ? this.routingByActivity(write)
+      : this.withSummary(summary, () => this.routingByActivity(write));
   }
 
-  private async routingByActivity(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>): Promise<RoutingCallResult> {
+  private async routingByActivity(
+    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
+  ): Promise<RoutingCallResult> {
     const result = await write(this.temporal);
     this.routingAsActivity = false;
     return result;
@@ -218,10 +199,15 @@ export class RolloutContext {
     const noteTask = () => void (this.scheduledInTask = workflowInfo().historyLength);
     return new Proxy(proxy, {
       get: (target, name: string) => {
-        type Call = ((...args: unknown[]) => Promise<unknown>) & { executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown> };
+        type Call = ((...args: unknown[]) => Promise<unknown>) & {
+          executeWithOptions(options: ActivityOptions, args: unknown[]): Promise<unknown>;
+        };
         const call = target[name as keyof Activities] as unknown as Call;
         const noted = (...args: unknown[]) => (noteTask(), call(...args));
-        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (noteTask(), call.executeWithOptions(options, args));
+        noted.executeWithOptions = (options: ActivityOptions, args: unknown[]) => (
+          noteTask(),
+          call.executeWithOptions(options, args)
+        );
         return noted;
       },
     });
@@ -260,12 +246,7 @@ export class RolloutContext {
 
   /** Long-waiting activities (registration, gates, drainage), heartbeating, up to a day per attempt. */
   waits() {
-    return this.activities({
-      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-      startToCloseTimeout: '24h',
-      heartbeatTimeout: waitHeartbeatTimeout,
-      retry: attempts('10s'),
-    });
+    return this.activities(waitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
   }
 
   /**
@@ -273,18 +254,12 @@ export class RolloutContext {
    * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
    */
   gateWaits() {
-    return this.activities({ taskQueue: waitsTaskQueue(workflowInfo().taskQueue), startToCloseTimeout: '24h', heartbeatTimeout: '10s', retry: attempts('10s') });
+    return this.activities(gateWaitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
   }
 
   /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
   waitsWithin(budgetMs: number) {
-    return this.activities({
-      taskQueue: waitsTaskQueue(workflowInfo().taskQueue),
-      scheduleToCloseTimeout: budgetMs,
-      startToCloseTimeout: budgetMs,
-      heartbeatTimeout: waitHeartbeatTimeout,
-      retry: { initialInterval: '1s', maximumInterval: '10s' },
-    });
+    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), budgetMs));
   }
 
   spec() {
@@ -308,9 +283,22 @@ export class RolloutContext {
     const s = this.state;
     const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.stepIndex } : undefined;
     const phaseSince = s.phaseSince ?? s.since;
-    const { points, measured } = transitionMetrics({ before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured }, phase, reason, target, now: at });
+    const { points, measured } = transitionMetrics({
+      before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured },
+      phase,
+      reason,
+      target,
+      now: at,
+    });
     emitMetrics(points, this.owner); // a sink, not a command: replay-safe
-    Object.assign(s, { phase, reason, message, since: at.toISOString(), phaseSince: phase === s.phase ? phaseSince : at.toISOString(), measured });
+    Object.assign(s, {
+      phase,
+      reason,
+      message,
+      since: at.toISOString(),
+      phaseSince: phase === s.phase ? phaseSince : at.toISOString(),
+      measured,
+    });
     this.showInSearch();
     this.markDirty();
     this.event(type, reason, message);
@@ -328,7 +316,13 @@ export class RolloutContext {
   }
 
   /** Adds a line to `history` (bounded: the oldest go). */
-  record(kind: HistoryEntry['kind'], what: string, who: string, why: string, buildId = this.state.target?.buildId): void {
+  record(
+    kind: HistoryEntry['kind'],
+    what: string,
+    who: string,
+    why: string,
+    buildId = this.state.target?.buildId,
+  ): void {
     const history = (this.state.history ??= []);
     history.push({ at: now().toISOString(), kind, what, who, why, ...(buildId ? { buildId } : {}) });
     if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
@@ -338,7 +332,11 @@ export class RolloutContext {
    * Someone else holds the worker deployment's manager identity: the phase says who, and the caller tries again
    * after a backoff (attempt 0, 1, … : 1 s doubling to 1 min).
    */
-  async waitForManager(holder: string, attempt: number, opts: { untilDeleted?: boolean; background?: boolean } = {}): Promise<void> {
+  async waitForManager(
+    holder: string,
+    attempt: number,
+    opts: { untilDeleted?: boolean; background?: boolean } = {},
+  ): Promise<void> {
     // Background work (a sunset's version delete) waits too, but the phase is the rollout's to say.
     if (!opts.background && this.state.managerHeldBy !== holder) {
       this.state.managerHeldBy = holder;
@@ -349,10 +347,15 @@ export class RolloutContext {
         'Warning',
       );
     }
-    await this.wait(() => this.state.deleting, recheckDelay(attempt, 60_000), 'wait for the manager identity to be handed back');
+    await this.wait(
+      () => this.state.deleting,
+      recheckDelay(attempt, 60_000),
+      'wait for the manager identity to be handed back',
+    );
     if (this.state.deleting) {
       // The deletion's own steps (untilDeleted: false) go on, reporting it; the rollout's stop.
-      if (opts.untilDeleted === false) throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
+      if (opts.untilDeleted === false)
+        throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
       throw new CancelledFailure('the resource is being deleted');
     }
     this.checkpoint();
@@ -361,8 +364,17 @@ export class RolloutContext {
   /** The manager identity is ours again (or nobody's). */
   managerBack(): void {
     if (this.state.managerHeldBy === undefined) return;
-    this.record('transition', 'ManagerIdentityHandedBack', 'glidepath', `${this.state.managerHeldBy} no longer holds the manager identity`);
-    this.event('Normal', 'ManagerIdentityHandedBack', `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`);
+    this.record(
+      'transition',
+      'ManagerIdentityHandedBack',
+      'glidepath',
+      `${this.state.managerHeldBy} no longer holds the manager identity`,
+    );
+    this.event(
+      'Normal',
+      'ManagerIdentityHandedBack',
+      `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`,
+    );
     this.state.managerHeldBy = undefined;
     if (this.state.target) this.state.target.managerClaimed = false; // claimed again before its next routing change
     this.markDirty();
@@ -398,17 +410,25 @@ export class RolloutContext {
       // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
       await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
-      const status = this.statusDirty ? renderStatus(this.state, { workflowId: workflowInfo().workflowId, temporalNamespace: workflowInfo().namespace }) : undefined;
+      const status = this.statusDirty
+        ? renderStatus(this.state, {
+            workflowId: workflowInfo().workflowId,
+            temporalNamespace: workflowInfo().namespace,
+          })
+        : undefined;
       this.statusDirty = false;
       const events = this.pendingEvents.splice(0, reportBatch);
       this.writing = true;
       // Never local once the run is to continue as new: a signal arriving while it does fails that task, and on the
       // replay that follows, a local report's marker resolves before the signal, so the run continued without it.
-      const local = !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
+      const local =
+        !this.reportAsActivity && this.scheduledInTask !== workflowInfo().historyLength && !this.continueAsNewDue();
       try {
         const summary = summaryLine(reportSummary(status ? this.state.phase : undefined, events));
         const report = { ...(status ? { status } : {}), events };
-        const written = await this.withSummary(summary, () => (local ? this.localReporting : this.reporting).report(this.owner, report));
+        const written = await this.withSummary(summary, () =>
+          (local ? this.localReporting : this.reporting).report(this.owner, report),
+        );
         if (!local) this.reportAsActivity = false;
         if (written === false && !this.state.deleting) onGone();
       } catch (err) {
@@ -472,7 +492,11 @@ export class RolloutContext {
    * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
    * timers, with checkpoints, so the history stays bounded however long it takes).
    */
-  async call<T>(what: string, fn: () => Promise<T>, opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean; background?: boolean } = {}): Promise<T> {
+  async call<T>(
+    what: string,
+    fn: () => Promise<T>,
+    opts: { untilDeleted?: boolean; isExpected?: (err: unknown) => boolean; background?: boolean } = {},
+  ): Promise<T> {
     const untilDeleted = opts.untilDeleted ?? true;
     let held = false;
     try {
@@ -486,7 +510,10 @@ export class RolloutContext {
           const holder = managerHeldBy(err);
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
             held = true;
-            await this.waitForManager(holder, round, { untilDeleted, ...(opts.background ? { background: true } : {}) });
+            await this.waitForManager(holder, round, {
+              untilDeleted,
+              ...(opts.background ? { background: true } : {}),
+            });
             continue;
           }
           const permanent = permanentCause(err);
@@ -525,24 +552,4 @@ async function restOfActivation(): Promise<void> {
   const next = condition(() => passed);
   passed = true;
   await next;
-}
-
-/** Why an activity failed in the end: its last attempt's error, under a timeout's (which says only that it timed out). */
-export function rootCause(err: ActivityFailure): string {
-  let failure: Error = err;
-  while (failure.cause instanceof Error) failure = failure.cause;
-  return failure === err ? err.message : failure.message;
-}
-
-/** The message of a permanent (non-retryable) activity failure, or undefined. */
-export function permanentCause(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure)) return undefined;
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
-  return undefined;
-}
-
-/** The activity ran out of its start-to-close budget (as opposed to failing). */
-export function timedOut(err: unknown): err is ActivityFailure & { cause: TimeoutFailure } {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
 }

@@ -28,7 +28,8 @@ export function parseControl(req: unknown): Control | string {
   if (!isObject(req)) return 'the argument is not an object';
   for (const key of ['reason', 'identity', 'requestId', 'buildId', 'toBuildId'] as const) {
     if (req[key] !== undefined && typeof req[key] !== 'string') return `${key} is not a string`;
-    if (typeof req[key] === 'string' && req[key].length > maxControlText) return `${key} is longer than ${maxControlText} characters`;
+    if (typeof req[key] === 'string' && req[key].length > maxControlText)
+      return `${key} is longer than ${maxControlText} characters`;
   }
   if (req.full !== undefined && typeof req.full !== 'boolean') return 'full is not a boolean';
   return req as Control;
@@ -40,36 +41,60 @@ export function rollbackWindowMs(state: RolloutState): number {
 }
 
 /** Where a rollback goes: abort the target in flight (back to current), or make an earlier build current again. */
-export type RollbackPlan = { kind: 'abortTarget'; buildId: string } | { kind: 'toVersion'; buildId: string } | { kind: 'refused'; why: string };
+export type RollbackPlan =
+  { kind: 'abortTarget'; buildId: string } | { kind: 'toVersion'; buildId: string } | { kind: 'refused'; why: string };
 
 /**
  * A build can be rolled back to when it was current within the window and its Deployment still has available
  * pods (then Temporal can route to it at once). Without `toBuildId`: the target in flight if there is one, else
  * the build current before the current one.
  */
-export function planRollback(state: RolloutState, toBuildId: string | undefined, now: Date, windowMs: number): RollbackPlan {
+export function planRollback(
+  state: RolloutState,
+  toBuildId: string | undefined,
+  now: Date,
+  windowMs: number,
+): RollbackPlan {
   const current = state.current?.buildId;
   const target = state.target?.buildId;
   if (target && state.aborted?.buildId !== target && (toBuildId === undefined || toBuildId === current)) {
-    return current ? { kind: 'abortTarget', buildId: target } : { kind: 'refused', why: 'no build is current to roll back to' };
+    return current
+      ? { kind: 'abortTarget', buildId: target }
+      : { kind: 'refused', why: 'no build is current to roll back to' };
   }
-  if (toBuildId !== undefined && toBuildId === current) return { kind: 'refused', why: `${toBuildId} is already current` };
-  const wasCurrent = state.deprecated.filter((v) => v.currentUntil).sort((a, b) => Date.parse(b.currentUntil!) - Date.parse(a.currentUntil!));
+  if (toBuildId !== undefined && toBuildId === current)
+    return { kind: 'refused', why: `${toBuildId} is already current` };
+  const wasCurrent = state.deprecated
+    .filter((v) => v.currentUntil)
+    .sort((a, b) => Date.parse(b.currentUntil!) - Date.parse(a.currentUntil!));
   const version = toBuildId === undefined ? wasCurrent[0] : state.deprecated.find((v) => v.buildId === toBuildId);
-  if (!version) return { kind: 'refused', why: toBuildId ? `${toBuildId} is not a build that was current and is still deployed` : 'no earlier build to roll back to' };
+  if (!version)
+    return {
+      kind: 'refused',
+      why: toBuildId
+        ? `${toBuildId} is not a build that was current and is still deployed`
+        : 'no earlier build to roll back to',
+    };
   const problem = problemWithRollbackTo(state, version.buildId, now, windowMs);
   return problem ? { kind: 'refused', why: problem } : { kind: 'toVersion', buildId: version.buildId };
 }
 
 /** Why routing cannot go back to this retired build at once (undefined: it can). */
-export function problemWithRollbackTo(state: RolloutState, buildId: string, now: Date, windowMs: number): string | undefined {
+export function problemWithRollbackTo(
+  state: RolloutState,
+  buildId: string,
+  now: Date,
+  windowMs: number,
+): string | undefined {
   const version = state.deprecated.find((v) => v.buildId === buildId);
   if (!version?.currentUntil) return `${buildId} was never current`;
   const ago = now.getTime() - Date.parse(version.currentUntil);
   if (windowMs <= 0) return 'rollout.rollbackWindow is 0s (rollbacks are off)';
-  if (ago > windowMs) return `${buildId} was current ${formatDuration(ago)} ago, beyond rollout.rollbackWindow (${formatDuration(windowMs)})`;
+  if (ago > windowMs)
+    return `${buildId} was current ${formatDuration(ago)} ago, beyond rollout.rollbackWindow (${formatDuration(windowMs)})`;
   const d = state.deployments[buildId];
-  if (version.scaledDown || !d?.exists || (d.availableReplicas ?? 0) === 0) return `the Deployment of ${buildId} has no available pods`;
+  if (version.scaledDown || !d?.exists || (d.availableReplicas ?? 0) === 0)
+    return `the Deployment of ${buildId} has no available pods`;
   return undefined;
 }
 
@@ -77,17 +102,31 @@ export function problemWithRollbackTo(state: RolloutState, buildId: string, now:
 export const sunsetBlocked = (state: RolloutState): boolean => state.deprecated.some((v) => v.blocked !== undefined);
 
 /** What `retry` would do now, or why there is nothing to retry. */
-export type RetryPlan = { kind: 'rollOutAgain'; buildId: string } | { kind: 'unpause'; buildId: string } | { kind: 'unblock' } | { kind: 'refused'; why: string };
+export type RetryPlan =
+  | { kind: 'rollOutAgain'; buildId: string }
+  | { kind: 'unpause'; buildId: string }
+  | { kind: 'unblock' }
+  | { kind: 'refused'; why: string };
 
 export function planRetry(state: RolloutState, buildId: string | undefined, blocked: boolean): RetryPlan {
   const desired = state.desired?.buildId;
   const meant = (b: string) => buildId === undefined || buildId === b;
   if (desired && state.aborted?.buildId === desired && state.current?.buildId !== desired) {
-    return meant(desired) ? { kind: 'rollOutAgain', buildId: desired } : { kind: 'refused', why: `it names ${buildId}, but the aborted build is ${desired}` };
+    return meant(desired)
+      ? { kind: 'rollOutAgain', buildId: desired }
+      : { kind: 'refused', why: `it names ${buildId}, but the aborted build is ${desired}` };
   }
   const target = state.target?.buildId;
-  if (target && state.pausedBy?.buildId === target && (state.pausedBy.cause === 'GateFailed' || state.pausedBy.cause === 'AnalysisFailed' || state.pausedBy.cause === 'AnalysisInconclusive')) {
-    return meant(target) ? { kind: 'unpause', buildId: target } : { kind: 'refused', why: `it names ${buildId}, but the target is ${target}` };
+  if (
+    target &&
+    state.pausedBy?.buildId === target &&
+    (state.pausedBy.cause === 'GateFailed' ||
+      state.pausedBy.cause === 'AnalysisFailed' ||
+      state.pausedBy.cause === 'AnalysisInconclusive')
+  ) {
+    return meant(target)
+      ? { kind: 'unpause', buildId: target }
+      : { kind: 'refused', why: `it names ${buildId}, but the target is ${target}` };
   }
   if (blocked || sunsetBlocked(state)) return { kind: 'unblock' };
   return { kind: 'refused', why: 'nothing to retry: no aborted build, failed gate or failed analysis' };
@@ -102,10 +141,18 @@ export interface ControlFacts {
 }
 
 /** Why a control makes no sense now (refused with this message), or undefined. */
-export function problemWithControl(name: ControlName, control: Control, state: RolloutState, facts: ControlFacts): string | undefined {
+export function problemWithControl(
+  name: ControlName,
+  control: Control,
+  state: RolloutState,
+  facts: ControlFacts,
+): string | undefined {
   if (state.deleting) return 'the resource is being deleted';
   const target = state.target && state.aborted?.buildId !== state.target.buildId ? state.target : undefined;
-  const notTarget = () => (control.buildId !== undefined && control.buildId !== target?.buildId ? `it names build ${control.buildId}, but the target is ${target?.buildId ?? 'none'}` : undefined);
+  const notTarget = () =>
+    control.buildId !== undefined && control.buildId !== target?.buildId
+      ? `it names build ${control.buildId}, but the target is ${target?.buildId ?? 'none'}`
+      : undefined;
   switch (name) {
     case 'pause':
       if (!target) return 'no rollout is in flight (set spec.rollout.paused: true to hold the next one)';
@@ -113,7 +160,9 @@ export function problemWithControl(name: ControlName, control: Control, state: R
       return notTarget();
     case 'resume':
       if (state.pausedBy || facts.blocked || sunsetBlocked(state)) return undefined; // paused, or Blocked: try again
-      return state.desired?.spec.rollout.paused ? 'paused by spec.rollout.paused: set it to false to resume' : 'not paused';
+      return state.desired?.spec.rollout.paused
+        ? 'paused by spec.rollout.paused: set it to false to resume'
+        : 'not paused';
     case 'abort':
       if (!target) return 'no rollout is in flight';
       if (facts.promoting) return `${target.buildId} is already being made current`;

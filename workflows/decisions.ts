@@ -4,11 +4,14 @@
  */
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { rolloutWorkflowId, versionedDeploymentName } from '../api/names.js';
+import { isDrained } from '../api/version-status.js';
 import type { Condition } from '../api/common.js';
-import type { Analysis, Rollout, RolloutStep, TemporalWorkerDeploymentStatus } from '../api/temporal-worker-deployment.js';
+import type { Analysis, Rollout, RolloutStep } from '../api/temporal-worker-deployment.js';
+import type { TemporalWorkerDeploymentStatus } from '../api/rollout-status.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
-import type { Desired, Owner, RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { Desired, Owner } from '../api/resource.js';
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
 
@@ -30,13 +33,19 @@ export interface SpecDecision {
  * `spec`: the spec to act on. `nothing`: the object is ours and live, but its spec cannot be used (the watcher says
  * why on the resource) and nothing changes.
  */
-export type ReadDecision = { kind: 'unconfirmed' } | { kind: 'delete'; why: string } | { kind: 'spec'; desired: Desired } | { kind: 'nothing' };
+export type ReadDecision =
+  { kind: 'unconfirmed' } | { kind: 'delete'; why: string } | { kind: 'spec'; desired: Desired } | { kind: 'nothing' };
 
 export function planRead(state: RolloutState, read: ResourceRead): ReadDecision {
   const ours = read.found && read.uid === state.owner.uid;
   if (!ours) {
     if (!state.read) return { kind: 'unconfirmed' };
-    return { kind: 'delete', why: read.found ? `${state.owner.namespace}/${state.owner.name} is now another object (uid ${read.uid})` : 'the resource is gone' };
+    return {
+      kind: 'delete',
+      why: read.found
+        ? `${state.owner.namespace}/${state.owner.name} is now another object (uid ${read.uid})`
+        : 'the resource is gone',
+    };
   }
   if (read.deleting) return { kind: 'delete', why: 'the resource is being deleted' };
   return read.desired ? { kind: 'spec', desired: read.desired } : { kind: 'nothing' };
@@ -52,18 +61,25 @@ export function notThisInstallations(workflowId: string, owner: Owner, read: Res
   const expected = rolloutWorkflowId(read.installation, owner.namespace, owner.name);
   if (workflowId !== expected) return `its workflow ID is not ${expected}`;
   // Only the object this run rolls out: a new one under the name is another lifecycle, cleaned up after as such.
-  if (read.found && read.uid === owner.uid && read.claimedBy !== undefined && read.claimedBy !== read.installation) return `installation ${read.claimedBy} rolls out ${owner.namespace}/${owner.name}`;
+  if (read.found && read.uid === owner.uid && read.claimedBy !== undefined && read.claimedBy !== read.installation)
+    return `installation ${read.claimedBy} rolls out ${owner.namespace}/${owner.name}`;
   return undefined;
 }
 
 /** Whether a message's versions are the ones last read: then it asks for nothing new (no read). */
 export function alreadyRead(state: RolloutState, hint: unknown): boolean {
   if (!isObject(hint) || !state.read) return false;
-  return hint.resourceVersion === state.read.resourceVersion && (hint.connectionVersion ?? undefined) === state.read.connectionVersion;
+  return (
+    hint.resourceVersion === state.read.resourceVersion &&
+    (hint.connectionVersion ?? undefined) === state.read.connectionVersion
+  );
 }
 
 /** Where a desired spec puts its versions in Temporal. */
-export const placeOf = (d: Desired): TemporalPlace => ({ connection: d.connection, temporalNamespace: d.spec.workerOptions.temporalNamespace });
+export const placeOf = (d: Desired): TemporalPlace => ({
+  connection: d.connection,
+  temporalNamespace: d.spec.workerOptions.temporalNamespace,
+});
 
 /**
  * Why a spec cannot be taken because it moves the worker deployment to another Temporal (another namespace, or the
@@ -77,9 +93,11 @@ export function placeChangeProblem(state: RolloutState, desired: Desired): strin
   const from = live.place ?? placeOf(state.desired);
   const to = placeOf(desired);
   const what =
-    from.temporalNamespace !== to.temporalNamespace ? `spec.workerOptions.temporalNamespace changed from ${from.temporalNamespace} to ${to.temporalNamespace}`
-    : from.connection.hostPort !== to.connection.hostPort ? `the connection's hostPort changed from ${from.connection.hostPort} to ${to.connection.hostPort}`
-    : undefined;
+    from.temporalNamespace !== to.temporalNamespace
+      ? `spec.workerOptions.temporalNamespace changed from ${from.temporalNamespace} to ${to.temporalNamespace}`
+      : from.connection.hostPort !== to.connection.hostPort
+        ? `the connection's hostPort changed from ${from.connection.hostPort} to ${to.connection.hostPort}`
+        : undefined;
   if (!what) return undefined;
   return `${what}: a worker deployment is not moved to another Temporal in place (nothing would route to it there, and its pinned work would lose its workers). Create a resource for the new place and delete this one once its work has drained, or set it back`;
 }
@@ -100,13 +118,18 @@ export function newerVersion(a: string, b: string): boolean {
  */
 export function planSpecChange(state: RolloutState, desired: Desired, now: Date): SpecDecision {
   const known = state.desired;
-  if (known && (desired.generation < known.generation || (desired.generation === known.generation && !newerVersion(desired.connectionVersion, known.connectionVersion)))) {
+  if (
+    known &&
+    (desired.generation < known.generation ||
+      (desired.generation === known.generation && !newerVersion(desired.connectionVersion, known.connectionVersion)))
+  ) {
     return { state, reapply: false, ignored: true };
   }
   const next: RolloutState = { ...state, desired, deprecated: [...state.deprecated] };
   let superseded: string | undefined;
   const retire = (buildId: string, place: TemporalPlace | undefined) => {
-    if (!next.deprecated.some((v) => v.buildId === buildId)) next.deprecated.push({ buildId, deprecatedSince: now.toISOString(), ...(place ? { place } : {}) });
+    if (!next.deprecated.some((v) => v.buildId === buildId))
+      next.deprecated.push({ buildId, deprecatedSince: now.toISOString(), ...(place ? { place } : {}) });
   };
   if (next.target && next.target.buildId !== desired.buildId) {
     superseded = next.target.buildId;
@@ -125,15 +148,28 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
   const newGeneration = known !== undefined && desired.generation > known.generation;
   // (Not a rollback's hold: that lasts until the spec's build changes or `retry`, so an unrelated edit never
   // brings the build just rolled back from straight back.)
-  if (next.aborted && (next.aborted.buildId !== desired.buildId || (newGeneration && next.aborted.cause !== 'RolledBack'))) next.aborted = undefined;
+  if (
+    next.aborted &&
+    (next.aborted.buildId !== desired.buildId || (newGeneration && next.aborted.cause !== 'RolledBack'))
+  )
+    next.aborted = undefined;
   if (!isCurrent && !isTarget && next.aborted?.buildId !== desired.buildId) {
     // Back to a build that was current moments ago and still runs: switch back at once (no gate, no steps).
     const rollback = problemWithRollbackTo(next, desired.buildId, now, rollbackWindowMs(next)) === undefined;
     next.deprecated = next.deprecated.filter((v) => v.buildId !== desired.buildId);
-    next.target = { buildId: desired.buildId, generation: desired.generation, ...(rollback ? { rollback: { reason: `the spec went back to ${desired.buildId}`, who: 'spec' } } : {}) };
+    next.target = {
+      buildId: desired.buildId,
+      generation: desired.generation,
+      ...(rollback ? { rollback: { reason: `the spec went back to ${desired.buildId}`, who: 'spec' } } : {}),
+    };
     // A signal's pause was for the rollout it held, not for a new one.
     if (next.pausedBy?.buildId !== undefined && next.pausedBy.buildId !== desired.buildId) next.pausedBy = undefined;
-  } else if (isTarget && next.target && next.target.gateKey !== undefined && next.target.gateKey !== gateKey(desired.spec.rollout.gate)) {
+  } else if (
+    isTarget &&
+    next.target &&
+    next.target.gateKey !== undefined &&
+    next.target.gateKey !== gateKey(desired.spec.rollout.gate)
+  ) {
     next.target = { ...next.target, gatePassed: false, gateKey: undefined }; // another gate: it runs again
   }
   const knownTemplate = state.templates?.[desired.buildId];
@@ -144,8 +180,14 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
   // under the same (custom) build ID, reach the desired build's: a rolling update of the same version.
   const changedConnection = known !== undefined && known.connectionVersion !== desired.connectionVersion;
   const changedSettings = known !== undefined && deploymentSettings(known) !== deploymentSettings(desired);
-  const changedTemplate = knownTemplate !== undefined && JSON.stringify(knownTemplate) !== JSON.stringify(desired.spec.template);
-  return { state: next, superseded, reapply: changedConnection || ((isCurrent || isTarget) && (changedSettings || changedTemplate)), ignored: false };
+  const changedTemplate =
+    knownTemplate !== undefined && JSON.stringify(knownTemplate) !== JSON.stringify(desired.spec.template);
+  return {
+    state: next,
+    superseded,
+    reapply: changedConnection || ((isCurrent || isTarget) && (changedSettings || changedTemplate)),
+    ignored: false,
+  };
 }
 
 /** A gate's definition, to tell whether a new generation changed it. */
@@ -156,19 +198,24 @@ function deploymentSettings(d: Desired): string {
   const { replicas, minReadySeconds, progressDeadlineSeconds, workerOptions, revisionHistoryLimit, strategy } = d.spec;
   const settings: unknown[] = [replicas, minReadySeconds, progressDeadlineSeconds, workerOptions.temporalNamespace];
   // A WorkerDeployment's spec.deployment extras (a TemporalWorkerDeployment has none: its string is as before).
-  if (revisionHistoryLimit !== undefined || strategy !== undefined) settings.push(revisionHistoryLimit ?? null, strategy ?? null);
+  if (revisionHistoryLimit !== undefined || strategy !== undefined)
+    settings.push(revisionHistoryLimit ?? null, strategy ?? null);
   return JSON.stringify(settings);
 }
 
 /** What a Progressive, Manual or AllAtOnce rollout does next, from the live ramp (so a spec edited mid-rollout is safe). */
-export type RampPlan = { kind: 'current' } | { kind: 'awaitPromotion' } | { kind: 'step'; index: number; rampNow: boolean };
+export type RampPlan =
+  { kind: 'current' } | { kind: 'awaitPromotion' } | { kind: 'step'; index: number; rampNow: boolean };
 
 /**
  * The next routing step of the target, from the spec in force and where the ramp is now: AllAtOnce → current
  * now; Manual → wait for promote where it is; Progressive → the step at the live ramp if it is not done, else
  * the first step above it, else current. Edited steps so continue from the live ramp, never backwards.
  */
-export function nextRampStep(rollout: Pick<Rollout, 'strategy' | 'steps'>, target: Pick<Target, 'rampPercentage' | 'stepDone' | 'promotedFully'>): RampPlan {
+export function nextRampStep(
+  rollout: Pick<Rollout, 'strategy' | 'steps'>,
+  target: Pick<Target, 'rampPercentage' | 'stepDone' | 'promotedFully'>,
+): RampPlan {
   if (rollout.strategy === 'AllAtOnce' || target.promotedFully) return { kind: 'current' };
   if (rollout.strategy === 'Manual') return { kind: 'awaitPromotion' };
   const steps = rollout.steps ?? [];
@@ -203,7 +250,10 @@ export function recheckDelay(attempt: number, maxMs: number): number {
  * The fresher of two observations of one Deployment (signals and reads arrive in any order): by
  * resourceVersion when both have one (etcd revisions, compared as numbers), else by observedGeneration.
  */
-export function newerObservation<T extends { resourceVersion?: string; observedGeneration?: number }>(a: T | undefined, b: T): T {
+export function newerObservation<T extends { resourceVersion?: string; observedGeneration?: number }>(
+  a: T | undefined,
+  b: T,
+): T {
   if (!a) return b;
   const [ra, rb] = [Number(a.resourceVersion), Number(b.resourceVersion)];
   if (a.resourceVersion && b.resourceVersion && Number.isFinite(ra) && Number.isFinite(rb)) return ra > rb ? a : b;
@@ -253,18 +303,18 @@ export type SunsetAction =
  * Sunset of one version: nothing before it is drained (never an early scale-down), then scale to zero
  * `scaledownDelay` after it drained, then delete `deleteDelay` after it drained.
  */
-export function sunsetAction(version: SunsetVersion, sunset: { scaledownDelay: string; deleteDelay: string }, now: Date): SunsetAction {
+export function sunsetAction(
+  version: SunsetVersion,
+  sunset: { scaledownDelay: string; deleteDelay: string },
+  now: Date,
+): SunsetAction {
   if (!version.drainedSince) return { kind: 'waitForDrained' };
   const drained = Date.parse(version.drainedSince);
   const scaleAt = drained + parseDuration(sunset.scaledownDelay);
   const deleteAt = Math.max(scaleAt, drained + parseDuration(sunset.deleteDelay));
-  if (!version.scaledDown) return now.getTime() < scaleAt ? { kind: 'waitUntil', atMs: scaleAt, then: 'scaleDown' } : { kind: 'scaleDown' };
+  if (!version.scaledDown)
+    return now.getTime() < scaleAt ? { kind: 'waitUntil', atMs: scaleAt, then: 'scaleDown' } : { kind: 'scaleDown' };
   return now.getTime() < deleteAt ? { kind: 'waitUntil', atMs: deleteAt, then: 'delete' } : { kind: 'delete' };
-}
-
-/** Drainage as the server reports it, reduced to what sunset needs: an unknown status is never drained. */
-export function isDrained(status: string | undefined): boolean {
-  return status === 'Drained' || status === 'Inactive' || status === 'NotRegistered';
 }
 
 /** Versions that can go to make room under the server's cap: drained or inactive, not current, not ours to keep. */
@@ -280,7 +330,15 @@ export function versionsToMakeRoom(
   return { remove, atCap: remove.length < room };
 }
 
-const progressingPhases = new Set(['Pending', 'Deploying', 'WaitingForPollers', 'Gating', 'Ramping', 'AwaitingPromotion', 'Deleting']);
+const progressingPhases = new Set([
+  'Pending',
+  'Deploying',
+  'WaitingForPollers',
+  'Gating',
+  'Ramping',
+  'AwaitingPromotion',
+  'Deleting',
+]);
 
 /** Where a resource's RolloutWorkflow runs: its ID and Temporal namespace. */
 export interface RolloutWorkflowRef {
@@ -291,7 +349,8 @@ export interface RolloutWorkflowRef {
 /** The resource's status, rendered from the state: conditions, versions, phase, and the workflow that writes it. */
 export function renderStatus(state: RolloutState, workflow?: RolloutWorkflowRef): TemporalWorkerDeploymentStatus {
   // An adopted build's Deployment keeps the name temporal-worker-controller gave it.
-  const deploymentName = (buildId: string) => state.foreign?.[buildId] ?? versionedDeploymentName(state.owner.name, buildId);
+  const deploymentName = (buildId: string) =>
+    state.foreign?.[buildId] ?? versionedDeploymentName(state.owner.name, buildId);
   const generation = state.desired?.generation;
   const condition = (type: string, ok: boolean): Condition => ({
     type,
@@ -302,22 +361,49 @@ export function renderStatus(state: RolloutState, workflow?: RolloutWorkflowRef)
     ...(generation !== undefined ? { observedGeneration: generation } : {}),
   });
   // Cleared when a spec is taken; a connection's change keeps the generation, so it is said at the same one too.
-  const problem = state.specProblem && state.specProblem.generation >= (generation ?? 0) ? state.specProblem : undefined;
+  const problem =
+    state.specProblem && state.specProblem.generation >= (generation ?? 0) ? state.specProblem : undefined;
   if (problem) {
     // As the watcher says it: the spec in force goes on meanwhile, the versions below are what runs.
-    const refused = (type: string): Condition => ({ type, status: 'False', reason: problem.reason, message: problem.message, lastTransitionTime: state.since, observedGeneration: problem.generation });
-    return { ...renderStatus({ ...state, specProblem: undefined }, workflow), observedGeneration: problem.generation, phase: problem.phase, message: problem.message, conditions: [refused('Ready'), refused('Progressing')] };
+    const refused = (type: string): Condition => ({
+      type,
+      status: 'False',
+      reason: problem.reason,
+      message: problem.message,
+      lastTransitionTime: state.since,
+      observedGeneration: problem.generation,
+    });
+    return {
+      ...renderStatus({ ...state, specProblem: undefined }, workflow),
+      observedGeneration: problem.generation,
+      phase: problem.phase,
+      message: problem.message,
+      conditions: [refused('Ready'), refused('Progressing')],
+    };
   }
   const target = state.target;
-  const retrying = state.retrying ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})` : '';
-  const blocked = state.deprecated.filter((v) => v.blocked).map((v) => `; the sunset of ${v.buildId} is blocked: ${v.blocked}`).join('');
+  const retrying = state.retrying
+    ? ` (retrying ${state.retrying.what} since ${state.retrying.since}: ${state.retrying.message})`
+    : '';
+  const blocked = state.deprecated
+    .filter((v) => v.blocked)
+    .map((v) => `; the sunset of ${v.buildId} is blocked: ${v.blocked}`)
+    .join('');
   return {
     observedGeneration: generation,
     phase: state.phase,
     message: `${state.message}${retrying}${blocked}`,
-    conditions: [condition('Ready', state.phase === 'Ready'), condition('Progressing', progressingPhases.has(state.phase))],
+    conditions: [
+      condition('Ready', state.phase === 'Ready'),
+      condition('Progressing', progressingPhases.has(state.phase)),
+    ],
     currentVersion: state.current
-      ? { buildID: state.current.buildId, deploymentName: deploymentName(state.current.buildId), status: 'Current', since: state.current.since }
+      ? {
+          buildID: state.current.buildId,
+          deploymentName: deploymentName(state.current.buildId),
+          status: 'Current',
+          since: state.current.since,
+        }
       : undefined,
     targetVersion: target
       ? {
@@ -346,11 +432,20 @@ export function renderStatus(state: RolloutState, workflow?: RolloutWorkflowRef)
 }
 
 /** After the rollback control, Temporal routes to another build than the spec's: the status says so until the spec changes. */
-function routingDiffers(state: RolloutState): { routing: { currentBuildID: string; specBuildID: string; reason?: string } } | undefined {
+function routingDiffers(
+  state: RolloutState,
+): { routing: { currentBuildID: string; specBuildID: string; reason?: string } } | undefined {
   const spec = state.desired?.buildId;
   const current = state.current?.buildId;
-  if (!spec || !current || spec === current || state.aborted?.buildId !== spec || state.aborted.cause !== 'RolledBack') return undefined;
-  return { routing: { currentBuildID: current, specBuildID: spec, reason: `rolled back: ${state.aborted.reason}; routing stays on ${current} until the spec changes or retry` } };
+  if (!spec || !current || spec === current || state.aborted?.buildId !== spec || state.aborted.cause !== 'RolledBack')
+    return undefined;
+  return {
+    routing: {
+      currentBuildID: current,
+      specBuildID: spec,
+      reason: `rolled back: ${state.aborted.reason}; routing stays on ${current} until the spec changes or retry`,
+    },
+  };
 }
 
 /** Closed executions of one version over a window, and how many of them failed (Failed / TimedOut). */
@@ -378,12 +473,15 @@ export function analysisVerdict(
   const versus = current && current.closed > 0 ? ` vs ${current.buildId} ${shown(percent(current))}` : '';
   const said = `${target.buildId}: ${target.failed} of ${target.closed} failed (${shown(rate)})${versus}`;
   const minExecutions = analysis.minExecutions ?? 10;
-  if (target.closed < minExecutions) return { kind: 'inconclusive', message: `${said} — fewer than ${minExecutions} closed executions` };
-  if (rate > analysis.maxFailurePercentage) return { kind: 'fail', message: `${said} — over ${analysis.maxFailurePercentage} %` };
+  if (target.closed < minExecutions)
+    return { kind: 'inconclusive', message: `${said} — fewer than ${minExecutions} closed executions` };
+  if (rate > analysis.maxFailurePercentage)
+    return { kind: 'fail', message: `${said} — over ${analysis.maxFailurePercentage} %` };
   const ratio = analysis.maxFailureRatioToCurrent;
   if (ratio !== undefined && current && current.failed > 0) {
     const limit = percent(current) * ratio;
-    if (rate > limit) return { kind: 'fail', message: `${said} — over ${ratio}× ${current.buildId}'s rate (${shown(limit)})` };
+    if (rate > limit)
+      return { kind: 'fail', message: `${said} — over ${ratio}× ${current.buildId}'s rate (${shown(limit)})` };
   }
   return { kind: 'pass', message: `${said} — within limits` };
 }

@@ -6,7 +6,8 @@
  */
 import { ActivityFailure, log, type ActivityOptions } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import { ContinueAsNewDue, type RolloutContext } from './context.js';
+import { type RolloutContext } from './context.js';
+import { ContinueAsNewDue } from './failures.js';
 import { placeOf } from './decisions.js';
 import type { RolloutState, TemporalPlace } from './state.js';
 
@@ -40,17 +41,25 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       await ctx.withSummary(what, fn); // the step's words are its activities' summary in the Web UI
     } catch (err) {
       if (err instanceof ContinueAsNewDue) throw err; // the next run starts the (idempotent) cleanup again
-      const message = err instanceof ActivityFailure ? (err.cause?.message ?? err.message) : err instanceof Error ? err.message : String(err);
+      const message =
+        err instanceof ActivityFailure
+          ? (err.cause?.message ?? err.message)
+          : err instanceof Error
+            ? err.message
+            : String(err);
       result.problems.push(`${what}: ${message}`);
       log.warn('deletion step skipped', { what, error: message });
     }
   };
   // Kubernetes steps wait for the apiserver however long it takes (it is what the deletion waits on, too).
-  const kube = (what: string, fn: () => Promise<unknown>) => attempt(what, () => ctx.call(what, fn, { untilDeleted: false }));
+  const kube = (what: string, fn: () => Promise<unknown>) =>
+    attempt(what, () => ctx.call(what, fn, { untilDeleted: false }));
   ctx.transition('Deleting', 'Deleting', 'cleaning up Temporal and Kubernetes');
   const here = state.desired ? ctx.temporalTarget() : undefined;
   if (here) {
-    const builds = [state.current?.buildId, state.target?.buildId, ...state.deprecated.map((v) => v.buildId)].filter((b): b is string => !!b);
+    const builds = [state.current?.buildId, state.target?.buildId, ...state.deprecated.map((v) => v.buildId)].filter(
+      (b): b is string => !!b,
+    );
     // Say what is stranded: pinned executions open on a version lose their workers with its Deployment.
     await attempt('count open executions', async () => {
       result.openExecutions = await ctx.activities(bounded).countOpenExecutions(here, builds);
@@ -64,14 +73,25 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
     await attempt('route new work to unversioned workers', () => ctx.activities(bounded).routeAway(here));
     // Where a version lives on another Temporal (the connection or namespace changed since), routing goes away there too.
     for (const place of otherPlaces(state)) {
-      await attempt(`route new work to unversioned workers in ${place.temporalNamespace} at ${place.connection.hostPort}`, () => ctx.activities(bounded).routeAway(ctx.temporalTarget(place)));
+      await attempt(
+        `route new work to unversioned workers in ${place.temporalNamespace} at ${place.connection.hostPort}`,
+        () => ctx.activities(bounded).routeAway(ctx.temporalTarget(place)),
+      );
     }
     // Asked for (`sunset.drainBeforeDelete`): pinned executions get a while to finish before their workers go.
     const drainFor = state.desired?.spec.sunset.drainBeforeDelete;
     if (drainFor && stranded.length) {
-      ctx.transition('Deleting', 'Deleting', `waiting up to ${drainFor} for pinned executions to finish (${stranded.map(([b, n]) => `${n} on ${b}`).join(', ')})`);
+      ctx.transition(
+        'Deleting',
+        'Deleting',
+        `waiting up to ${drainFor} for pinned executions to finish (${stranded.map(([b, n]) => `${n} on ${b}`).join(', ')})`,
+      );
       await attempt(`wait up to ${drainFor} for the versions to drain`, () =>
-        Promise.all(stranded.map(([buildId]) => ctx.waitsWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs))),
+        Promise.all(
+          stranded.map(([buildId]) =>
+            ctx.waitsWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs),
+          ),
+        ),
       );
     }
   }
@@ -79,22 +99,31 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
   await kube('scale the Deployments to 0', () => ctx.kube.scaleOwnedDeployments(owner, 0));
   await kube('delete the Deployments', () => ctx.kube.deleteOwnedDeployments(owner));
   if (here && state.desired) {
-    await attempt('delete the worker deployment in Temporal', () => ctx.activities(patient).deleteWorkerDeployment(here));
+    await attempt('delete the worker deployment in Temporal', () =>
+      ctx.activities(patient).deleteWorkerDeployment(here),
+    );
     // Versions that lived on another Temporal (the connection or namespace changed since) are deleted there.
     for (const v of state.deprecated) {
       if (v.place && JSON.stringify(v.place) !== JSON.stringify(placeOf(state.desired))) {
-        await attempt(`delete version ${v.buildId}`, () => ctx.activities(patient).deleteVersion(ctx.temporalTarget(v.place), v.buildId));
+        await attempt(`delete version ${v.buildId}`, () =>
+          ctx.activities(patient).deleteVersion(ctx.temporalTarget(v.place), v.buildId),
+        );
       }
     }
   }
   await kube('remove the finalizer', () => ctx.kube.removeFinalizer(owner));
-  if (result.problems.length) ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
+  if (result.problems.length)
+    ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
   return result;
 }
 
 /** The places (Temporal and namespace) of the resource's versions other than its spec's, each once. */
 function otherPlaces(state: RolloutState): TemporalPlace[] {
   const here = state.desired ? JSON.stringify(placeOf(state.desired)) : undefined;
-  const places = [state.current?.place, state.target?.place, ...state.deprecated.map((v) => v.place)].filter((p): p is TemporalPlace => p !== undefined);
-  return [...new Map(places.map((p) => [JSON.stringify(p), p])).entries()].filter(([key]) => key !== here).map(([, p]) => p);
+  const places = [state.current?.place, state.target?.place, ...state.deprecated.map((v) => v.place)].filter(
+    (p): p is TemporalPlace => p !== undefined,
+  );
+  return [...new Map(places.map((p) => [JSON.stringify(p), p])).entries()]
+    .filter(([key]) => key !== here)
+    .map(([, p]) => p);
 }

@@ -6,7 +6,8 @@
  */
 import { formatDuration, parseDuration } from '../api/duration.js';
 import { sunsetAction } from './decisions.js';
-import type { Owner, RolloutState, SunsetVersion, Target } from './state.js';
+import type { RolloutState, SunsetVersion, Target } from './state.js';
+import type { Owner } from '../api/resource.js';
 
 /** The workflow's one-line summary in the Web UI: the resource it rolls out. */
 export function staticSummary(owner: Pick<Owner, 'namespace' | 'name' | 'kind'>): string {
@@ -14,7 +15,10 @@ export function staticSummary(owner: Pick<Owner, 'namespace' | 'name' | 'kind'>)
 }
 
 /** The resource's kind and the short name `kubectl` takes for it. */
-const shortNames: Record<NonNullable<Owner['kind']>, string> = { TemporalWorkerDeployment: 'twd', WorkerDeployment: 'gwd' };
+const shortNames: Record<NonNullable<Owner['kind']>, string> = {
+  TemporalWorkerDeployment: 'twd',
+  WorkerDeployment: 'gwd',
+};
 
 /** The workflow's fixed details in the Web UI (Temporal markdown): the resource, and where Kubernetes shows it. */
 export function staticDetails(owner: Owner): string {
@@ -34,9 +38,13 @@ export function currentDetails(state: RolloutState, now: Date): string {
   const reason = state.reason === state.phase ? '' : ` (${state.reason})`;
   const lines = [`**${headline(state, now)}**`, `${state.phase}${reason}: ${noFractions(state.message)}`];
   if (state.managerHeldBy) lines.push(`manager identity held by ${state.managerHeldBy}`);
-  if (state.retrying) lines.push(`retrying ${state.retrying.what} since ${moment(state.retrying.since, now)}: ${state.retrying.message}`);
+  if (state.retrying)
+    lines.push(`retrying ${state.retrying.what} since ${moment(state.retrying.since, now)}: ${state.retrying.message}`);
   if (state.lastAnalysis) lines.push(`last analysis: ${noFractions(state.lastAnalysis)}`);
-  if (state.aborted) lines.push(`${state.aborted.cause === 'RolledBack' ? 'rolled back' : 'aborted'}: ${state.aborted.buildId}: ${state.aborted.reason}`);
+  if (state.aborted)
+    lines.push(
+      `${state.aborted.cause === 'RolledBack' ? 'rolled back' : 'aborted'}: ${state.aborted.buildId}: ${state.aborted.reason}`,
+    );
   for (const v of state.deprecated) if (v.blocked) lines.push(`the sunset of ${v.buildId} is blocked: ${v.blocked}`);
   return lines.join('\n\n');
 }
@@ -49,8 +57,10 @@ export function headline(state: RolloutState, now: Date): string {
   if (state.deleting || state.phase === 'Deleting') return 'deleting: Deployments and versions are cleaned up';
   const parts: string[] = [];
   if (state.target) parts.push(targetWords(state, state.target, now));
-  else if (state.phase === 'Aborted' && state.aborted) parts.push(`${state.aborted.buildId} ${state.aborted.cause === 'RolledBack' ? 'rolled back' : 'aborted'}`);
-  if (state.current) parts.push(`${state.current.buildId} current${state.target ? '' : ` since ${moment(state.current.since, now)}`}`);
+  else if (state.phase === 'Aborted' && state.aborted)
+    parts.push(`${state.aborted.buildId} ${state.aborted.cause === 'RolledBack' ? 'rolled back' : 'aborted'}`);
+  if (state.current)
+    parts.push(`${state.current.buildId} current${state.target ? '' : ` since ${moment(state.current.since, now)}`}`);
   for (const v of state.deprecated) parts.push(sunsetWords(state, v, now));
   if (parts.length) return parts.join('; ');
   return state.phase === 'Pending' ? 'no version yet: waiting for a spec' : `no version yet: ${state.phase}`;
@@ -61,7 +71,9 @@ function targetWords(state: RolloutState, t: Target, now: Date): string {
   if (t.rollback) return `${b} becoming current again (rollback: ${t.rollback.reason})`;
   const at = t.rampPercentage !== undefined ? ` at ${t.rampPercentage} %` : '';
   const left = timeLeft(state, t, now);
-  const leftWords = left && `${left.left} left${left.until ? ` (until ${left.until})` : state.phase === 'Paused' ? ' when resumed' : ''}`;
+  const leftWords =
+    left &&
+    `${left.left} left${left.until ? ` (until ${left.until})` : state.phase === 'Paused' ? ' when resumed' : ''}`;
   const tail = (...bits: (string | undefined)[]) => {
     const said = bits.filter(Boolean).join(', ');
     return said ? ` — ${said}` : '';
@@ -69,7 +81,9 @@ function targetWords(state: RolloutState, t: Target, now: Date): string {
   const step = stepWords(state, t);
   switch (state.phase) {
     case 'Deploying':
-      return state.reason === 'VersionLimitReached' ? `${b} waiting for room under the version cap` : `${b} deploying: waiting for its Deployment to be available`;
+      return state.reason === 'VersionLimitReached'
+        ? `${b} waiting for room under the version cap`
+        : `${b} deploying: waiting for its Deployment to be available`;
     case 'WaitingForPollers':
       return `${b} waiting for its workers to poll Temporal`;
     case 'Ramping':
@@ -90,7 +104,8 @@ function targetWords(state: RolloutState, t: Target, now: Date): string {
 /** "step 1 of 3", for a Progressive rollout that has reached a step. */
 function stepWords(state: RolloutState, t: Target): string | undefined {
   const steps = state.desired?.spec.rollout.steps ?? [];
-  if (state.desired?.spec.rollout.strategy !== 'Progressive' || t.stepIndex === undefined || !steps.length) return undefined;
+  if (state.desired?.spec.rollout.strategy !== 'Progressive' || t.stepIndex === undefined || !steps.length)
+    return undefined;
   return `step ${t.stepIndex + 1} of ${steps.length}`;
 }
 
@@ -102,8 +117,12 @@ function timeLeft(state: RolloutState, t: Target, now: Date): { left: string; un
   const rollout = state.desired?.spec.rollout;
   const pause =
     rollout?.strategy === 'Progressive'
-      ? (t.stepIndex !== undefined ? rollout.steps?.[t.stepIndex]?.pauseDuration : undefined)
-      : !t.stepAnalysed ? rollout?.analysis?.window : undefined;
+      ? t.stepIndex !== undefined
+        ? rollout.steps?.[t.stepIndex]?.pauseDuration
+        : undefined
+      : !t.stepAnalysed
+        ? rollout?.analysis?.window
+        : undefined;
   if (!pause || t.stepDone) return undefined;
   const unheld = parseDuration(pause) - (t.stepHeldMs ?? 0);
   if (t.stepHeldSince) {
@@ -121,7 +140,8 @@ function sunsetWords(state: RolloutState, v: SunsetVersion, now: Date): string {
     if (v.status !== 'Draining') return `${b} ${v.status.toLowerCase()}`;
     const open = v.openExecutions;
     if (!open) return `${b} draining`;
-    const n = open.count === 0 ? 'no pinned executions' : `${open.count} pinned execution${open.count === 1 ? '' : 's'}`;
+    const n =
+      open.count === 0 ? 'no pinned executions' : `${open.count} pinned execution${open.count === 1 ? '' : 's'}`;
     return `${b} draining, ${n} open at ${moment(open.at, now)}`;
   }
   const sunset = state.desired?.spec.sunset;

@@ -9,13 +9,21 @@ import type { RolloutContext } from './context.js';
 import type { Target } from './state.js';
 import { isPaused } from './decisions.js';
 
-const cancelOptions: ActivityOptions = { startToCloseTimeout: '10s', retry: { initialInterval: '500ms', maximumAttempts: 3 } };
+const cancelOptions: ActivityOptions = {
+  startToCloseTimeout: '10s',
+  retry: { initialInterval: '500ms', maximumAttempts: 3 },
+};
 
 /** How a gate ended for the rollout: go on, go on without the remaining steps, or stop (aborted). */
 export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
 
 /** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
-export async function passGate(ctx: RolloutContext, gate: Gate, registration: NonNullable<Target['registration']>, label: string): Promise<GateOutcome> {
+export async function passGate(
+  ctx: RolloutContext,
+  gate: Gate,
+  registration: NonNullable<Target['registration']>,
+  label: string,
+): Promise<GateOutcome> {
   const { owner, state } = ctx;
   const target = state.target!;
   const { buildId } = target;
@@ -24,7 +32,8 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
     // Once per lifecycle (the uid), generation that changed the gate, and person's request (`retry`, `resume`: they
     // clear the IDs). Kept in the state, so a restart, a ContinueAsNew or an unrelated edit waits on the same run.
     const ids = (target.gateRunIds ??= {});
-    const workflowId = (ids[label] ??= `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId}/${label}/${state.desired!.generation}.${(state.gateSeq = (state.gateSeq ?? 0) + 1)}`);
+    const workflowId = (ids[label] ??=
+      `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId}/${label}/${state.desired!.generation}.${(state.gateSeq = (state.gateSeq ?? 0) + 1)}`);
     const t = ctx.temporalTarget();
     let result: { passed: boolean; message: string };
     try {
@@ -43,7 +52,11 @@ export async function passGate(ctx: RolloutContext, gate: Gate, registration: No
       // An abort, a superseding spec or a deletion: the gate workflow goes too, now (a few tries: an unreachable
       // server must not hold up an abort or a deletion; the waiting activity cancels it too when it hears).
       if (isCancellation(err)) {
-        await CancellationScope.nonCancellable(() => ctx.withSummary(`cancel the gate ${gate.workflowType}`, () => ctx.activities(cancelOptions).cancelGate(t, workflowId))).catch(() => undefined);
+        await CancellationScope.nonCancellable(() =>
+          ctx.withSummary(`cancel the gate ${gate.workflowType}`, () =>
+            ctx.activities(cancelOptions).cancelGate(t, workflowId),
+          ),
+        ).catch(() => undefined);
       }
       throw err;
     }

@@ -6,7 +6,8 @@
  */
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
 import type { ResourceKind } from '../api/kinds.js';
-import type { DeploymentObservation, HistoryEntry, RolloutStatus } from './state.js';
+import type { HistoryEntry, RolloutStatus } from './state.js';
+import type { DeploymentObservation } from '../api/resource.js';
 
 /** What every control may carry: who sent it and why (recorded in the history), and an ID that makes it once-only. */
 export interface ControlRequest {

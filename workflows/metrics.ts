@@ -4,7 +4,7 @@
  * and durations are workflow time, so they survive restarts of the controller.
  */
 import { metricMeter } from '@temporalio/workflow';
-import type { Phase, Reason } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason } from '../api/rollout-status.js';
 
 export const RolloutMetric = {
   started: 'glidepath_rollouts_started_total',
@@ -55,7 +55,11 @@ export function transitionMetrics(t: TransitionSeen): { points: MetricPoint[]; m
   const changed = t.before.phase !== t.phase || t.before.reason !== t.reason;
   if (changed) points.push({ metric: RolloutMetric.transitions, value: 1, tags: { phase: t.phase, reason: t.reason } });
   if (t.before.phase !== t.phase) {
-    points.push({ metric: RolloutMetric.phaseSeconds, value: secondsBetween(t.before.phaseSince, t.now), tags: { phase: t.before.phase } });
+    points.push({
+      metric: RolloutMetric.phaseSeconds,
+      value: secondsBetween(t.before.phaseSince, t.now),
+      tags: { phase: t.before.phase },
+    });
   }
   let measured = t.before.measured;
   if (t.target && measured?.buildId !== t.target.buildId) {
@@ -106,15 +110,18 @@ export const rolloutMetricDescriptions: Record<RolloutMetric, string> = {
  * The labels naming a resource. Not `namespace`: on the same endpoint the SDK's metrics mean the Temporal namespace
  * by it, and Prometheus' Kubernetes discovery sets its own `namespace` (the controller pod's).
  */
-export function resourceLabels(resource: { namespace: string; name: string }): { resource_namespace: string; resource_name: string } {
+export function resourceLabels(resource: { namespace: string; name: string }): {
+  resource_namespace: string;
+  resource_name: string;
+} {
   return { resource_namespace: resource.namespace, resource_name: resource.name };
 }
 
 /**
  * The metrics counted per resource: the rollouts' counters, one series each for the resources that had one. The
  * transitions and the two duration histograms are labelled by the resource's namespace only: per resource they
- * were about a hundred series each (a histogram is 16 lines a phase), 120,000 at 1,000 resources, 60 MB of the
- * controller's memory and 15 MB of text a scrape (README, "Controller RSS"), and dashboards read them summed.
+ * were about a hundred series each (a histogram is 16 lines a phase): at a thousand resources, tens of megabytes of
+ * the controller's memory and of text a scrape (docs/design/controller-memory.md), and dashboards read them summed.
  */
 const perResource: ReadonlySet<RolloutMetric> = new Set([
   RolloutMetric.started,
@@ -126,7 +133,10 @@ const perResource: ReadonlySet<RolloutMetric> = new Set([
 ]);
 
 /** The labels of one of a resource's points: the resource, or only its namespace (`perResource`). */
-export function pointLabels(metric: RolloutMetric, resource: { namespace: string; name: string }): Record<string, string> {
+export function pointLabels(
+  metric: RolloutMetric,
+  resource: { namespace: string; name: string },
+): Record<string, string> {
   return perResource.has(metric) ? resourceLabels(resource) : { resource_namespace: resource.namespace };
 }
 

@@ -1,52 +1,12 @@
 /**
  * What RolloutWorkflow knows, carried across ContinueAsNew. Plain data: decisions are pure functions of it.
  */
-import type { ResourceKind } from '../api/kinds.js';
+import type { DeploymentObservation, Desired, Owner } from '../api/resource.js';
+import type { Timings } from '../api/timings.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import type { Phase, PodTemplate, Reason, RolloutStep, Strategy, VersionStatus } from '../api/temporal-worker-deployment.js';
-import type { NormalizedSpec } from '../api/worker-deployment.js';
+import type { PodTemplate, RolloutStep, Strategy } from '../api/temporal-worker-deployment.js';
+import type { Phase, Reason, VersionStatus } from '../api/rollout-status.js';
 import type { MeasuredRollout } from './metrics.js';
-
-/** The resource a workflow rolls out. */
-export interface Owner {
-  namespace: string;
-  name: string;
-  uid: string;
-  /** Its kind (absent: a TemporalWorkerDeployment, as in every state from before WorkerDeployments). */
-  kind?: ResourceKind;
-}
-
-/** One generation of the spec as read from the apiserver (defaults applied), with what it derived. */
-export interface Desired {
-  generation: number;
-  /** A TemporalWorkerDeployment's spec, or a WorkerDeployment's normalized into it. */
-  spec: NormalizedSpec;
-  /** The kind of the resource it is of (absent: a TemporalWorkerDeployment). */
-  kind?: ResourceKind;
-  buildId: string;
-  connection: TemporalConnectionSpec;
-  /** The connection object's resourceVersion: a change re-applies the live Deployments. */
-  connectionVersion: string;
-  /** The resource's UID (the object it was read from). */
-  uid?: string;
-}
-
-/** A versioned Deployment as the watcher last saw it. */
-export interface DeploymentObservation {
-  buildId: string;
-  name: string;
-  exists: boolean;
-  generation?: number;
-  observedGeneration?: number;
-  replicas?: number;
-  availableReplicas?: number;
-  /** Its `Progressing` condition says ProgressDeadlineExceeded. */
-  progressDeadlineExceeded?: boolean;
-  /** Orders observations: an older one never overwrites a newer one. */
-  resourceVersion?: string;
-  /** The UID of the resource whose Deployment it is (label `glidepath.dev/owner-uid`). */
-  ownerUid?: string;
-}
 
 /** The version being rolled out. */
 export interface Target {
@@ -117,24 +77,6 @@ export interface SunsetVersion {
   openExecutions?: { count: number; at: string };
 }
 
-/** Tunables that are fixed per workflow run (passed in, so they are replay-safe). */
-export interface Timings {
-  /** How often live Deployments are checked to exist when nothing else happens. */
-  resyncIntervalMs: number;
-  /** Longest wait between two drainage checks (they back off from 1s). */
-  drainPollMaxMs: number;
-  /** Versions per worker deployment the server allows (its default is 100). */
-  maxVersions: number;
-  /** History length past which the workflow continues as new at its next idle point (or when the server suggests it). */
-  historyLimit?: number;
-  /** Longest wait between two backstop reads of what a wait depends on (the watcher's signals are faster). */
-  recheckMaxMs?: number;
-  /** false: the search attributes are not registered, and upserting them would fail every workflow task. */
-  searchAttributes?: boolean;
-}
-
-export const defaultTimings: Timings = { resyncIntervalMs: 60 * 60_000, drainPollMaxMs: 60_000, maxVersions: 100, historyLimit: 10_000, recheckMaxMs: 30_000 };
-
 export interface RolloutState {
   owner: Owner;
   desired?: Desired;
@@ -142,7 +84,12 @@ export interface RolloutState {
    * A newer generation the workflow read and could not take (invalid, or its connection missing): its status says
    * so as the watcher does, instead of writing over the watcher's condition. Cleared when a spec is taken.
    */
-  specProblem?: { generation: number; phase: 'InvalidSpec' | 'Pending'; reason: 'InvalidSpec' | 'ConnectionNotFound'; message: string };
+  specProblem?: {
+    generation: number;
+    phase: 'InvalidSpec' | 'Pending';
+    reason: 'InvalidSpec' | 'ConnectionNotFound';
+    message: string;
+  };
   current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];
@@ -168,7 +115,11 @@ export interface RolloutState {
   /** A promote not yet taken (carried across ContinueAsNew); for the target it names. */
   promote?: { full: boolean; buildId?: string };
   /** Builds that may still hold the ramp (superseded, aborted): cleared before anything else, until Temporal confirms. */
-  rampsToClear?: { buildId: string; place?: TemporalPlace; /** `rollout.onAbort.movePinned`: then its pinned executions move to current. */ movePinned?: boolean }[];
+  rampsToClear?: {
+    buildId: string;
+    place?: TemporalPlace;
+    /** `rollout.onAbort.movePinned`: then its pinned executions move to current. */ movePinned?: boolean;
+  }[];
   /** A resync was asked for and not yet done (carried across ContinueAsNew). */
   resyncDue?: boolean;
   /** The current and target Deployments are to be applied again (new connection, settings or template). */

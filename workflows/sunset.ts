@@ -7,9 +7,11 @@
  */
 import { CancellationScope, condition, isCancellation, log, sleep } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
-import type { VersionStatus } from '../api/temporal-worker-deployment.js';
-import { Blocked, ContinueAsNewDue, timedOut, type RolloutContext } from './context.js';
-import { isDrained, placeOf, sunsetAction } from './decisions.js';
+import type { VersionStatus } from '../api/rollout-status.js';
+import { type RolloutContext } from './context.js';
+import { Blocked, ContinueAsNewDue, timedOut } from './failures.js';
+import { isDrained } from '../api/version-status.js';
+import { placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
 
 const now = () => new Date();
@@ -101,7 +103,10 @@ export class Sunsets {
         }
         if (!isDrained(status) && !version.openExecutions) await this.countPinned(version);
         if (!isDrained(status) && this.actsAfterMaxDrain(version)) status = await this.drainWithin(version);
-        if (!isDrained(status)) status = await ctx.call(`wait for ${buildId} to drain`, () => ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs));
+        if (!isDrained(status))
+          status = await ctx.call(`wait for ${buildId} to drain`, () =>
+            ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs),
+          );
         version.status = status;
         version.drainedSince = now().toISOString();
         ctx.markDirty();
@@ -110,7 +115,10 @@ export class Sunsets {
       }
       case 'waitUntil':
         await sleep(Math.max(0, action.atMs - now().getTime()), {
-          summary: action.then === 'scaleDown' ? `scale ${buildId} to 0 after sunset.scaledownDelay` : `delete ${buildId} after sunset.deleteDelay`,
+          summary:
+            action.then === 'scaleDown'
+              ? `scale ${buildId} to 0 after sunset.scaledownDelay`
+              : `delete ${buildId} after sunset.deleteDelay`,
         });
         return;
       case 'scaleDown':
@@ -125,7 +133,9 @@ export class Sunsets {
         try {
           await CancellationScope.nonCancellable(async () => {
             await ctx.call(`delete the Deployment of ${buildId}`, () => ctx.kube.deleteDeployment(ctx.owner, buildId));
-            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId), { background: true });
+            await ctx.call(`delete version ${buildId}`, () => ctx.temporal.deleteVersion(where, buildId), {
+              background: true,
+            });
           });
         } finally {
           ctx.removing.delete(buildId);
@@ -147,7 +157,9 @@ export class Sunsets {
     const ctx = this.ctx;
     const { buildId } = version;
     try {
-      const open = await ctx.withSummary(`count executions pinned to ${buildId}`, () => ctx.temporal.countOpenExecutions(ctx.temporalTarget(version.place), [buildId]));
+      const open = await ctx.withSummary(`count executions pinned to ${buildId}`, () =>
+        ctx.temporal.countOpenExecutions(ctx.temporalTarget(version.place), [buildId]),
+      );
       version.openExecutions = { count: open[buildId] ?? 0, at: now().toISOString() };
       ctx.showDetails();
     } catch (err) {
@@ -175,17 +187,35 @@ export class Sunsets {
     const leftMs = Date.parse(version.deprecatedSince) + parseDuration(maxDrainDuration) - now().getTime();
     if (leftMs > 0) {
       try {
-        return await ctx.call(`wait for ${buildId} to drain`, () => ctx.waitsWithin(leftMs).awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs), { isExpected: timedOut });
+        return await ctx.call(
+          `wait for ${buildId} to drain`,
+          () => ctx.waitsWithin(leftMs).awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs),
+          { isExpected: timedOut },
+        );
       } catch (err) {
         if (!timedOut(err)) throw err;
       }
     }
-    const open = async () => (await ctx.call(`count executions pinned to ${buildId}`, () => ctx.temporal.countOpenExecutions(where, [buildId])))[buildId] ?? 0;
+    const open = async () =>
+      (
+        await ctx.call(`count executions pinned to ${buildId}`, () =>
+          ctx.temporal.countOpenExecutions(where, [buildId]),
+        )
+      )[buildId] ?? 0;
     const before = await open();
     const verb = { Cancel: 'cancel', Terminate: 'terminate', Signal: `signal ${onMaxDrain?.signalName}` }[action];
-    ctx.event('Warning', 'MaxDrainReached', `${before} executions still pinned to ${buildId} after ${maxDrainDuration} of draining: ${verb} them`);
+    ctx.event(
+      'Warning',
+      'MaxDrainReached',
+      `${before} executions still pinned to ${buildId} after ${maxDrainDuration} of draining: ${verb} them`,
+    );
     const done = await ctx.call(`${verb} the executions pinned to ${buildId}`, () =>
-      ctx.bulk.actOnPinned(where, buildId, { kind: action, ...(onMaxDrain?.signalName ? { signalName: onMaxDrain.signalName } : {}) }, `${buildId} drained for longer than sunset.maxDrainDuration (${maxDrainDuration})`),
+      ctx.bulk.actOnPinned(
+        where,
+        buildId,
+        { kind: action, ...(onMaxDrain?.signalName ? { signalName: onMaxDrain.signalName } : {}) },
+        `${buildId} drained for longer than sunset.maxDrainDuration (${maxDrainDuration})`,
+      ),
     );
     version.maxDrainActed = true;
     const after = await open();

@@ -10,7 +10,8 @@ export interface Behaviour {
 /** Reads the behaviour switches from an env (a pod template's env, in the simulator). */
 export function behaviourFromEnv(env: Record<string, string | undefined>): Behaviour {
   const share = Number(env.EXAMPLE_FAILURE_SHARE ?? '0');
-  if (!(share >= 0 && share <= 1)) throw new Error(`EXAMPLE_FAILURE_SHARE must be between 0 and 1, got "${env.EXAMPLE_FAILURE_SHARE}"`);
+  if (!(share >= 0 && share <= 1))
+    throw new Error(`EXAMPLE_FAILURE_SHARE must be between 0 and 1, got "${env.EXAMPLE_FAILURE_SHARE}"`);
   return {
     holdMs: env.EXAMPLE_WORKFLOW_HOLD ? parseDuration(env.EXAMPLE_WORKFLOW_HOLD) : 0,
     failureShare: share,

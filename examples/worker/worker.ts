@@ -35,7 +35,10 @@ export async function createExampleWorker(env: Record<string, string | undefined
     workflowBundle: await exampleBundle(),
     activities: createActivities(env),
     workerDeploymentOptions: {
-      version: { deploymentName: required(env, 'TEMPORAL_DEPLOYMENT_NAME'), buildId: required(env, 'TEMPORAL_WORKER_BUILD_ID') },
+      version: {
+        deploymentName: required(env, 'TEMPORAL_DEPLOYMENT_NAME'),
+        buildId: required(env, 'TEMPORAL_WORKER_BUILD_ID'),
+      },
       useWorkerVersioning: true,
       defaultVersioningBehavior: 'PINNED',
     },

@@ -2,7 +2,14 @@
  * The example worker's workflows: ordinary PINNED work whose length and failure rate the pod's env sets,
  * and a gate that checks the version it runs on.
  */
-import { ApplicationFailure, condition, defineSignal, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  ApplicationFailure,
+  condition,
+  defineSignal,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { ExampleActivities } from './activities.js';
 
 const { behaviour } = proxyActivities<ExampleActivities>({ startToCloseTimeout: '10s' });

@@ -10,7 +10,10 @@ export const crdDir = join(dirname(fileURLToPath(import.meta.url)), '../../k8s-m
 
 export function installCrds(kubeconfig: string, kubectl: string): void {
   const run = (...args: string[]) =>
-    execFileSync(kubectl, ['--kubeconfig', kubeconfig, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+    execFileSync(kubectl, ['--kubeconfig', kubeconfig, ...args], {
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   run('apply', '--server-side', '--force-conflicts', '--field-manager', 'glidepath', '-f', crdDir);
   run('wait', '--for', 'condition=Established', '--timeout', '30s', '-f', crdDir);
 }

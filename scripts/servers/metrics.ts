@@ -43,14 +43,24 @@ export function parsePrometheus(text: string, names: string[]): Sample[] {
     if (!names.includes(name)) continue; // a longer name with the same prefix (service_requests_total…)
     const labels: Labels = {};
     if (brace >= 0) for (const m of line.slice(brace + 1, end).matchAll(labelPattern)) labels[m[1]!] = unescape(m[2]!);
-    const value = Number(line.slice(end + 1).trim().split(/\s+/)[0]);
+    const value = Number(
+      line
+        .slice(end + 1)
+        .trim()
+        .split(/\s+/)[0],
+    );
     if (Number.isFinite(value)) samples.push({ name, labels, value });
   }
   return samples;
 }
 
 /** Sums the samples of `name` whose labels pass `filter`, grouped by `key` (one group '' without it). */
-export function sumBy(samples: Sample[], name: string, filter: (labels: Labels) => boolean = () => true, key: (labels: Labels) => string = () => ''): Map<string, number> {
+export function sumBy(
+  samples: Sample[],
+  name: string,
+  filter: (labels: Labels) => boolean = () => true,
+  key: (labels: Labels) => string = () => '',
+): Map<string, number> {
   const sums = new Map<string, number>();
   for (const s of samples) {
     if (s.name !== name || !filter(s.labels)) continue;
@@ -71,7 +81,11 @@ export function delta(after: Map<string, number>, before: Map<string, number>): 
 }
 
 /** The samples of the named metrics from a Temporal Prometheus page: the dev server's, or a controller's (the SDK's exporter). */
-export async function scrapeTemporalMetrics(metricsUrl: string, names: string[], timeoutMs = 10_000): Promise<Sample[]> {
+export async function scrapeTemporalMetrics(
+  metricsUrl: string,
+  names: string[],
+  timeoutMs = 10_000,
+): Promise<Sample[]> {
   const res = await fetch(metricsUrl, { signal: AbortSignal.timeout(timeoutMs) });
   if (!res.ok) throw new Error(`GET ${metricsUrl}: HTTP ${res.status}`);
   return parsePrometheus(await res.text(), names);
@@ -79,7 +93,9 @@ export async function scrapeTemporalMetrics(metricsUrl: string, names: string[],
 
 /** The Temporal dev server's request counters (frontend only). */
 export async function scrapeTemporal(metricsUrl: string): Promise<Sample[]> {
-  return (await scrapeTemporalMetrics(metricsUrl, [temporalRequestsMetric])).filter((s) => s.labels.service_name === 'frontend');
+  return (await scrapeTemporalMetrics(metricsUrl, [temporalRequestsMetric])).filter(
+    (s) => s.labels.service_name === 'frontend',
+  );
 }
 
 type RequestOptions = NonNullable<Parameters<typeof request>[1]>;
@@ -107,7 +123,9 @@ export async function scrapeKube(kc: k8s.KubeConfig): Promise<Sample[]> {
       let body = '';
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => (body += chunk));
-      res.on('end', () => (res.statusCode === 200 ? resolve(body) : reject(new Error(`GET ${url}: HTTP ${res.statusCode}`))));
+      res.on('end', () =>
+        res.statusCode === 200 ? resolve(body) : reject(new Error(`GET ${url}: HTTP ${res.statusCode}`)),
+      );
       res.on('error', reject);
     });
     req.on('timeout', () => req.destroy(new Error(`GET ${url}: timed out`)));

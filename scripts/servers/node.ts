@@ -23,7 +23,10 @@ export const podSubnet = '10.244.0.0/24';
 
 /** Folder holding kubelet, kube-scheduler and pause (built into the cache on first use). */
 export function nodeBinaries(): string {
-  return execFileSync('bash', [join(scriptsDir, 'node.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [join(scriptsDir, 'node.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 /** A running node and the control plane around it. */
@@ -41,10 +44,16 @@ export interface KubeNode extends KubeServer {
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function until(what: string, proc: { child: ChildProcess; proc: ServerProcess }, check: () => Promise<boolean> | boolean, timeoutMs: number) {
+async function until(
+  what: string,
+  proc: { child: ChildProcess; proc: ServerProcess },
+  check: () => Promise<boolean> | boolean,
+  timeoutMs: number,
+) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (proc.child.exitCode !== null) throw new Error(`${proc.proc.name} exited with code ${proc.child.exitCode}; read ${proc.proc.logFile}`);
+    if (proc.child.exitCode !== null)
+      throw new Error(`${proc.proc.name} exited with code ${proc.child.exitCode}; read ${proc.proc.logFile}`);
     try {
       if (await check()) return;
     } catch {
@@ -84,7 +93,11 @@ function snapshotterFor(dir: string): 'overlayfs' | 'native' {
   const [lower, upper, work, merged] = ['lower', 'upper', 'work', 'merged'].map((d) => join(probe, d));
   for (const d of [lower, upper, work, merged]) mkdirSync(d!, { recursive: true });
   try {
-    execFileSync('mount', ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged!], { stdio: 'ignore' });
+    execFileSync(
+      'mount',
+      ['-t', 'overlay', 'overlay', '-o', `lowerdir=${lower},upperdir=${upper},workdir=${work}`, merged!],
+      { stdio: 'ignore' },
+    );
     execFileSync('umount', [merged!], { stdio: 'ignore' });
     return 'overlayfs';
   } catch {
@@ -155,7 +168,8 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
     podLogsDir,
     importImages(images) {
       // Unpacked for the CRI's snapshotter, so pods start from them at once.
-      const script = 'docker save "$@" | ctr --address "$CONTAINERD_SOCKET" -n k8s.io images import --snapshotter "$SNAPSHOTTER" -';
+      const script =
+        'docker save "$@" | ctr --address "$CONTAINERD_SOCKET" -n k8s.io images import --snapshotter "$SNAPSHOTTER" -';
       execFileSync('bash', ['-o', 'pipefail', '-c', script, 'import', ...images], {
         env: { ...process.env, CONTAINERD_SOCKET: containerdSocket, SNAPSHOTTER: snapshotter },
         stdio: ['ignore', 'ignore', 'pipe'],
@@ -169,7 +183,9 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
   let stopping: Promise<void> | undefined;
   const stopNode = () =>
     (stopping ??= (async () => {
-      const [scheduler, kubelet, containerd] = ['kube-scheduler', 'kubelet', 'containerd'].map((n) => nodeProcesses.find((p) => p.name === n));
+      const [scheduler, kubelet, containerd] = ['kube-scheduler', 'kubelet', 'containerd'].map((n) =>
+        nodeProcesses.find((p) => p.name === n),
+      );
       // Nothing recreates pods once these are gone; kubelet then stops each pod as a cluster would (volumes unmounted).
       await stopProcesses([kcm!, ...(scheduler ? [scheduler] : [])]);
       if (kubelet) await deleteAllPods(kube.kubeconfig);
@@ -181,7 +197,8 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
       unmountUnder(dir);
       await stopProcesses(kube.processes.slice(1)); // kube-apiserver, then etcd
       // The images and containers' file systems (GBs); the logs stay.
-      for (const d of [join(containerdDir, 'root'), join(containerdDir, 'state'), kubeletDir]) rmSync(d, { recursive: true, force: true });
+      for (const d of [join(containerdDir, 'root'), join(containerdDir, 'state'), kubeletDir])
+        rmSync(d, { recursive: true, force: true });
     })());
 
   try {
@@ -198,51 +215,88 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
     mkdirSync(containerdDir, { recursive: true });
     const cniConf = join(dir, 'cni', 'net.d');
     mkdirSync(cniConf, { recursive: true });
-    writeFileSync(join(cniConf, '10-glidepath.conflist'), JSON.stringify({
-      cniVersion: '1.0.0',
-      name: 'glidepath',
-      plugins: [
+    writeFileSync(
+      join(cniConf, '10-glidepath.conflist'),
+      JSON.stringify(
         {
-          type: 'bridge', bridge: 'glidepath0', isGateway: true, ipMasq: false,
-          ipam: { type: 'host-local', ranges: [[{ subnet: podSubnet }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(dir, 'cni', 'ipam') },
+          cniVersion: '1.0.0',
+          name: 'glidepath',
+          plugins: [
+            {
+              type: 'bridge',
+              bridge: 'glidepath0',
+              isGateway: true,
+              ipMasq: false,
+              ipam: {
+                type: 'host-local',
+                ranges: [[{ subnet: podSubnet }]],
+                routes: [{ dst: '0.0.0.0/0' }],
+                dataDir: join(dir, 'cni', 'ipam'),
+              },
+            },
+            { type: 'loopback' },
+          ],
         },
-        { type: 'loopback' },
-      ],
-    }, null, 2));
+        null,
+        2,
+      ),
+    );
     const config = join(containerdDir, 'config.toml');
-    writeFileSync(config, [
-      'version = 2',
-      `root = "${join(containerdDir, 'root')}"`,
-      `state = "${join(containerdDir, 'state')}"`,
-      '[grpc]',
-      `  address = "${containerdSocket}"`,
-      '[plugins."io.containerd.internal.v1.opt"]',
-      `  path = "${join(containerdDir, 'opt')}"`,
-      '[plugins."io.containerd.grpc.v1.cri"]',
-      `  sandbox_image = "${pauseImage}"`,
-      // This VM refuses a negative oom_score_adj: without it every sandbox fails ("can't get final child's PID from pipe").
-      '  restrict_oom_score_adj = true',
-      '  [plugins."io.containerd.grpc.v1.cri".containerd]',
-      `    snapshotter = "${snapshotter}"`,
-      '  [plugins."io.containerd.grpc.v1.cri".cni]',
-      '    bin_dir = "/usr/lib/cni"',
-      `    conf_dir = "${cniConf}"`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      config,
+      [
+        'version = 2',
+        `root = "${join(containerdDir, 'root')}"`,
+        `state = "${join(containerdDir, 'state')}"`,
+        '[grpc]',
+        `  address = "${containerdSocket}"`,
+        '[plugins."io.containerd.internal.v1.opt"]',
+        `  path = "${join(containerdDir, 'opt')}"`,
+        '[plugins."io.containerd.grpc.v1.cri"]',
+        `  sandbox_image = "${pauseImage}"`,
+        // This VM refuses a negative oom_score_adj: without it every sandbox fails ("can't get final child's PID from pipe").
+        '  restrict_oom_score_adj = true',
+        '  [plugins."io.containerd.grpc.v1.cri".containerd]',
+        `    snapshotter = "${snapshotter}"`,
+        '  [plugins."io.containerd.grpc.v1.cri".cni]',
+        '    bin_dir = "/usr/lib/cni"',
+        `    conf_dir = "${cniConf}"`,
+        '',
+      ].join('\n'),
+    );
     const containerd = launch('containerd', 'containerd', ['--config', config], dir, false);
     nodeProcesses.push(containerd.proc);
-    await until('containerd answering', containerd, () => {
-      execFileSync('ctr', ctr('version'), { stdio: 'ignore' });
-      return true;
-    }, 30_000);
+    await until(
+      'containerd answering',
+      containerd,
+      () => {
+        execFileSync('ctr', ctr('version'), { stdio: 'ignore' });
+        return true;
+      },
+      30_000,
+    );
     node.importImages([pauseImage]);
   }
 
   async function startScheduler() {
     const k = kube.kubeconfig;
-    const scheduler = launch('kube-scheduler', join(bin, 'kube-scheduler'), [
-      '--kubeconfig', k, '--authentication-kubeconfig', k, '--authorization-kubeconfig', k, '--leader-elect=false', '--secure-port', '0',
-    ], dir, false);
+    const scheduler = launch(
+      'kube-scheduler',
+      join(bin, 'kube-scheduler'),
+      [
+        '--kubeconfig',
+        k,
+        '--authentication-kubeconfig',
+        k,
+        '--authorization-kubeconfig',
+        k,
+        '--leader-elect=false',
+        '--secure-port',
+        '0',
+      ],
+      dir,
+      false,
+    );
     nodeProcesses.push(scheduler.proc);
   }
 
@@ -250,41 +304,57 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
     mkdirSync(kubeletDir, { recursive: true });
     mkdirSync(podLogsDir, { recursive: true });
     const config = join(dir, 'kubelet-config.yaml');
-    writeFileSync(config, JSON.stringify({
-      apiVersion: 'kubelet.config.k8s.io/v1beta1',
-      kind: 'KubeletConfiguration',
-      // Its API only on loopback, open: the apiserver never calls it here (pod logs are read from podLogsDir).
-      address: '127.0.0.1',
-      port: await freePort(),
-      readOnlyPort: 0,
-      healthzBindAddress: '127.0.0.1',
-      healthzPort: await freePort(),
-      authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
-      authorization: { mode: 'AlwaysAllow' },
-      containerRuntimeEndpoint: `unix://${containerdSocket}`,
-      // This machine: cgroup v1, swap allowed, a disk that is mostly full of other things.
-      failCgroupV1: false,
-      cgroupDriver: 'cgroupfs',
-      failSwapOn: false,
-      enforceNodeAllocatable: [],
-      evictionHard: { 'nodefs.available': '1%', 'imagefs.available': '1%', 'memory.available': '1%' },
-      imageGCHighThresholdPercent: 100,
-      imageGCLowThresholdPercent: 99,
-      localStorageCapacityIsolation: false,
-      podLogsDir,
-      serializeImagePulls: false,
-    }, null, 2));
-    const kubelet = launch('kubelet', join(bin, 'kubelet'), [
-      '--config', config, '--kubeconfig', kube.kubeconfig, '--hostname-override', nodeName, '--root-dir', kubeletDir,
-    ], dir, false);
+    writeFileSync(
+      config,
+      JSON.stringify(
+        {
+          apiVersion: 'kubelet.config.k8s.io/v1beta1',
+          kind: 'KubeletConfiguration',
+          // Its API only on loopback, open: the apiserver never calls it here (pod logs are read from podLogsDir).
+          address: '127.0.0.1',
+          port: await freePort(),
+          readOnlyPort: 0,
+          healthzBindAddress: '127.0.0.1',
+          healthzPort: await freePort(),
+          authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+          authorization: { mode: 'AlwaysAllow' },
+          containerRuntimeEndpoint: `unix://${containerdSocket}`,
+          // This machine: cgroup v1, swap allowed, a disk that is mostly full of other things.
+          failCgroupV1: false,
+          cgroupDriver: 'cgroupfs',
+          failSwapOn: false,
+          enforceNodeAllocatable: [],
+          evictionHard: { 'nodefs.available': '1%', 'imagefs.available': '1%', 'memory.available': '1%' },
+          imageGCHighThresholdPercent: 100,
+          imageGCLowThresholdPercent: 99,
+          localStorageCapacityIsolation: false,
+          podLogsDir,
+          serializeImagePulls: false,
+        },
+        null,
+        2,
+      ),
+    );
+    const kubelet = launch(
+      'kubelet',
+      join(bin, 'kubelet'),
+      ['--config', config, '--kubeconfig', kube.kubeconfig, '--hostname-override', nodeName, '--root-dir', kubeletDir],
+      dir,
+      false,
+    );
     nodeProcesses.push(kubelet.proc);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(kube.kubeconfig);
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await until(`node ${nodeName} Ready`, kubelet, async () => {
-      const n = await core.readNode({ name: nodeName });
-      return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
-    }, 120_000);
+    await until(
+      `node ${nodeName} Ready`,
+      kubelet,
+      async () => {
+        const n = await core.readNode({ name: nodeName });
+        return n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+      },
+      120_000,
+    );
   }
 }
 
@@ -304,7 +374,9 @@ async function deleteAllPods(kubeconfig: string): Promise<void> {
     if (pods.length === 0) return;
     for (const p of pods) {
       if (p.metadata?.deletionTimestamp) continue;
-      await core.deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 1 }).catch(() => {});
+      await core
+        .deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 1 })
+        .catch(() => {});
     }
     await sleep(500);
   }
@@ -312,7 +384,8 @@ async function deleteAllPods(kubeconfig: string): Promise<void> {
 
 /** Kills whatever containers containerd still runs (kubelet gone before its pods): their shims outlive containerd. */
 async function killContainers(ctr: (...args: string[]) => string[]): Promise<void> {
-  const run = (...args: string[]) => execFileSync('ctr', ctr(...args), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+  const run = (...args: string[]) =>
+    execFileSync('ctr', ctr(...args), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
   let tasks: string[];
   try {
     tasks = run('tasks', 'ls', '-q').split('\n').filter(Boolean);

@@ -26,12 +26,18 @@ export const fastDrainageConfig = [
 
 /** Path of the `temporal` CLI (built into the cache on first use). */
 export function temporalBinary(): string {
-  return execFileSync('bash', [join(scriptsDir, 'temporal.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [join(scriptsDir, 'temporal.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 /** Folder holding kube-apiserver, etcd and kubectl (built into the cache on first use). */
 export function kubeAssets(): string {
-  return execFileSync('bash', [join(scriptsDir, 'kube.sh')], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [join(scriptsDir, 'kube.sh')], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 /**
@@ -39,7 +45,10 @@ export function kubeAssets(): string {
  * (built on first use; envtest's layout has none).
  */
 export function controllerManagerBinary(): string {
-  return execFileSync('bash', [join(scriptsDir, 'kube.sh'), 'kube-controller-manager'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [join(scriptsDir, 'kube.sh'), 'kube-controller-manager'], {
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 /**
@@ -96,7 +105,13 @@ async function httpOk(url: string): Promise<boolean> {
   }
 }
 
-async function waitFor(what: string, logFile: string, child: ChildProcess, check: () => Promise<boolean>, timeoutMs = 60_000) {
+async function waitFor(
+  what: string,
+  logFile: string,
+  child: ChildProcess,
+  check: () => Promise<boolean>,
+  timeoutMs = 60_000,
+) {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     if (child.exitCode !== null) throw new Error(`${what} exited with code ${child.exitCode}; read ${logFile}`);
@@ -116,7 +131,13 @@ export interface ServerProcess {
 const logFileOf = (dir: string, name: string) => join(dir, `${name}.log`);
 
 /** Starts a server process with its output appended to `<dir>/<name>.log`. */
-export function launch(name: string, bin: string, args: string[], dir: string, detached: boolean): { child: ChildProcess; proc: ServerProcess } {
+export function launch(
+  name: string,
+  bin: string,
+  args: string[],
+  dir: string,
+  detached: boolean,
+): { child: ChildProcess; proc: ServerProcess } {
   mkdirSync(dir, { recursive: true });
   const logFile = logFileOf(dir, name);
   const out = openSync(logFile, 'a');
@@ -137,7 +158,15 @@ export interface TemporalServer {
 /** Starts `temporal server start-dev` on loopback with the fast-drainage settings and our search attributes. */
 /** `defaults`: the server's own settings instead of the fast drainage ones (to check behaviour that depends on them). */
 /** `dynamicConfig`: more `KEY=VALUE` dynamic config values (the scale benchmark raises the server's limits). */
-export async function startTemporal(opts: { dir: string; port?: number; uiPort?: number; dbFile?: string; detached?: boolean; defaults?: boolean; dynamicConfig?: string[] }): Promise<TemporalServer> {
+export async function startTemporal(opts: {
+  dir: string;
+  port?: number;
+  uiPort?: number;
+  dbFile?: string;
+  detached?: boolean;
+  defaults?: boolean;
+  dynamicConfig?: string[];
+}): Promise<TemporalServer> {
   // A port found free can be taken before the server binds it (by one of the server's own connections: the
   // ports come from the ephemeral range). Such a start fails at once, and goes again on other ports.
   for (let attempt = 1; ; attempt++) {
@@ -155,7 +184,20 @@ export async function startTemporal(opts: { dir: string; port?: number; uiPort?:
 async function startTemporalOnce(opts: Parameters<typeof startTemporal>[0]): Promise<TemporalServer> {
   const port = opts.port ?? (await freePort());
   // `default` for the workers, `glidepath` for the controller's own workflows (the search attributes go into both).
-  const args = ['server', 'start-dev', '--ip', '127.0.0.1', '--port', String(port), '--namespace', 'default', '--namespace', defaultControllerNamespace, '--log-level', 'warn'];
+  const args = [
+    'server',
+    'start-dev',
+    '--ip',
+    '127.0.0.1',
+    '--port',
+    String(port),
+    '--namespace',
+    'default',
+    '--namespace',
+    defaultControllerNamespace,
+    '--log-level',
+    'warn',
+  ];
   const httpPort = await freePort();
   const metricsPort = await freePort();
   args.push('--http-port', String(httpPort), '--metrics-port', String(metricsPort));
@@ -167,7 +209,12 @@ async function startTemporalOnce(opts: Parameters<typeof startTemporal>[0]): Pro
   for (const sa of searchAttributeFlags) args.push('--search-attribute', sa);
   const { child, proc } = launch('temporal', temporalBinary(), args, opts.dir, opts.detached ?? false);
   // Ready means the frontend answers and knows the namespace: an open port alone may still say "Frontend is not healthy yet".
-  await waitFor('temporal dev server', proc.logFile, child, async () => (await portOpen(port)) && (await httpOk(`http://127.0.0.1:${httpPort}/api/v1/namespaces/default`)));
+  await waitFor(
+    'temporal dev server',
+    proc.logFile,
+    child,
+    async () => (await portOpen(port)) && (await httpOk(`http://127.0.0.1:${httpPort}/api/v1/namespaces/default`)),
+  );
   const uiUrl = opts.uiPort ? `http://127.0.0.1:${opts.uiPort}` : undefined;
   if (uiUrl) await waitFor('temporal Web UI', proc.logFile, child, () => httpOk(uiUrl));
   return {
@@ -190,10 +237,14 @@ export interface KubeServer {
 /** Whether `GET url+path` with the token answers 200. */
 function answers200(url: string, path: string, token: string): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = request(`${url}${path}`, { headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 1000 }, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    });
+    const req = request(
+      `${url}${path}`,
+      { headers: { Authorization: `Bearer ${token}` }, rejectUnauthorized: false, timeout: 1000 },
+      (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      },
+    );
     req.on('error', () => resolve(false));
     req.on('timeout', () => (req.destroy(), resolve(false)));
     req.end();
@@ -246,14 +297,36 @@ async function startKubeProcesses(
   started: ServerProcess[],
 ): Promise<KubeServer> {
   const detached = opts.detached ?? false;
-  const [etcdPort, peerPort, apiPort] = [opts.etcdPort ?? (await freePort()), await freePort(), opts.apiPort ?? (await freePort())];
+  const [etcdPort, peerPort, apiPort] = [
+    opts.etcdPort ?? (await freePort()),
+    await freePort(),
+    opts.apiPort ?? (await freePort()),
+  ];
   const etcdUrl = `http://127.0.0.1:${etcdPort}`;
   const peerUrl = `http://127.0.0.1:${peerPort}`;
-  const etcd = launch('etcd', join(assets, 'etcd'), [
-    '--data-dir', join(opts.dir, 'etcd-data'), '--listen-client-urls', etcdUrl, '--advertise-client-urls', etcdUrl,
-    '--listen-peer-urls', peerUrl, '--initial-advertise-peer-urls', peerUrl, '--initial-cluster', `default=${peerUrl}`,
-    '--unsafe-no-fsync', '--log-level', 'warn',
-  ], opts.dir, detached);
+  const etcd = launch(
+    'etcd',
+    join(assets, 'etcd'),
+    [
+      '--data-dir',
+      join(opts.dir, 'etcd-data'),
+      '--listen-client-urls',
+      etcdUrl,
+      '--advertise-client-urls',
+      etcdUrl,
+      '--listen-peer-urls',
+      peerUrl,
+      '--initial-advertise-peer-urls',
+      peerUrl,
+      '--initial-cluster',
+      `default=${peerUrl}`,
+      '--unsafe-no-fsync',
+      '--log-level',
+      'warn',
+    ],
+    opts.dir,
+    detached,
+  );
   started.push(etcd.proc);
   await waitFor('etcd', etcd.proc.logFile, etcd.child, () => portOpen(etcdPort));
 
@@ -265,39 +338,111 @@ async function startKubeProcesses(
   writeFileSync(join(opts.dir, 'sa.key'), privateKey.export({ type: 'pkcs8', format: 'pem' }));
   writeFileSync(join(opts.dir, 'sa.pub'), publicKey.export({ type: 'spki', format: 'pem' }));
   if (opts.auditPolicy) writeFileSync(join(opts.dir, 'audit-policy.yaml'), opts.auditPolicy);
-  const audit = opts.auditPolicy ? ['--audit-policy-file', join(opts.dir, 'audit-policy.yaml'), '--audit-log-path', join(opts.dir, 'audit.log'), '--audit-log-mode', 'blocking'] : [];
-  const api = launch('kube-apiserver', join(assets, 'kube-apiserver'), [
-    '--etcd-servers', etcdUrl, '--cert-dir', certDir, '--secure-port', String(apiPort), '--bind-address', '127.0.0.1',
-    '--advertise-address', '127.0.0.1', '--token-auth-file', join(opts.dir, 'tokens.csv'), '--authorization-mode', 'RBAC',
-    '--service-account-issuer', 'https://kubernetes.default.svc', '--service-account-key-file', join(opts.dir, 'sa.pub'),
-    '--service-account-signing-key-file', join(opts.dir, 'sa.key'), '--service-cluster-ip-range', '10.0.0.0/24',
-    '--allow-privileged=true', ...(opts.podServiceAccounts ? [] : ['--disable-admission-plugins', 'ServiceAccount']), ...audit,
-  ], opts.dir, detached);
+  const audit = opts.auditPolicy
+    ? [
+        '--audit-policy-file',
+        join(opts.dir, 'audit-policy.yaml'),
+        '--audit-log-path',
+        join(opts.dir, 'audit.log'),
+        '--audit-log-mode',
+        'blocking',
+      ]
+    : [];
+  const api = launch(
+    'kube-apiserver',
+    join(assets, 'kube-apiserver'),
+    [
+      '--etcd-servers',
+      etcdUrl,
+      '--cert-dir',
+      certDir,
+      '--secure-port',
+      String(apiPort),
+      '--bind-address',
+      '127.0.0.1',
+      '--advertise-address',
+      '127.0.0.1',
+      '--token-auth-file',
+      join(opts.dir, 'tokens.csv'),
+      '--authorization-mode',
+      'RBAC',
+      '--service-account-issuer',
+      'https://kubernetes.default.svc',
+      '--service-account-key-file',
+      join(opts.dir, 'sa.pub'),
+      '--service-account-signing-key-file',
+      join(opts.dir, 'sa.key'),
+      '--service-cluster-ip-range',
+      '10.0.0.0/24',
+      '--allow-privileged=true',
+      ...(opts.podServiceAccounts ? [] : ['--disable-admission-plugins', 'ServiceAccount']),
+      ...audit,
+    ],
+    opts.dir,
+    detached,
+  );
   started.push(api.proc);
   const url = `https://127.0.0.1:${apiPort}`;
   await waitFor('kube-apiserver', api.proc.logFile, api.child, () => answers200(url, '/readyz', token), 90_000);
 
   const kubeconfig = join(opts.dir, 'kubeconfig');
-  writeFileSync(kubeconfig, [
-    'apiVersion: v1', 'kind: Config', 'current-context: glidepath',
-    'clusters:', '- name: glidepath', '  cluster:', `    server: ${url}`, '    insecure-skip-tls-verify: true',
-    'users:', '- name: admin', '  user:', `    token: ${token}`,
-    'contexts:', '- name: glidepath', '  context:', '    cluster: glidepath', '    user: admin', '    namespace: default',
-    '',
-  ].join('\n'));
+  writeFileSync(
+    kubeconfig,
+    [
+      'apiVersion: v1',
+      'kind: Config',
+      'current-context: glidepath',
+      'clusters:',
+      '- name: glidepath',
+      '  cluster:',
+      `    server: ${url}`,
+      '    insecure-skip-tls-verify: true',
+      'users:',
+      '- name: admin',
+      '  user:',
+      `    token: ${token}`,
+      'contexts:',
+      '- name: glidepath',
+      '  context:',
+      '    cluster: glidepath',
+      '    user: admin',
+      '    namespace: default',
+      '',
+    ].join('\n'),
+  );
   const kubectl = join(assets, 'kubectl');
   if (opts.crds) installCrds(kubeconfig, kubectl);
 
   // The same admin kubeconfig for its API calls and for delegated authn/authz; no serving port of its own.
-  const kcm = launch('kube-controller-manager', controllerManager, [
-    '--kubeconfig', kubeconfig, '--authentication-kubeconfig', kubeconfig, '--authorization-kubeconfig', kubeconfig,
-    '--service-account-private-key-file', join(opts.dir, 'sa.key'), '--root-ca-file', join(certDir, 'apiserver.crt'),
-    '--use-service-account-credentials=false', '--leader-elect=false', '--secure-port', '0',
-    '--controllers', (opts.controllers ?? kubeControllers).join(','),
-  ], opts.dir, detached);
+  const kcm = launch(
+    'kube-controller-manager',
+    controllerManager,
+    [
+      '--kubeconfig',
+      kubeconfig,
+      '--authentication-kubeconfig',
+      kubeconfig,
+      '--authorization-kubeconfig',
+      kubeconfig,
+      '--service-account-private-key-file',
+      join(opts.dir, 'sa.key'),
+      '--root-ca-file',
+      join(certDir, 'apiserver.crt'),
+      '--use-service-account-credentials=false',
+      '--leader-elect=false',
+      '--secure-port',
+      '0',
+      '--controllers',
+      (opts.controllers ?? kubeControllers).join(','),
+    ],
+    opts.dir,
+    detached,
+  );
   started.push(kcm.proc);
   // Running once the serviceaccount controller has given the `default` namespace its ServiceAccount.
-  await waitFor('kube-controller-manager', kcm.proc.logFile, kcm.child, () => answers200(url, '/api/v1/namespaces/default/serviceaccounts/default', token));
+  await waitFor('kube-controller-manager', kcm.proc.logFile, kcm.child, () =>
+    answers200(url, '/api/v1/namespaces/default/serviceaccounts/default', token),
+  );
   return { url, kubeconfig, kubectl, assets, processes: [kcm.proc, api.proc, etcd.proc] };
 }
 

@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { isDeferred, localActivityType } from '../../scripts/history.js';
 import { portOpen, type ServerProcess } from '../../scripts/servers/servers.js';
 
@@ -55,18 +55,44 @@ export interface ControllerProcess {
  * Starts `worker/main.ts` (what `npm start` runs) for one namespace; resolves once it is watching. Its output is
  * appended to `logFile`. `env` overrides the environment (KUBECONFIG, TEMPORAL_ADDRESS of a test's own servers).
  */
-export function startControllerProcess(opts: { namespace: string; logFile: string; env?: Record<string, string> }): Promise<ControllerProcess> {
+export function startControllerProcess(opts: {
+  namespace: string;
+  logFile: string;
+  env?: Record<string, string>;
+}): Promise<ControllerProcess> {
   appendFileSync(opts.logFile, `\n==== ${new Date().toISOString()} controller start\n`);
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', opts.namespace, '--task-queue', `glidepath-${opts.namespace}`, ...noServedPorts], {
-    cwd: root,
-    env: { ...process.env, NODE_OPTIONS: '', GLIDEPATH_DRAIN_POLL_MAX: '1000', GLIDEPATH_LOG_LEVEL: 'WARN', ...opts.env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'worker/main.ts',
+      '--namespace',
+      opts.namespace,
+      '--task-queue',
+      `glidepath-${opts.namespace}`,
+      ...noServedPorts,
+    ],
+    {
+      cwd: root,
+      env: {
+        ...process.env,
+        NODE_OPTIONS: '',
+        GLIDEPATH_DRAIN_POLL_MAX: '1000',
+        GLIDEPATH_LOG_LEVEL: 'WARN',
+        ...opts.env,
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   let output = '';
   let running = false;
   return new Promise((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`controller did not start within 180 s; read ${opts.logFile}`)), 180_000);
+    const timer = setTimeout(
+      () => reject(new Error(`controller did not start within 180 s; read ${opts.logFile}`)),
+      180_000,
+    );
     const onData = (chunk: Buffer) => {
       appendFileSync(opts.logFile, chunk);
       if (running) return;
@@ -108,7 +134,9 @@ export class DeploymentWatch {
 
   constructor(kc: k8s.KubeConfig, namespace: string) {
     const apps = kc.makeApiClient(k8s.AppsV1Api);
-    this.informer = k8s.makeInformer(kc, `/apis/apps/v1/namespaces/${namespace}/deployments`, () => apps.listNamespacedDeployment({ namespace }));
+    this.informer = k8s.makeInformer(kc, `/apis/apps/v1/namespaces/${namespace}/deployments`, () =>
+      apps.listNamespacedDeployment({ namespace }),
+    );
     const seen = (d: k8s.V1Deployment, deleted: boolean) => {
       const key = `${d.metadata?.labels?.[Labels.workerDeployment] ?? '?'}/${d.metadata?.labels?.[Labels.buildId] ?? '?'}`;
       const uids = this.uids.get(key) ?? new Set<string>();
@@ -164,9 +192,18 @@ export interface ChainReport {
  */
 export async function chainReport(client: Client, workflowId: string, buildId: string): Promise<ChainReport> {
   const runs: { runId: string; start: number }[] = [];
-  for await (const w of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) runs.push({ runId: w.runId, start: w.startTime.getTime() });
+  for await (const w of client.workflow.list({ query: `WorkflowId = "${workflowId}"` }))
+    runs.push({ runId: w.runId, start: w.startTime.getTime() });
   runs.sort((a, b) => a.start - b.start);
-  const report: ChainReport = { runs: runs.length, rampsCompleted: [], rampsScheduled: 0, activityTimeouts: {}, workflowTaskTimeouts: 0, taskFailures: [], summary: [] };
+  const report: ChainReport = {
+    runs: runs.length,
+    rampsCompleted: [],
+    rampsScheduled: 0,
+    activityTimeouts: {},
+    workflowTaskTimeouts: 0,
+    taskFailures: [],
+    summary: [],
+  };
   for (const [i, run] of runs.entries()) {
     const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
     const events = history.events ?? [];
@@ -191,7 +228,10 @@ export async function chainReport(client: Client, workflowId: string, buildId: s
         }
       }
       // A local ramp's arguments are not in the history: its summary says them ("ramp <build> to <n>%").
-      const made = localActivityType(e) === 'setRamping' && !e.markerRecordedEventAttributes?.failure && !isDeferred(decode(e.markerRecordedEventAttributes?.details?.result?.payloads?.[0]));
+      const made =
+        localActivityType(e) === 'setRamping' &&
+        !e.markerRecordedEventAttributes?.failure &&
+        !isDeferred(decode(e.markerRecordedEventAttributes?.details?.result?.payloads?.[0]));
       const local = made ? /^ramp (\S+) to (\d+)%$/.exec(String(decode(e.userMetadata?.summary))) : null;
       if (local?.[1] === buildId) {
         report.rampsCompleted.push(Number(local[2]));
@@ -207,14 +247,22 @@ export async function chainReport(client: Client, workflowId: string, buildId: s
         }
       }
       const failed = e.activityTaskFailedEventAttributes ?? e.activityTaskTimedOutEventAttributes;
-      if (failed && ramps.has(String(failed.scheduledEventId))) report.summary.push(`run ${i} event ${id}: setRamping ${ramps.get(String(failed.scheduledEventId))}% failed or timed out`);
+      if (failed && ramps.has(String(failed.scheduledEventId)))
+        report.summary.push(
+          `run ${i} event ${id}: setRamping ${ramps.get(String(failed.scheduledEventId))}% failed or timed out`,
+        );
       const taskFailed = e.workflowTaskFailedEventAttributes;
-      if (taskFailed) report.taskFailures.push(`run ${i} event ${id}: cause ${proto.temporal.api.enums.v1.WorkflowTaskFailedCause[taskFailed.cause ?? 0]}: ${taskFailed.failure?.message ?? ''}`);
+      if (taskFailed)
+        report.taskFailures.push(
+          `run ${i} event ${id}: cause ${proto.temporal.api.enums.v1.WorkflowTaskFailedCause[taskFailed.cause ?? 0]}: ${taskFailed.failure?.message ?? ''}`,
+        );
     }
     const last = events.at(-1);
     const continued = last?.workflowExecutionContinuedAsNewEventAttributes;
     if (i < runs.length - 1 && continued?.newExecutionRunId !== runs[i + 1]!.runId) {
-      throw new Error(`the chain of ${workflowId} is not complete yet: run ${run.runId} did not continue into ${runs[i + 1]!.runId}`);
+      throw new Error(
+        `the chain of ${workflowId} is not complete yet: run ${run.runId} did not continue into ${runs[i + 1]!.runId}`,
+      );
     }
   }
   return report;
@@ -228,7 +276,9 @@ export interface Relaunchable {
 
 /** The command line of a running server process, so it can be relaunched the same way after it is stopped. */
 export function commandLineOf(proc: ServerProcess): Relaunchable {
-  const argv = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8').split('\0').filter((a, i, all) => a !== '' || i < all.length - 1);
+  const argv = readFileSync(`/proc/${proc.pid}/cmdline`, 'utf8')
+    .split('\0')
+    .filter((a, i, all) => a !== '' || i < all.length - 1);
   return { proc, argv };
 }
 

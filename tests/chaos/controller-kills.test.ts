@@ -92,9 +92,12 @@ afterAll(async () => {
 
 /** Phases of all resources now, counted: where the rollouts were when the controller was killed. */
 async function phases(): Promise<string> {
-  const list = (await env.custom.listNamespacedCustomObject({ group, version, namespace: env.namespace, plural })) as { items: { status?: { phase?: string } }[] };
+  const list = (await env.custom.listNamespacedCustomObject({ group, version, namespace: env.namespace, plural })) as {
+    items: { status?: { phase?: string } }[];
+  };
   const counts = new Map<string, number>();
-  for (const item of list.items) counts.set(item.status?.phase ?? '-', (counts.get(item.status?.phase ?? '-') ?? 0) + 1);
+  for (const item of list.items)
+    counts.set(item.status?.phase ?? '-', (counts.get(item.status?.phase ?? '-') ?? 0) + 1);
   return [...counts].map(([p, n]) => `${p} ${n}`).join(', ');
 }
 
@@ -107,13 +110,19 @@ async function whereStuck(which: string[]): Promise<string> {
       const handle = workflowHandle(env, n);
       const d = await handle.describe();
       const pending = (d.raw.pendingActivities ?? []).map(
-        (a) => `${a.activityType?.name} attempt ${a.attempt} state ${a.state}${a.lastFailure?.message ? ` last failure: ${a.lastFailure.message}` : ''}`,
+        (a) =>
+          `${a.activityType?.name} attempt ${a.attempt} state ${a.state}${a.lastFailure?.message ? ` last failure: ${a.lastFailure.message}` : ''}`,
       );
       const events = ((await handle.fetchHistory()).events ?? []).slice(-12).map((e) => {
-        const type = e.activityTaskScheduledEventAttributes?.activityType?.name ?? e.workflowExecutionSignaledEventAttributes?.signalName ?? '';
+        const type =
+          e.activityTaskScheduledEventAttributes?.activityType?.name ??
+          e.workflowExecutionSignaledEventAttributes?.signalName ??
+          '';
         return `${String(e.eventId)} ${e.eventTime?.seconds ? new Date(Number(e.eventTime.seconds) * 1000).toISOString().slice(11, 19) : ''} ${proto.temporal.api.enums.v1.EventType[e.eventType ?? 0]} ${type}`;
       });
-      lines.push(`${n}: ${s?.phase} (${(s as { message?: string } | undefined)?.message ?? ''}); workflow ${d.status.name}, pending: ${pending.join('; ') || 'none'}\n    ${events.join('\n    ')}`);
+      lines.push(
+        `${n}: ${s?.phase} (${(s as { message?: string } | undefined)?.message ?? ''}); workflow ${d.status.name}, pending: ${pending.join('; ') || 'none'}\n    ${events.join('\n    ')}`,
+      );
     } catch (err) {
       lines.push(`${n}: could not be described: ${(err as Error).message}`);
     }
@@ -121,129 +130,181 @@ async function whereStuck(which: string[]): Promise<string> {
   return lines.join('\n');
 }
 
-test(`20 concurrent rollouts survive the controller SIGKILLed at ${killCount} random moments`, async () => {
-  const seed = chaosSeed();
-  console.log(`chaos seed: ${seed} (CHAOS_SEED=${seed} replays the same kill delays); controller log ${logFile}`);
-  const random = prng(seed);
+test(
+  `20 concurrent rollouts survive the controller SIGKILLed at ${killCount} random moments`,
+  async () => {
+    const seed = chaosSeed();
+    console.log(`chaos seed: ${seed} (CHAOS_SEED=${seed} replays the same kill delays); controller log ${logFile}`);
+    const random = prng(seed);
 
-  // v1 everywhere, with a live controller.
-  await Promise.all(names.map((n) => apply(env, spec(n, 'v1'))));
-  const v1 = new Map<string, string>();
-  await eventually('every v1 current and Ready', async () => {
-    for (const n of names.filter((x) => !v1.has(x))) {
-      const s = await twdStatus(env, n);
-      if (s?.phase === 'Ready' && s.currentVersion?.buildID) v1.set(n, s.currentVersion.buildID);
-    }
-    return v1.size === names.length;
-  }, waitMs, 500);
-
-  // v2 everywhere; the controller killed and restarted at random moments meanwhile (killCount times, or fewer but at least minKills if all is done first).
-  const started = Date.now();
-  await Promise.all(names.map((n) => apply(env, spec(n, 'v2'))));
-  let finished = false;
-  const kills: string[] = [];
-  let lastRestart = started;
-  const chaos = (async () => {
-    while (kills.length < killCount && !(finished && kills.length >= minKills)) {
-      await sleep(500 + random() * 6000);
-      const where = await phases().catch((err: Error) => `phases unknown: ${err.message}`);
-      await killController(controller);
-      kills.push(`kill ${kills.length + 1} at +${((Date.now() - started) / 1000).toFixed(1)} s: ${where}`);
-      console.log(`chaos: ${kills.at(-1)}`);
-      await sleep(random() * 2000);
-      await startController();
-      lastRestart = Date.now();
-    }
-  })();
-
-  // The test is the operator: each Manual rollout is promoted once it waits for promotion.
-  const promoted = new Set<string>();
-  const promoter = (async () => {
-    while (!finished) {
-      for (const n of names.filter((x) => kinds.get(x)!.strategy === 'Manual' && !promoted.has(x))) {
-        const s = await twdStatus(env, n).catch(() => undefined);
-        const target = s?.targetVersion?.buildID;
-        if (s?.phase === 'AwaitingPromotion' && target && target !== v1.get(n)) {
-          await workflowHandle(env, n).signal(promote, { buildId: target });
-          promoted.add(n);
+    // v1 everywhere, with a live controller.
+    await Promise.all(names.map((n) => apply(env, spec(n, 'v1'))));
+    const v1 = new Map<string, string>();
+    await eventually(
+      'every v1 current and Ready',
+      async () => {
+        for (const n of names.filter((x) => !v1.has(x))) {
+          const s = await twdStatus(env, n);
+          if (s?.phase === 'Ready' && s.currentVersion?.buildID) v1.set(n, s.currentVersion.buildID);
         }
+        return v1.size === names.length;
+      },
+      waitMs,
+      500,
+    );
+
+    // v2 everywhere; the controller killed and restarted at random moments meanwhile (killCount times, or fewer but at least minKills if all is done first).
+    const started = Date.now();
+    await Promise.all(names.map((n) => apply(env, spec(n, 'v2'))));
+    let finished = false;
+    const kills: string[] = [];
+    let lastRestart = started;
+    const chaos = (async () => {
+      while (kills.length < killCount && !(finished && kills.length >= minKills)) {
+        await sleep(500 + random() * 6000);
+        const where = await phases().catch((err: Error) => `phases unknown: ${err.message}`);
+        await killController(controller);
+        kills.push(`kill ${kills.length + 1} at +${((Date.now() - started) / 1000).toFixed(1)} s: ${where}`);
+        console.log(`chaos: ${kills.at(-1)}`);
+        await sleep(random() * 2000);
+        await startController();
+        lastRestart = Date.now();
       }
-      await sleep(500);
+    })();
+
+    // The test is the operator: each Manual rollout is promoted once it waits for promotion.
+    const promoted = new Set<string>();
+    const promoter = (async () => {
+      while (!finished) {
+        for (const n of names.filter((x) => kinds.get(x)!.strategy === 'Manual' && !promoted.has(x))) {
+          const s = await twdStatus(env, n).catch(() => undefined);
+          const target = s?.targetVersion?.buildID;
+          if (s?.phase === 'AwaitingPromotion' && target && target !== v1.get(n)) {
+            await workflowHandle(env, n).signal(promote, { buildId: target });
+            promoted.add(n);
+          }
+        }
+        await sleep(500);
+      }
+    })();
+
+    const v2 = new Map<string, string>();
+    try {
+      await eventually(
+        'every v2 current and Ready',
+        async () => {
+          for (const n of names.filter((x) => !v2.has(x))) {
+            const s = await twdStatus(env, n);
+            const current = s?.currentVersion?.buildID;
+            if (s?.phase === 'Ready' && current && current !== v1.get(n) && !s.targetVersion) v2.set(n, current);
+          }
+          return v2.size === names.length;
+        },
+        waitMs,
+        1000,
+      ).catch(async (err: Error) => {
+        console.log(
+          `chaos: not done after ${kills.length} kills (seed ${seed}):\n${kills.join('\n')}\n${await whereStuck(names.filter((x) => !v2.has(x)))}`,
+        );
+        throw err;
+      });
+      const rolledOut = Date.now();
+      console.log(
+        `chaos figure: 20 rollouts v1 → v2 done ${((rolledOut - started) / 1000).toFixed(1)} s after apply, with ${kills.length} controller kills meanwhile; ${kills.length === killCount ? `${((rolledOut - lastRestart) / 1000).toFixed(1)} s after the last restart` : 'before the last kill'}`,
+      );
+
+      await eventually(
+        'every v1 drained, scaled down and deleted (Deployment and version)',
+        async () => {
+          for (const n of names) {
+            const s = await twdStatus(env, n);
+            if ((s?.deprecatedVersions ?? []).length > 0) return false;
+            if ((await deployments(env, n)).has(v1.get(n)!)) return false;
+            if (
+              (await versionStatus(
+                env.connection,
+                process.env.TEMPORAL_NAMESPACE ?? 'default',
+                workerDeploymentName(env.namespace, n),
+                v1.get(n)!,
+              )) !== 'NOT_FOUND'
+            )
+              return false;
+          }
+          return true;
+        },
+        waitMs,
+        1000,
+      ).catch(async (err: Error) => {
+        console.log(
+          `chaos: v1 not sunset after ${kills.length} kills (seed ${seed}):\n${kills.join('\n')}\n${await whereStuck(names)}`,
+        );
+        throw err;
+      });
+      console.log(
+        `chaos figure: every v1 sunset ${((Date.now() - started) / 1000).toFixed(1)} s after apply, ${kills.length} kills so far`,
+      );
+    } finally {
+      finished = true;
+      await promoter;
+      await chaos;
     }
-  })();
+    console.log(`chaos: ${kills.length} kills, seed ${seed}:\n${kills.join('\n')}`);
+    expect(kills.length).toBeGreaterThanOrEqual(minKills);
+    expect(promoted.size).toBe(6);
 
-  const v2 = new Map<string, string>();
-  try {
-    await eventually('every v2 current and Ready', async () => {
-      for (const n of names.filter((x) => !v2.has(x))) {
-        const s = await twdStatus(env, n);
-        const current = s?.currentVersion?.buildID;
-        if (s?.phase === 'Ready' && current && current !== v1.get(n) && !s.targetVersion) v2.set(n, current);
-      }
-      return v2.size === names.length;
-    }, waitMs, 1000).catch(async (err: Error) => {
-      console.log(`chaos: not done after ${kills.length} kills (seed ${seed}):\n${kills.join('\n')}\n${await whereStuck(names.filter((x) => !v2.has(x)))}`);
-      throw err;
-    });
-    const rolledOut = Date.now();
-    console.log(
-      `chaos figure: 20 rollouts v1 → v2 done ${((rolledOut - started) / 1000).toFixed(1)} s after apply, with ${kills.length} controller kills meanwhile; ${kills.length === killCount ? `${((rolledOut - lastRestart) / 1000).toFixed(1)} s after the last restart` : 'before the last kill'}`,
-    );
+    // Still so with the controller running again after the last kill.
+    for (const n of names) {
+      expect((await routing(env, n)).current).toBe(v2.get(n));
+      const s = await twdStatus(env, n);
+      expect({ name: n, phase: s?.phase, current: s?.currentVersion?.buildID }).toEqual({
+        name: n,
+        phase: 'Ready',
+        current: v2.get(n),
+      });
+    }
 
-    await eventually('every v1 drained, scaled down and deleted (Deployment and version)', async () => {
-      for (const n of names) {
-        const s = await twdStatus(env, n);
-        if ((s?.deprecatedVersions ?? []).length > 0) return false;
-        if ((await deployments(env, n)).has(v1.get(n)!)) return false;
-        if ((await versionStatus(env.connection, process.env.TEMPORAL_NAMESPACE ?? 'default', workerDeploymentName(env.namespace, n), v1.get(n)!)) !== 'NOT_FOUND') return false;
-      }
-      return true;
-    }, waitMs, 1000).catch(async (err: Error) => {
-      console.log(`chaos: v1 not sunset after ${kills.length} kills (seed ${seed}):\n${kills.join('\n')}\n${await whereStuck(names)}`);
-      throw err;
-    });
-    console.log(`chaos figure: every v1 sunset ${((Date.now() - started) / 1000).toFixed(1)} s after apply, ${kills.length} kills so far`);
-  } finally {
-    finished = true;
-    await promoter;
-    await chaos;
-  }
-  console.log(`chaos: ${kills.length} kills, seed ${seed}:\n${kills.join('\n')}`);
-  expect(kills.length).toBeGreaterThanOrEqual(minKills);
-  expect(promoted.size).toBe(6);
+    // Exactly one Deployment per (resource, build) ever existed; each v1 was seen at 0 replicas, then deleted.
+    const problems: string[] = [];
+    for (const n of names) {
+      const keys = [...watch.uids.keys()].filter((k) => k.startsWith(`${n}/`));
+      const expected = [`${n}/${v1.get(n)}`, `${n}/${v2.get(n)}`];
+      if (JSON.stringify(keys.sort()) !== JSON.stringify([...expected].sort()))
+        problems.push(`${n}: Deployments seen for builds ${keys.join(', ')}`);
+      for (const k of expected)
+        if ((watch.uids.get(k)?.size ?? 0) !== 1)
+          problems.push(`${k}: ${watch.uids.get(k)?.size ?? 0} Deployment uids`);
+      if (!watch.scaledToZero.has(expected[0]!))
+        problems.push(`${expected[0]}: never seen scaled to 0 before its deletion`);
+      if (!watch.deleted.has(expected[0]!)) problems.push(`${expected[0]}: its deletion was not seen`);
+    }
 
-  // Still so with the controller running again after the last kill.
-  for (const n of names) {
-    expect((await routing(env, n)).current).toBe(v2.get(n));
-    const s = await twdStatus(env, n);
-    expect({ name: n, phase: s?.phase, current: s?.currentVersion?.buildID }).toEqual({ name: n, phase: 'Ready', current: v2.get(n) });
-  }
-
-  // Exactly one Deployment per (resource, build) ever existed; each v1 was seen at 0 replicas, then deleted.
-  const problems: string[] = [];
-  for (const n of names) {
-    const keys = [...watch.uids.keys()].filter((k) => k.startsWith(`${n}/`));
-    const expected = [`${n}/${v1.get(n)}`, `${n}/${v2.get(n)}`];
-    if (JSON.stringify(keys.sort()) !== JSON.stringify([...expected].sort())) problems.push(`${n}: Deployments seen for builds ${keys.join(', ')}`);
-    for (const k of expected) if ((watch.uids.get(k)?.size ?? 0) !== 1) problems.push(`${k}: ${watch.uids.get(k)?.size ?? 0} Deployment uids`);
-    if (!watch.scaledToZero.has(expected[0]!)) problems.push(`${expected[0]}: never seen scaled to 0 before its deletion`);
-    if (!watch.deleted.has(expected[0]!)) problems.push(`${expected[0]}: its deletion was not seen`);
-  }
-
-  // Each Progressive step's ramp completed once, in order, across every run of the chain; no other strategy ramped.
-  const ramps: string[] = [];
-  for (const n of names) {
-    const report = await eventually(`the workflow chain of ${n}`, () => chainReport(env.client, rolloutWorkflowId(env.installation, env.namespace, n), v2.get(n)!), 60_000, 1000);
-    const want = kinds.get(n)!.strategy === 'Progressive' ? steps.map((s) => s.rampPercentage) : [];
-    const timeouts = Object.entries(report.activityTimeouts).map(([type, count]) => `${type} ${count}`).join(', ') || 'none';
-    ramps.push(
-      `${n}: ${report.runs} run(s), ramps completed [${report.rampsCompleted.join(', ')}], setRamping scheduled ${report.rampsScheduled}×; timed out: workflow tasks ${report.workflowTaskTimeouts}, activities: ${timeouts}`,
-    );
-    if (JSON.stringify(report.rampsCompleted) !== JSON.stringify(want)) problems.push(`${n}: ramps completed [${report.rampsCompleted.join(', ')}], want [${want.join(', ')}]:\n  ${report.summary.join('\n  ')}`);
-    const bad = report.taskFailures.filter((f) => !f.includes('UNHANDLED_COMMAND'));
-    if (bad.length) problems.push(`${n}: workflow task failures: ${bad.join('; ')}`);
-  }
-  console.log(`chaos: ramps per resource:\n${ramps.join('\n')}`);
-  expect(problems).toEqual([]);
-  expect(env.violations).toEqual([]);
-}, 30 * 60_000);
+    // Each Progressive step's ramp completed once, in order, across every run of the chain; no other strategy ramped.
+    const ramps: string[] = [];
+    for (const n of names) {
+      const report = await eventually(
+        `the workflow chain of ${n}`,
+        () => chainReport(env.client, rolloutWorkflowId(env.installation, env.namespace, n), v2.get(n)!),
+        60_000,
+        1000,
+      );
+      const want = kinds.get(n)!.strategy === 'Progressive' ? steps.map((s) => s.rampPercentage) : [];
+      const timeouts =
+        Object.entries(report.activityTimeouts)
+          .map(([type, count]) => `${type} ${count}`)
+          .join(', ') || 'none';
+      ramps.push(
+        `${n}: ${report.runs} run(s), ramps completed [${report.rampsCompleted.join(', ')}], setRamping scheduled ${report.rampsScheduled}×; timed out: workflow tasks ${report.workflowTaskTimeouts}, activities: ${timeouts}`,
+      );
+      if (JSON.stringify(report.rampsCompleted) !== JSON.stringify(want))
+        problems.push(
+          `${n}: ramps completed [${report.rampsCompleted.join(', ')}], want [${want.join(', ')}]:\n  ${report.summary.join('\n  ')}`,
+        );
+      const bad = report.taskFailures.filter((f) => !f.includes('UNHANDLED_COMMAND'));
+      if (bad.length) problems.push(`${n}: workflow task failures: ${bad.join('; ')}`);
+    }
+    console.log(`chaos: ramps per resource:\n${ramps.join('\n')}`);
+    expect(problems).toEqual([]);
+    expect(env.violations).toEqual([]);
+  },
+  30 * 60_000,
+);

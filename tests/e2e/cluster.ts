@@ -41,7 +41,10 @@ export function podLogs(namespace: string, lines = 40): string {
     for (const container of readdirSync(join(root, pod))) {
       for (const file of readdirSync(join(root, pod, container)).sort()) {
         // CRI log lines: "<time> <stream> <tag> <message>"
-        const text = readFileSync(join(root, pod, container, file), 'utf8').trimEnd().split('\n').slice(-lines);
+        const text = readFileSync(join(root, pod, container, file), 'utf8')
+          .trimEnd()
+          .split('\n')
+          .slice(-lines);
         out.push(`--- ${pod}/${container}/${file}`, ...text.map((l) => l.split(' ').slice(3).join(' ')));
       }
     }
@@ -63,8 +66,18 @@ export function diagnostics(namespaces: string[]): string {
   return [
     tryRun('pods', () => kubectl('get', 'pods', '-A', '-o', 'wide')),
     tryRun('deployments', () => kubectl('get', 'deployments', '-A', '-o', 'wide')),
-    tryRun('temporalworkerdeployments', () => kubectl('get', 'temporalworkerdeployments', '-A', '-o', 'jsonpath={range .items[*]}{.metadata.name}: {.status}{"\\n"}{end}')),
-    ...namespaces.map((ns) => tryRun(`events in ${ns}`, () => kubectl('get', 'events', '-n', ns, '--sort-by', '.lastTimestamp'))),
+    tryRun('temporalworkerdeployments', () =>
+      kubectl(
+        'get',
+        'temporalworkerdeployments',
+        '-A',
+        '-o',
+        'jsonpath={range .items[*]}{.metadata.name}: {.status}{"\\n"}{end}',
+      ),
+    ),
+    ...namespaces.map((ns) =>
+      tryRun(`events in ${ns}`, () => kubectl('get', 'events', '-n', ns, '--sort-by', '.lastTimestamp')),
+    ),
     ...namespaces.map((ns) => `## logs of the pods in ${ns}\n${podLogs(ns)}`),
     `## the node's own logs: ${dir}/{kubelet,containerd,kube-scheduler,kube-controller-manager,kube-apiserver,temporal}.log`,
   ].join('\n\n');

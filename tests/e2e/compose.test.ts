@@ -20,7 +20,12 @@ let env: Record<string, string>;
 let probePort: number;
 
 const compose = (...args: string[]) =>
-  execFileSync('docker-compose', ['-f', 'docker-compose.yml', '-p', project, ...args], { cwd: root, env, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  execFileSync('docker-compose', ['-f', 'docker-compose.yml', '-p', project, ...args], {
+    cwd: root,
+    env,
+    encoding: 'utf8',
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
 
 beforeAll(async () => {
   [probePort] = [await freePort()];
@@ -45,17 +50,27 @@ afterAll(() => {
   }
 });
 
-test('the controller service starts from the image, becomes ready, and writes a resource\'s status', async () => {
+test("the controller service starts from the image, becomes ready, and writes a resource's status", async () => {
   compose('up', '-d', '--no-deps', '--no-build', 'controller');
   const logs = () => compose('logs', '--no-color', 'controller');
   try {
-    await eventually('the controller ready', async () => (await fetch(`http://127.0.0.1:${probePort}/readyz`)).status === 200, 180_000, 500);
+    await eventually(
+      'the controller ready',
+      async () => (await fetch(`http://127.0.0.1:${probePort}/readyz`)).status === 200,
+      180_000,
+      500,
+    );
     expect(logs()).toContain('glidepath controller running');
     // A resource whose TemporalConnection does not exist: the controller's answer is in its status.
     await custom.createNamespacedCustomObject({
-      group, version, namespace, plural: 'temporalworkerdeployments',
+      group,
+      version,
+      namespace,
+      plural: 'temporalworkerdeployments',
       body: {
-        apiVersion: `${group}/${version}`, kind: 'TemporalWorkerDeployment', metadata: { name: 'compose' },
+        apiVersion: `${group}/${version}`,
+        kind: 'TemporalWorkerDeployment',
+        metadata: { name: 'compose' },
         spec: {
           rollout: { strategy: 'AllAtOnce' },
           workerOptions: { connectionRef: { name: 'missing' }, temporalNamespace: 'default' },
@@ -63,10 +78,21 @@ test('the controller service starts from the image, becomes ready, and writes a 
         },
       },
     });
-    const reason = await eventually('the ConnectionNotFound status', async () => {
-      const obj = (await custom.getNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name: 'compose' })) as { status?: { conditions?: { reason: string }[] } };
-      return obj.status?.conditions?.find((c) => c.reason === 'ConnectionNotFound')?.reason;
-    }, 120_000, 500);
+    const reason = await eventually(
+      'the ConnectionNotFound status',
+      async () => {
+        const obj = (await custom.getNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: 'temporalworkerdeployments',
+          name: 'compose',
+        })) as { status?: { conditions?: { reason: string }[] } };
+        return obj.status?.conditions?.find((c) => c.reason === 'ConnectionNotFound')?.reason;
+      },
+      120_000,
+      500,
+    );
     expect(reason).toBe('ConnectionNotFound');
   } catch (err) {
     throw new Error(`${String(err)}\n--- controller logs ---\n${logs().split('\n').slice(-40).join('\n')}`);

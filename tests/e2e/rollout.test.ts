@@ -16,7 +16,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { freePort } from '../../scripts/servers/servers.js';
 import { routingOf, versionStatus } from '../harness/rollout-env.js';
 import { eventually } from '../harness/eventually.js';
@@ -57,42 +57,77 @@ async function writeKustomization(): Promise<string> {
   const api = apiServerHostPort();
   const base = relative(dir, join(process.cwd(), 'k8s-manifests/base'));
   const [image, tag] = images.controller.split(':');
-  writeFileSync(join(dir, 'kustomization.yaml'), JSON.stringify({
-    apiVersion: 'kustomize.config.k8s.io/v1beta1',
-    kind: 'Kustomization',
-    resources: [base],
-    images: [{ name: image, newTag: tag }],
-    patches: [
+  writeFileSync(
+    join(dir, 'kustomization.yaml'),
+    JSON.stringify(
       {
-        target: { kind: 'ConfigMap', name: 'glidepath-temporal' },
-        patch: JSON.stringify([{ op: 'add', path: '/data', value: { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE: temporalNamespace } }]),
+        apiVersion: 'kustomize.config.k8s.io/v1beta1',
+        kind: 'Kustomization',
+        resources: [base],
+        images: [{ name: image, newTag: tag }],
+        patches: [
+          {
+            target: { kind: 'ConfigMap', name: 'glidepath-temporal' },
+            patch: JSON.stringify([
+              {
+                op: 'add',
+                path: '/data',
+                value: { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE: temporalNamespace },
+              },
+            ]),
+          },
+          {
+            target: { kind: 'Deployment', name: 'glidepath-controller' },
+            patch: JSON.stringify([
+              { op: 'add', path: '/spec/replicas', value: 1 },
+              { op: 'add', path: '/spec/template/spec/hostNetwork', value: true },
+              { op: 'add', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' },
+              {
+                op: 'add',
+                path: '/spec/template/spec/containers/0/args',
+                value: [`--metrics-bind-address=:${metricsPort}`, `--health-probe-bind-address=:${healthPort}`],
+              },
+              {
+                op: 'add',
+                path: '/spec/template/spec/containers/0/ports',
+                value: [
+                  { name: 'metrics', containerPort: metricsPort },
+                  { name: 'health', containerPort: healthPort },
+                ],
+              },
+            ]),
+          },
+          {
+            // A strategic merge: env entries the base may have are kept.
+            patch: JSON.stringify({
+              apiVersion: 'apps/v1',
+              kind: 'Deployment',
+              metadata: { name: 'glidepath-controller', namespace: system },
+              spec: {
+                template: {
+                  spec: {
+                    containers: [
+                      {
+                        name: 'controller',
+                        env: [
+                          { name: 'KUBERNETES_SERVICE_HOST', value: api.host },
+                          { name: 'KUBERNETES_SERVICE_PORT', value: api.port },
+                          // The dev server reports drainage within a second: look that often.
+                          { name: 'GLIDEPATH_DRAIN_POLL_MAX', value: '1000' },
+                        ],
+                      },
+                    ],
+                  },
+                },
+              },
+            }),
+          },
+        ],
       },
-      {
-        target: { kind: 'Deployment', name: 'glidepath-controller' },
-        patch: JSON.stringify([
-          { op: 'add', path: '/spec/replicas', value: 1 },
-          { op: 'add', path: '/spec/template/spec/hostNetwork', value: true },
-          { op: 'add', path: '/spec/template/spec/containers/0/imagePullPolicy', value: 'Never' },
-          { op: 'add', path: '/spec/template/spec/containers/0/args', value: [`--metrics-bind-address=:${metricsPort}`, `--health-probe-bind-address=:${healthPort}`] },
-          { op: 'add', path: '/spec/template/spec/containers/0/ports', value: [{ name: 'metrics', containerPort: metricsPort }, { name: 'health', containerPort: healthPort }] },
-        ]),
-      },
-      {
-        // A strategic merge: env entries the base may have are kept.
-        patch: JSON.stringify({
-          apiVersion: 'apps/v1',
-          kind: 'Deployment',
-          metadata: { name: 'glidepath-controller', namespace: system },
-          spec: { template: { spec: { containers: [{ name: 'controller', env: [
-            { name: 'KUBERNETES_SERVICE_HOST', value: api.host },
-            { name: 'KUBERNETES_SERVICE_PORT', value: api.port },
-            // The dev server reports drainage within a second: look that often.
-            { name: 'GLIDEPATH_DRAIN_POLL_MAX', value: '1000' },
-          ] }] } } },
-        }),
-      },
-    ],
-  }, null, 2));
+      null,
+      2,
+    ),
+  );
   return dir;
 }
 
@@ -111,15 +146,17 @@ function workerDeployment(image: string) {
         spec: {
           hostNetwork: true,
           terminationGracePeriodSeconds: 10,
-          containers: [{
-            name: 'worker',
-            image,
-            imagePullPolicy: 'Never',
-            env: [
-              { name: 'EXAMPLE_TASK_QUEUE', value: taskQueue },
-              { name: 'EXAMPLE_WORKFLOW_HOLD', value: '1h' }, // open until signalled `finish`
-            ],
-          }],
+          containers: [
+            {
+              name: 'worker',
+              image,
+              imagePullPolicy: 'Never',
+              env: [
+                { name: 'EXAMPLE_TASK_QUEUE', value: taskQueue },
+                { name: 'EXAMPLE_WORKFLOW_HOLD', value: '1h' }, // open until signalled `finish`
+              ],
+            },
+          ],
         },
       },
     },
@@ -134,7 +171,13 @@ interface Status {
 
 async function status(): Promise<Status | undefined> {
   try {
-    const obj = (await custom.getNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name })) as { status?: Status };
+    const obj = (await custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace,
+      plural: 'temporalworkerdeployments',
+      name,
+    })) as { status?: Status };
     return obj.status;
   } catch (err) {
     if (err instanceof k8s.ApiException && err.code === 404) return undefined;
@@ -157,18 +200,28 @@ async function podsOf(buildId: string): Promise<k8s.V1Pod[]> {
   return (await core.listNamespacedPod({ namespace, labelSelector: `${Labels.buildId}=${buildId}` })).items;
 }
 
-const ready = (p: k8s.V1Pod) => p.status?.phase === 'Running' && !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
+const ready = (p: k8s.V1Pod) =>
+  p.status?.phase === 'Running' && !!p.status.conditions?.some((c) => c.type === 'Ready' && c.status === 'True');
 
 /** Checks that a version's pod is a real one, running the image with the env Glidepath injects. */
 async function expectRealPod(buildId: string, image: string) {
-  const pods = await eventually(`a Ready pod of ${buildId}`, async () => {
-    const ps = await podsOf(buildId);
-    return ps.length === 1 && ready(ps[0]!) ? ps : undefined;
-  }, minutes(3), 500);
+  const pods = await eventually(
+    `a Ready pod of ${buildId}`,
+    async () => {
+      const ps = await podsOf(buildId);
+      return ps.length === 1 && ready(ps[0]!) ? ps : undefined;
+    },
+    minutes(3),
+    500,
+  );
   const pod = pods[0]!;
   const env = Object.fromEntries((pod.spec!.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
   const running = pod.status!.containerStatuses![0]!.state?.running;
-  expect({ node: pod.spec!.nodeName, image: pod.spec!.containers[0]!.image, running: !!running }).toEqual({ node: process.env.GLIDEPATH_E2E_NODE, image, running: true });
+  expect({ node: pod.spec!.nodeName, image: pod.spec!.containers[0]!.image, running: !!running }).toEqual({
+    node: process.env.GLIDEPATH_E2E_NODE,
+    image,
+    running: true,
+  });
   expect(env).toMatchObject({
     TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
     TEMPORAL_NAMESPACE: temporalNamespace,
@@ -181,135 +234,265 @@ async function expectRealPod(buildId: string, image: string) {
 /** Every replica count a watch sees for the namespace's Deployments from now on, with when. */
 async function watchDeployments(): Promise<{ buildId: string; replicas: number; at: number; type: string }[]> {
   const seen: { buildId: string; replicas: number; at: number; type: string }[] = [];
-  const watch = await new k8s.Watch(kc).watch(`/apis/apps/v1/namespaces/${namespace}/deployments`, {}, (type, d: k8s.V1Deployment) => {
-    seen.push({ type, buildId: d.metadata?.labels?.[Labels.buildId] ?? '', replicas: d.spec?.replicas ?? -1, at: Date.now() });
-  }, () => {});
+  const watch = await new k8s.Watch(kc).watch(
+    `/apis/apps/v1/namespaces/${namespace}/deployments`,
+    {},
+    (type, d: k8s.V1Deployment) => {
+      seen.push({
+        type,
+        buildId: d.metadata?.labels?.[Labels.buildId] ?? '',
+        replicas: d.spec?.replicas ?? -1,
+        at: Date.now(),
+      });
+    },
+    () => {},
+  );
   watches.push(watch);
   return seen;
 }
 
-test('installed with kubectl apply -k, Glidepath rolls a worker v1 → v2 Progressive through real pods; a pinned workflow finishes on v1 before v1 goes', async () => {
-  const where = [system, namespace];
-  const install = await writeKustomization();
+test(
+  'installed with kubectl apply -k, Glidepath rolls a worker v1 → v2 Progressive through real pods; a pinned workflow finishes on v1 before v1 goes',
+  async () => {
+    const where = [system, namespace];
+    const install = await writeKustomization();
 
-  await step('install Glidepath: kubectl apply --server-side -k', where, async () => {
-    kubectl('apply', '--server-side', '-k', install);
-  });
-
-  const controller = await step('the controller pod becomes Ready (its image, in-cluster config, Temporal reached)', where, () =>
-    eventually('a Ready controller pod', async () => {
-      const pods = (await core.listNamespacedPod({ namespace: system, labelSelector: 'app.kubernetes.io/name=glidepath-controller' })).items;
-      return pods.find(ready);
-    }, minutes(3), 500),
-  );
-  expect(controller.spec!.containers[0]!.image).toBe(images.controller);
-  expect(controller.spec!.serviceAccountName).toBe('glidepath');
-
-  await step('a namespace with a TemporalConnection to the dev server', where, async () => {
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
-    await custom.createNamespacedCustomObject({
-      group, version, namespace, plural: 'temporalconnections',
-      body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+    await step('install Glidepath: kubectl apply --server-side -k', where, async () => {
+      kubectl('apply', '--server-side', '-k', install);
     });
-  });
-  const deploymentEvents = await watchDeployments();
 
-  const v1 = await step('v1 (the first version) becomes current, served by a real pod', where, async () => {
-    await custom.createNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', body: workerDeployment(images.workerV1) });
-    const s = await eventually('v1 current', async () => {
-      const st = await status();
-      return st?.phase === 'Ready' && st.currentVersion ? st : undefined;
-    }, minutes(4), 500);
-    const buildId = s.currentVersion!.buildID;
-    await expectRealPod(buildId, images.workerV1);
-    expect((await routing()).current).toBe(buildId);
-    return buildId;
-  });
-
-  const pinned = await step('a workflow started now is pinned to v1 (it runs on v1\'s pod)', where, async () => {
-    const handle = await client.workflow.start('exampleWork', { taskQueue, workflowId: `${namespace}-pinned` });
-    const on = await eventually('the pinned workflow on a version', async () => {
-      const d = await handle.describe();
-      return d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
-    }, minutes(1), 200);
-    expect(on).toBe(v1);
-    return handle;
-  });
-
-  const { v2, ramps } = await step('v2 (a new image tag) ramps 25 % → 75 % in Temporal, then becomes current', where, async () => {
-    await custom.patchNamespacedCustomObject(
-      { group, version, namespace, plural: 'temporalworkerdeployments', name, body: { spec: workerDeployment(images.workerV2).spec } },
-      k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+    const controller = await step(
+      'the controller pod becomes Ready (its image, in-cluster config, Temporal reached)',
+      where,
+      () =>
+        eventually(
+          'a Ready controller pod',
+          async () => {
+            const pods = (
+              await core.listNamespacedPod({
+                namespace: system,
+                labelSelector: 'app.kubernetes.io/name=glidepath-controller',
+              })
+            ).items;
+            return pods.find(ready);
+          },
+          minutes(3),
+          500,
+        ),
     );
-    const seen: number[] = [];
-    const current = await eventually('v2 current in Temporal', async () => {
-      const r = await routing();
-      if (r.ramping && seen.at(-1) !== r.percentage) seen.push(r.percentage);
-      return r.current && r.current !== v1 ? r.current : undefined;
-    }, minutes(5), 100);
-    return { v2: current, ramps: seen };
-  });
-  expect(ramps).toEqual([25, 75]);
-  await expectRealPod(v2, images.workerV2);
+    expect(controller.spec!.containers[0]!.image).toBe(images.controller);
+    expect(controller.spec!.serviceAccountName).toBe('glidepath');
 
-  await step('new work runs on v2\'s pod', where, async () => {
-    const fresh = await client.workflow.start('exampleWork', { taskQueue, workflowId: `${namespace}-fresh` });
-    await fresh.signal('finish');
-    expect(await fresh.result()).toBe(v2);
-  });
+    await step('a namespace with a TemporalConnection to the dev server', where, async () => {
+      await core.createNamespace({ body: { metadata: { name: namespace } } });
+      await custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: 'temporalconnections',
+        body: {
+          apiVersion: `${group}/${version}`,
+          kind: 'TemporalConnection',
+          metadata: { name: 'local' },
+          spec: { hostPort: process.env.TEMPORAL_ADDRESS },
+        },
+      });
+    });
+    const deploymentEvents = await watchDeployments();
 
-  await step('v1 is draining and keeps its Ready pod while the pinned workflow is open', where, async () => {
-    await eventually('v1 Draining in Temporal and in the status', async () => {
-      const st = await status();
-      const inStatus = st?.deprecatedVersions?.find((d) => d.buildID === v1)?.status;
-      const inTemporal = await versionStatus(connection, temporalNamespace, workerDeploymentName(namespace, name), v1);
-      return st?.phase === 'Ready' && st.currentVersion?.buildID === v2 && inStatus === 'Draining' && inTemporal === 'DRAINING';
-    }, minutes(2), 500);
-    expect((await deployments()).get(v1)?.spec?.replicas).toBe(1);
-    expect((await podsOf(v1)).filter(ready)).toHaveLength(1);
-  });
+    const v1 = await step('v1 (the first version) becomes current, served by a real pod', where, async () => {
+      await custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural: 'temporalworkerdeployments',
+        body: workerDeployment(images.workerV1),
+      });
+      const s = await eventually(
+        'v1 current',
+        async () => {
+          const st = await status();
+          return st?.phase === 'Ready' && st.currentVersion ? st : undefined;
+        },
+        minutes(4),
+        500,
+      );
+      const buildId = s.currentVersion!.buildID;
+      await expectRealPod(buildId, images.workerV1);
+      expect((await routing()).current).toBe(buildId);
+      return buildId;
+    });
 
-  const pinnedDone = await step('the pinned workflow completes on v1', where, async () => {
-    await pinned.signal('finish');
-    expect(await pinned.result()).toBe(v1);
-    return Date.now();
-  });
+    const pinned = await step("a workflow started now is pinned to v1 (it runs on v1's pod)", where, async () => {
+      const handle = await client.workflow.start('exampleWork', { taskQueue, workflowId: `${namespace}-pinned` });
+      const on = await eventually(
+        'the pinned workflow on a version',
+        async () => {
+          const d = await handle.describe();
+          return d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
+        },
+        minutes(1),
+        200,
+      );
+      expect(on).toBe(v1);
+      return handle;
+    });
 
-  await step('v1 drains, is scaled to 0 (its pod stops), then its Deployment and its Temporal version are deleted', where, async () => {
-    await eventually('v1 Deployment and pods gone', async () => !(await deployments()).has(v1) && (await podsOf(v1)).length === 0, minutes(3), 500);
-    await eventually('v1 deleted in Temporal', async () => (await versionStatus(connection, temporalNamespace, workerDeploymentName(namespace, name), v1)) === 'NOT_FOUND', minutes(1), 500);
-    await eventually('v1 gone from the status', async () => ((await status())?.deprecatedVersions ?? []).length === 0, minutes(1), 500);
-  });
-  // Scaled down only after the pinned workflow had finished, and scaled down before it was deleted.
-  const v1Events = deploymentEvents.filter((e) => e.buildId === v1);
-  const scaledDown = v1Events.find((e) => e.replicas === 0);
-  expect(scaledDown).toBeDefined();
-  expect(scaledDown!.at).toBeGreaterThanOrEqual(pinnedDone);
-  expect(v1Events.filter((e) => e.type !== 'DELETED' && e.at < pinnedDone).every((e) => e.replicas === 1)).toBe(true);
-  expect((await deployments()).get(v2)?.spec?.replicas).toBe(1);
+    const { v2, ramps } = await step(
+      'v2 (a new image tag) ramps 25 % → 75 % in Temporal, then becomes current',
+      where,
+      async () => {
+        await custom.patchNamespacedCustomObject(
+          {
+            group,
+            version,
+            namespace,
+            plural: 'temporalworkerdeployments',
+            name,
+            body: { spec: workerDeployment(images.workerV2).spec },
+          },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.MergePatch),
+        );
+        const seen: number[] = [];
+        const current = await eventually(
+          'v2 current in Temporal',
+          async () => {
+            const r = await routing();
+            if (r.ramping && seen.at(-1) !== r.percentage) seen.push(r.percentage);
+            return r.current && r.current !== v1 ? r.current : undefined;
+          },
+          minutes(5),
+          100,
+        );
+        return { v2: current, ramps: seen };
+      },
+    );
+    expect(ramps).toEqual([25, 75]);
+    await expectRealPod(v2, images.workerV2);
 
-  await step('deleting the resource removes its Deployments, pods and worker deployment, then the resource', where, async () => {
-    await custom.deleteNamespacedCustomObject({ group, version, namespace, plural: 'temporalworkerdeployments', name });
-    await eventually('the resource gone (finalizer removed)', async () => (await status()) === undefined && (await resourceGone()), minutes(2), 500);
-    expect((await deployments()).size).toBe(0);
-    await eventually('its pods gone', async () => (await core.listNamespacedPod({ namespace })).items.length === 0, minutes(2), 500);
-    expect(await routing()).toEqual({ percentage: 0 });
-  });
+    await step("new work runs on v2's pod", where, async () => {
+      const fresh = await client.workflow.start('exampleWork', { taskQueue, workflowId: `${namespace}-fresh` });
+      await fresh.signal('finish');
+      expect(await fresh.result()).toBe(v2);
+    });
 
-  await step('deleting the namespace', where, async () => {
-    await core.deleteNamespace({ name: namespace });
-    await eventually('the namespace gone', async () => !(await namespaceExists(namespace)), minutes(2), 500);
-  });
+    await step('v1 is draining and keeps its Ready pod while the pinned workflow is open', where, async () => {
+      await eventually(
+        'v1 Draining in Temporal and in the status',
+        async () => {
+          const st = await status();
+          const inStatus = st?.deprecatedVersions?.find((d) => d.buildID === v1)?.status;
+          const inTemporal = await versionStatus(
+            connection,
+            temporalNamespace,
+            workerDeploymentName(namespace, name),
+            v1,
+          );
+          return (
+            st?.phase === 'Ready' &&
+            st.currentVersion?.buildID === v2 &&
+            inStatus === 'Draining' &&
+            inTemporal === 'DRAINING'
+          );
+        },
+        minutes(2),
+        500,
+      );
+      expect((await deployments()).get(v1)?.spec?.replicas).toBe(1);
+      expect((await podsOf(v1)).filter(ready)).toHaveLength(1);
+    });
 
-  const controllerPod = await watchPodEnd(system, controller.metadata!.name!);
-  await step('uninstall: kubectl delete -k; the controller stops on SIGTERM (exit 0) and glidepath-system goes', [system], async () => {
-    kubectl('delete', '-k', install, '--wait=false');
-    await eventually('glidepath-system gone', async () => !(await namespaceExists(system)), minutes(3), 500);
-  });
-  const terminated = (await controllerPod.end)?.containerStatuses?.[0]?.state?.terminated;
-  expect({ exitCode: terminated?.exitCode, reason: terminated?.reason }).toEqual({ exitCode: 0, reason: 'Completed' });
-  expect(kubectl('get', 'crd', '-o', 'name')).not.toContain(group);
-}, minutes(30));
+    const pinnedDone = await step('the pinned workflow completes on v1', where, async () => {
+      await pinned.signal('finish');
+      expect(await pinned.result()).toBe(v1);
+      return Date.now();
+    });
+
+    await step(
+      'v1 drains, is scaled to 0 (its pod stops), then its Deployment and its Temporal version are deleted',
+      where,
+      async () => {
+        await eventually(
+          'v1 Deployment and pods gone',
+          async () => !(await deployments()).has(v1) && (await podsOf(v1)).length === 0,
+          minutes(3),
+          500,
+        );
+        await eventually(
+          'v1 deleted in Temporal',
+          async () =>
+            (await versionStatus(connection, temporalNamespace, workerDeploymentName(namespace, name), v1)) ===
+            'NOT_FOUND',
+          minutes(1),
+          500,
+        );
+        await eventually(
+          'v1 gone from the status',
+          async () => ((await status())?.deprecatedVersions ?? []).length === 0,
+          minutes(1),
+          500,
+        );
+      },
+    );
+    // Scaled down only after the pinned workflow had finished, and scaled down before it was deleted.
+    const v1Events = deploymentEvents.filter((e) => e.buildId === v1);
+    const scaledDown = v1Events.find((e) => e.replicas === 0);
+    expect(scaledDown).toBeDefined();
+    expect(scaledDown!.at).toBeGreaterThanOrEqual(pinnedDone);
+    expect(v1Events.filter((e) => e.type !== 'DELETED' && e.at < pinnedDone).every((e) => e.replicas === 1)).toBe(true);
+    expect((await deployments()).get(v2)?.spec?.replicas).toBe(1);
+
+    await step(
+      'deleting the resource removes its Deployments, pods and worker deployment, then the resource',
+      where,
+      async () => {
+        await custom.deleteNamespacedCustomObject({
+          group,
+          version,
+          namespace,
+          plural: 'temporalworkerdeployments',
+          name,
+        });
+        await eventually(
+          'the resource gone (finalizer removed)',
+          async () => (await status()) === undefined && (await resourceGone()),
+          minutes(2),
+          500,
+        );
+        expect((await deployments()).size).toBe(0);
+        await eventually(
+          'its pods gone',
+          async () => (await core.listNamespacedPod({ namespace })).items.length === 0,
+          minutes(2),
+          500,
+        );
+        expect(await routing()).toEqual({ percentage: 0 });
+      },
+    );
+
+    await step('deleting the namespace', where, async () => {
+      await core.deleteNamespace({ name: namespace });
+      await eventually('the namespace gone', async () => !(await namespaceExists(namespace)), minutes(2), 500);
+    });
+
+    const controllerPod = await watchPodEnd(system, controller.metadata!.name!);
+    await step(
+      'uninstall: kubectl delete -k; the controller stops on SIGTERM (exit 0) and glidepath-system goes',
+      [system],
+      async () => {
+        kubectl('delete', '-k', install, '--wait=false');
+        await eventually('glidepath-system gone', async () => !(await namespaceExists(system)), minutes(3), 500);
+      },
+    );
+    const terminated = (await controllerPod.end)?.containerStatuses?.[0]?.state?.terminated;
+    expect({ exitCode: terminated?.exitCode, reason: terminated?.reason }).toEqual({
+      exitCode: 0,
+      reason: 'Completed',
+    });
+    expect(kubectl('get', 'crd', '-o', 'name')).not.toContain(group);
+  },
+  minutes(30),
+);
 
 async function resourceGone(): Promise<boolean> {
   try {
@@ -335,10 +518,15 @@ async function watchPodEnd(ns: string, podName: string): Promise<{ end: Promise<
   let last: k8s.V1PodStatus | undefined;
   let resolve!: (s: k8s.V1PodStatus | undefined) => void;
   const end = new Promise<k8s.V1PodStatus | undefined>((r) => (resolve = r));
-  const watch = await new k8s.Watch(kc).watch(`/api/v1/namespaces/${ns}/pods`, { fieldSelector: `metadata.name=${podName}` }, (type, pod: k8s.V1Pod) => {
-    last = pod.status;
-    if (type === 'DELETED') resolve(last);
-  }, () => resolve(last));
+  const watch = await new k8s.Watch(kc).watch(
+    `/api/v1/namespaces/${ns}/pods`,
+    { fieldSelector: `metadata.name=${podName}` },
+    (type, pod: k8s.V1Pod) => {
+      last = pod.status;
+      if (type === 'DELETED') resolve(last);
+    },
+    () => resolve(last),
+  );
   watches.push(watch);
   return { end };
 }

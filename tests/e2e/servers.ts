@@ -35,7 +35,11 @@ declare global {
 }
 
 function sh(rootDir: string, script: string, args: string[], env = process.env): string {
-  return execFileSync('bash', [join(rootDir, script), ...args], { encoding: 'utf8', env, stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+  return execFileSync('bash', [join(rootDir, script), ...args], {
+    encoding: 'utf8',
+    env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  }).trim();
 }
 
 function dockerAnswers(host: string | undefined): boolean {
@@ -49,11 +53,13 @@ function dockerAnswers(host: string | undefined): boolean {
 
 export async function setup(_global: unknown, project: { rootDir: string }): Promise<void> {
   const rootDir = project.rootDir;
-  if (process.getuid?.() !== 0) throw new Error('the e2e tier runs containerd and a kubelet: it needs root (a VM or a CI machine)');
+  if (process.getuid?.() !== 0)
+    throw new Error('the e2e tier runs containerd and a kubelet: it needs root (a VM or a CI machine)');
   const dir = join(rootDir, '.dev/test-servers/e2e');
   const ownerFile = join(dir, 'run.pid');
   const owner = existsSync(ownerFile) ? Number(readFileSync(ownerFile, 'utf8')) : NaN;
-  if (owner && owner !== process.pid && alive(owner)) throw new Error(`another e2e run (pid ${owner}) has the node; one at a time per machine`);
+  if (owner && owner !== process.pid && alive(owner))
+    throw new Error(`another e2e run (pid ${owner}) has the node; one at a time per machine`);
 
   const state: E2eState = { startedDocker: false, rootDir };
   globalThis.glidepathE2e = state;
@@ -67,7 +73,13 @@ export async function setup(_global: unknown, project: { rootDir: string }): Pro
 
 async function start(state: E2eState, dir: string, ownerFile: string): Promise<void> {
   const rootDir = state.rootDir;
-  sh(rootDir, 'scripts/servers/debian-packages.sh', ['docker.io', 'containerd', 'runc', 'containernetworking-plugins', 'debootstrap']);
+  sh(rootDir, 'scripts/servers/debian-packages.sh', [
+    'docker.io',
+    'containerd',
+    'runc',
+    'containernetworking-plugins',
+    'debootstrap',
+  ]);
   const ownDocker = 'unix:///run/glidepath-docker/docker.sock';
   const dockerBefore = !!process.env.DOCKER_HOST || dockerAnswers(undefined) || dockerAnswers(ownDocker);
   const dockerHost = sh(rootDir, 'scripts/image/dockerd.sh', []);
@@ -97,7 +109,9 @@ async function start(state: E2eState, dir: string, ownerFile: string): Promise<v
   process.env.GLIDEPATH_E2E_POD_LOGS = node.podLogsDir;
   process.env.GLIDEPATH_E2E_DIR = dir;
   const s = (from: number, to: number) => `${((to - from) / 1000).toFixed(0)} s`;
-  console.log(`\n[glidepath] e2e: images built ${s(start, built)}, servers up and node Ready ${s(built, ready)}, images imported ${s(ready, Date.now())}; logs in ${dir}`);
+  console.log(
+    `\n[glidepath] e2e: images built ${s(start, built)}, servers up and node Ready ${s(built, ready)}, images imported ${s(ready, Date.now())}; logs in ${dir}`,
+  );
 }
 
 export async function teardown(): Promise<void> {

@@ -20,5 +20,7 @@ export async function eventually<T>(
     }
     await sleep(everyMs);
   }
-  throw new Error(`timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`);
+  throw new Error(
+    `timed out after ${timeoutMs / 1000}s waiting for ${what}${last ? ` (last error: ${String(last)})` : ''}`,
+  );
 }

@@ -13,10 +13,10 @@ import { group, version } from '../../api/common.js';
 import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { resolveInstallation } from '../../worker/installation.js';
-import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
-import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
-import { describeDeploymentSettled, describeVersionSettled } from '../../activities/temporal/describe.js';
+import { ForeignLabels } from '../../kube/foreign-deployments.js';
+import { Labels } from '../../kube/versioned-deployment.js';
+import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../kube/client.js';
+import { describeDeploymentSettled, describeVersionSettled } from '../../temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
 import { completedActivities, isDeferred, type CompletedActivity } from '../../scripts/history.js';
@@ -49,7 +49,12 @@ export interface RolloutEnv {
  */
 export async function startRolloutEnv(
   label: string,
-  opts: { inProcessController?: boolean; controller?: Partial<ControllerOptions>; kubeconfig?: string; namespace?: string } = {},
+  opts: {
+    inProcessController?: boolean;
+    controller?: Partial<ControllerOptions>;
+    kubeconfig?: string;
+    namespace?: string;
+  } = {},
 ): Promise<RolloutEnv> {
   installRuntime('ERROR');
   const kc = new SharedConnectionsKubeConfig(); // as the controller loads it (loadKubeConfig)
@@ -59,8 +64,16 @@ export async function startRolloutEnv(
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
   await custom.createNamespacedCustomObject({
-    group, version, namespace, plural: 'temporalconnections',
-    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+    group,
+    version,
+    namespace,
+    plural: 'temporalconnections',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'TemporalConnection',
+      metadata: { name: 'local' },
+      spec: { hostPort: process.env.TEMPORAL_ADDRESS },
+    },
   });
   const address = process.env.TEMPORAL_ADDRESS!;
   const temporalNamespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
@@ -85,7 +98,8 @@ export async function startRolloutEnv(
   /** Checks that `d`'s version is drained as it loses its pods; records a violation otherwise or when the check fails. */
   const checkDrained = async (d: k8s.V1Deployment, what: string) => {
     // A Deployment of temporal-worker-controller (before Glidepath adopts it) says the same with its labels.
-    const owner = d.metadata?.labels?.[Labels.workerDeployment] ?? d.metadata?.labels?.[ForeignLabels.deploymentName] ?? '';
+    const owner =
+      d.metadata?.labels?.[Labels.workerDeployment] ?? d.metadata?.labels?.[ForeignLabels.deploymentName] ?? '';
     const buildId = d.metadata?.labels?.[Labels.buildId] ?? d.metadata?.labels?.[ForeignLabels.buildId] ?? '';
     if (deleting.has(owner) || namespaceDeleting) return;
     try {
@@ -93,9 +107,13 @@ export async function startRolloutEnv(
       const status = await versionStatus(connection, temporalNamespace, deploymentName, buildId);
       // Visibility must show no running execution on the version, whatever its status (NOT_FOUND included: a
       // version deleted right after its Deployment says nothing about the executions it had).
-      const open = await client.workflow.count(`TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running"`);
+      const open = await client.workflow.count(
+        `TemporalWorkerDeploymentVersion = "${deploymentName}:${buildId}" AND ExecutionStatus = "Running"`,
+      );
       if ((status !== 'DRAINED' && status !== 'INACTIVE' && status !== 'NOT_FOUND') || open.count > 0) {
-        violations.push(`${d.metadata?.name} ${what} while its version was ${status} with ${open.count} open executions`);
+        violations.push(
+          `${d.metadata?.name} ${what} while its version was ${status} with ${open.count} open executions`,
+        );
       }
     } catch (err) {
       violations.push(`${d.metadata?.name} ${what}: the drainage check itself failed: ${(err as Error).message}`);
@@ -126,7 +144,17 @@ export async function startRolloutEnv(
         });
 
   return {
-    namespace, installation, kc, custom, client, connection, controller, simulator, violations, deleting, apps,
+    namespace,
+    installation,
+    kc,
+    custom,
+    client,
+    connection,
+    controller,
+    simulator,
+    violations,
+    deleting,
+    apps,
     async deleteNamespace() {
       namespaceDeleting = true;
       await core.deleteNamespace({ name: namespace });
@@ -142,18 +170,34 @@ export async function startRolloutEnv(
 const statusNames = ['UNSPECIFIED', 'INACTIVE', 'CURRENT', 'RAMPING', 'DRAINING', 'DRAINED', 'CREATED'];
 
 /** A version's status as the server reports it (`NOT_FOUND` once deleted). */
-export async function versionStatus(connection: Connection, namespace: string, deploymentName: string, buildId: string): Promise<string> {
+export async function versionStatus(
+  connection: Connection,
+  namespace: string,
+  deploymentName: string,
+  buildId: string,
+): Promise<string> {
   const res = await describeVersionSettled(connection.workflowService, namespace, deploymentName, buildId);
   return res ? (statusNames[res.workerDeploymentVersionInfo?.status ?? 0] ?? 'UNKNOWN') : 'NOT_FOUND';
 }
 
 /** Current and ramping build IDs of a resource's worker deployment, as Temporal routes. */
-export function routing(env: RolloutEnv, name: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
-  return routingOf(env.connection, process.env.TEMPORAL_NAMESPACE ?? 'default', workerDeploymentName(env.namespace, name));
+export function routing(
+  env: RolloutEnv,
+  name: string,
+): Promise<{ current?: string; ramping?: string; percentage: number }> {
+  return routingOf(
+    env.connection,
+    process.env.TEMPORAL_NAMESPACE ?? 'default',
+    workerDeploymentName(env.namespace, name),
+  );
 }
 
 /** Current and ramping build IDs of a worker deployment, as Temporal routes (none yet: no current, 0 %). */
-export async function routingOf(connection: Connection, namespace: string, deploymentName: string): Promise<{ current?: string; ramping?: string; percentage: number }> {
+export async function routingOf(
+  connection: Connection,
+  namespace: string,
+  deploymentName: string,
+): Promise<{ current?: string; ramping?: string; percentage: number }> {
   const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
   const rc = res?.workerDeploymentInfo?.routingConfig;
   return {
@@ -183,10 +227,19 @@ export function resource(env: RolloutEnv, name: string, o: ResourceOptions = {})
       replicas: o.replicas ?? 1,
       rollout: { strategy: o.strategy ?? 'AllAtOnce', ...(o.steps ? { steps: o.steps } : {}) },
       sunset: o.sunset ?? { scaledownDelay: '1s', deleteDelay: '2s' },
-      workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+      workerOptions: {
+        connectionRef: { name: 'local' },
+        temporalNamespace: process.env.TEMPORAL_NAMESPACE ?? 'default',
+      },
       template: {
         spec: {
-          containers: [{ name: 'worker', image: 'glidepath/example-worker:1.0.0', env: Object.entries(containerEnv).map(([k, v]) => ({ name: k, value: v })) }],
+          containers: [
+            {
+              name: 'worker',
+              image: 'glidepath/example-worker:1.0.0',
+              env: Object.entries(containerEnv).map(([k, v]) => ({ name: k, value: v })),
+            },
+          ],
         },
       },
     },
@@ -201,13 +254,27 @@ export function taskQueueOf(env: RolloutEnv, name: string): string {
  * Creates the resource, or replaces its spec (as `kubectl apply` of a new version would). Any kind Glidepath
  * rolls out (a WorkerDeployment too: `plural` follows `obj.kind`).
  */
-export async function apply(env: RolloutEnv, obj: { kind: string; metadata: { name: string }; spec: unknown }): Promise<void> {
+export async function apply(
+  env: RolloutEnv,
+  obj: { kind: string; metadata: { name: string }; spec: unknown },
+): Promise<void> {
   const p = pluralOf(obj.kind as ResourceKind);
-  const existing = await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, name: obj.metadata.name }));
+  const existing = await ignoreNotFound(
+    env.custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: env.namespace,
+      plural: p,
+      name: obj.metadata.name,
+    }),
+  );
   if (!existing) {
     await env.custom.createNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, body: obj });
   } else {
-    await env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural: p, name: obj.metadata.name, body: { spec: obj.spec } }, asMergePatch);
+    await env.custom.patchNamespacedCustomObject(
+      { group, version, namespace: env.namespace, plural: p, name: obj.metadata.name, body: { spec: obj.spec } },
+      asMergePatch,
+    );
   }
 }
 
@@ -223,14 +290,23 @@ export interface TwdStatus {
 }
 
 /** The status of a resource (a TemporalWorkerDeployment unless `kind` says otherwise). */
-export async function twdStatus(env: RolloutEnv, name: string, kind: ResourceKind = 'TemporalWorkerDeployment'): Promise<TwdStatus | undefined> {
-  const obj = (await ignoreNotFound(env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: pluralOf(kind), name }))) as { status?: TwdStatus } | undefined;
+export async function twdStatus(
+  env: RolloutEnv,
+  name: string,
+  kind: ResourceKind = 'TemporalWorkerDeployment',
+): Promise<TwdStatus | undefined> {
+  const obj = (await ignoreNotFound(
+    env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: pluralOf(kind), name }),
+  )) as { status?: TwdStatus } | undefined;
   return obj?.status;
 }
 
 /** The resource's Deployments, by build ID. */
 export async function deployments(env: RolloutEnv, name: string): Promise<Map<string, k8s.V1Deployment>> {
-  const list = await env.apps.listNamespacedDeployment({ namespace: env.namespace, labelSelector: `${Labels.workerDeployment}=${name}` });
+  const list = await env.apps.listNamespacedDeployment({
+    namespace: env.namespace,
+    labelSelector: `${Labels.workerDeployment}=${name}`,
+  });
   return new Map(list.items.map((d) => [d.metadata!.labels![Labels.buildId]!, d]));
 }
 
@@ -242,10 +318,17 @@ export function workflowHandle(env: RolloutEnv, name: string) {
  * When the last `n` routing calls (setRamping, setCurrent) of a resource's rollout started and ended, on the
  * server's clock (the workflow's history): how long a step was held is measured there, not by a poller.
  */
-export async function routingCallTimes(env: RolloutEnv, name: string, n: number): Promise<{ starts: number[]; ends: number[] }> {
+export async function routingCallTimes(
+  env: RolloutEnv,
+  name: string,
+  n: number,
+): Promise<{ starts: number[]; ends: number[] }> {
   const calls = await routingCallsIn(env, name);
   // A local call's start is its workflow task's: it started later, so a pause measured to it is never longer.
-  return { starts: calls.map((c) => c.startedAt ?? c.recordedAt).slice(-n), ends: calls.map((c) => c.recordedAt).slice(-n) };
+  return {
+    starts: calls.map((c) => c.startedAt ?? c.recordedAt).slice(-n),
+    ends: calls.map((c) => c.recordedAt).slice(-n),
+  };
 }
 
 /**
@@ -253,18 +336,27 @@ export async function routingCallTimes(env: RolloutEnv, name: string, n: number)
  * from the workflow's history: what a short ramp did is read there, not caught by polling the server in its window.
  * A local call's arguments are not in the history: its summary says them ("ramp <build> to <n>%", "make <build> current").
  */
-export async function routingCalls(env: RolloutEnv, name: string): Promise<{ call: string; buildId: string; percentage?: number }[]> {
+export async function routingCalls(
+  env: RolloutEnv,
+  name: string,
+): Promise<{ call: string; buildId: string; percentage?: number }[]> {
   return (await routingCallsIn(env, name)).map((c) => {
     const said = (c.type === 'setRamping' ? /^ramp (\S+) to (\d+)%$/ : /^make (\S+) current$/).exec(c.summary ?? '');
     const buildId = (c.args ? c.args[1] : said?.[1]) as string;
-    return { call: c.type, buildId, ...(c.type === 'setRamping' ? { percentage: Number(c.args ? c.args[2] : said?.[2]) } : {}) };
+    return {
+      call: c.type,
+      buildId,
+      ...(c.type === 'setRamping' ? { percentage: Number(c.args ? c.args[2] : said?.[2]) } : {}),
+    };
   });
 }
 
 /** The completed routing calls (setRamping, setCurrent) of a resource's rollout, scheduled or local. */
 async function routingCallsIn(env: RolloutEnv, name: string): Promise<CompletedActivity[]> {
   const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
-  return completedActivities(events).filter((a) => (a.type === 'setRamping' || a.type === 'setCurrent') && !isDeferred(a.result));
+  return completedActivities(events).filter(
+    (a) => (a.type === 'setRamping' || a.type === 'setCurrent') && !isDeferred(a.result),
+  );
 }
 
 export { eventually } from './eventually.js';

@@ -6,7 +6,14 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
-import { alive, freePort, startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
+import {
+  alive,
+  freePort,
+  startKube,
+  startTemporal,
+  stopProcesses,
+  type ServerProcess,
+} from '../../scripts/servers/servers.js';
 
 declare global {
   var glidepathServers: ServerProcess[] | undefined;
@@ -27,8 +34,11 @@ function serverDir(rootDir: string, tier: string): string {
   return dir;
 }
 
-export default async function globalSetup(global: Config, project: { displayName?: { name: string } | string; rootDir: string }) {
-  const name = typeof project.displayName === 'string' ? project.displayName : project.displayName?.name ?? 'tests';
+export default async function globalSetup(
+  global: Config,
+  project: { displayName?: { name: string } | string; rootDir: string },
+) {
+  const name = typeof project.displayName === 'string' ? project.displayName : (project.displayName?.name ?? 'tests');
   const dir = serverDir(project.rootDir, name);
   const processes: ServerProcess[] = [];
   try {
@@ -40,7 +50,11 @@ export default async function globalSetup(global: Config, project: { displayName
     // Jest runs a global setup shared by several projects once, for whichever project comes first: Kubernetes is
     // started whenever a project that needs it is in the run (every project, without --selectProjects).
     const selected = (global as { selectProjects?: string[] }).selectProjects;
-    const needsKube = !selected || selected.some((p) => p === 'integration' || p === 'chaos') || name === 'integration' || name === 'chaos';
+    const needsKube =
+      !selected ||
+      selected.some((p) => p === 'integration' || p === 'chaos') ||
+      name === 'integration' ||
+      name === 'chaos';
     if (needsKube) {
       // CRDs first, then kube-controller-manager: its garbage collector knows their kinds from the start.
       const kube = await startKube({ dir, crds: true });

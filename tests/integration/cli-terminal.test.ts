@@ -11,7 +11,15 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
-import { apply, eventually, resource, startRolloutEnv, taskQueueOf, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  eventually,
+  resource,
+  startRolloutEnv,
+  taskQueueOf,
+  twdStatus,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const repo = fileURLToPath(new URL('../..', import.meta.url));
 const steps = [
@@ -38,7 +46,8 @@ class Terminal {
   /** A window running a shell, 160×50. */
   open(window: string): void {
     const shell = ['bash', '--norc', '--noprofile'];
-    if (this.commands === 0 && !this.hasServer()) this.tmux('new-session', '-d', '-x', '160', '-y', '50', '-s', 'cli', '-n', window, ...shell);
+    if (this.commands === 0 && !this.hasServer())
+      this.tmux('new-session', '-d', '-x', '160', '-y', '50', '-s', 'cli', '-n', window, ...shell);
     else this.tmux('new-window', '-d', '-t', 'cli', '-n', window, ...shell);
     this.commands++;
   }
@@ -68,7 +77,12 @@ class Terminal {
   }
 
   /** Polls the screen until `test` finds what it looks for; fails with the screen as it was. */
-  async waitFor<T>(window: string, what: string, test: (screen: string) => T | null | undefined | false, timeoutMs = 30_000): Promise<T> {
+  async waitFor<T>(
+    window: string,
+    what: string,
+    test: (screen: string) => T | null | undefined | false,
+    timeoutMs = 30_000,
+  ): Promise<T> {
     let last = '';
     try {
       return await eventually(what, () => test((last = this.screen(window))) ?? undefined, timeoutMs, 200);
@@ -84,10 +98,15 @@ class Terminal {
     this.type(window, `${command}${tail}`);
     const done = new RegExp(`^exit ${n}: (\\d+)$`, 'm');
     let all = '';
-    const code = await eventually(`"${command}" to exit`, () => {
-      const m = done.exec((all = this.scrollback(window)));
-      return m ? Number(m[1]) : undefined;
-    }, timeoutMs, 200).catch((err: Error) => {
+    const code = await eventually(
+      `"${command}" to exit`,
+      () => {
+        const m = done.exec((all = this.scrollback(window)));
+        return m ? Number(m[1]) : undefined;
+      },
+      timeoutMs,
+      200,
+    ).catch((err: Error) => {
       throw new Error(`${err.message}\n--- the screen of ${window}:\n${all.split('\n').slice(-50).join('\n')}`);
     });
     const lines = all.split('\n');
@@ -115,9 +134,10 @@ beforeAll(async () => {
   linked = mkdtempSync(join(tmpdir(), 'glidepath-cli-'));
   const pkg = join(linked, 'package');
   mkdirSync(join(pkg, 'bin'), { recursive: true });
-  for (const file of ['launch.js', 'glidepath.js', 'kubectl-glidepath.js']) copyFileSync(join(repo, 'bin', file), join(pkg, 'bin', file));
+  for (const file of ['launch.js', 'glidepath.js', 'kubectl-glidepath.js'])
+    copyFileSync(join(repo, 'bin', file), join(pkg, 'bin', file));
   copyFileSync(join(repo, 'package.json'), join(pkg, 'package.json'));
-  for (const dir of ['starter', 'node_modules']) symlinkSync(join(repo, dir), join(pkg, dir));
+  for (const dir of ['cli', 'node_modules']) symlinkSync(join(repo, dir), join(pkg, dir));
   const path = join(linked, 'path');
   mkdirSync(path);
   symlinkSync(join(pkg, 'bin', 'glidepath.js'), join(path, 'glidepath'));
@@ -143,8 +163,14 @@ beforeAll(async () => {
     const s = await twdStatus(env, 'orders');
     return s?.phase === 'Ready' ? s.currentVersion?.buildID : undefined;
   });
-  pinned = await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, 'orders'), workflowId: `${env.namespace}-pinned` });
-  await eventually('the pinned workflow on v1', async () => (await pinned!.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === v1);
+  pinned = await env.client.workflow.start('exampleWork', {
+    taskQueue: taskQueueOf(env, 'orders'),
+    workflowId: `${env.namespace}-pinned`,
+  });
+  await eventually(
+    'the pinned workflow on v1',
+    async () => (await pinned!.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === v1,
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -163,7 +189,9 @@ test('kubectl glidepath --help: the plugin runs through kubectl, each command do
   expect(code).toBe(0);
   expect(output).toContain('Usage: kubectl glidepath status [options] [resource]');
   expect(output).toContain('-w, --watch');
-  expect(output).toMatch(/Exit codes:\n {2}0 {2}ok\n {2}1 {2}refused or failed.*\n {2}2 {2}usage error.*\n {2}3 {2}not found.*\n {2}4 {2}cannot connect/);
+  expect(output).toMatch(
+    /Exit codes:\n {2}0 {2}ok\n {2}1 {2}refused or failed.*\n {2}2 {2}usage error.*\n {2}3 {2}not found.*\n {2}4 {2}cannot connect/,
+  );
 
   const usage = await term.run('main', 'glidepath frob');
   expect(usage.code).toBe(2);
@@ -175,7 +203,12 @@ test('status --watch: the progress bar and ramp % of a Progressive rollout, the 
   term.type('watch', `glidepath status ${target} --watch; echo "watch exited: $?"`);
 
   // Step 1: a quarter of the bar, 25 %, the seconds left in the 12 s step, the versions with v1's pinned execution.
-  const first = await term.waitFor('watch', 'step 1 at 25%', (s) => /ramp {4}(█+)(░+) {4}25% {3}step 1 of 2 · (\d+)s left of 12s/.exec(s), 60_000);
+  const first = await term.waitFor(
+    'watch',
+    'step 1 at 25%',
+    (s) => /ramp {4}(█+)(░+) {4}25% {3}step 1 of 2 · (\d+)s left of 12s/.exec(s),
+    60_000,
+  );
   expect(first[1]!.length).toBe(10); // 25 % of 40 cells
   expect(first[2]!.length).toBe(30);
   const screen = term.screen('watch');
@@ -193,7 +226,12 @@ test('status --watch: the progress bar and ramp % of a Progressive rollout, the 
   });
 
   // Then the rollout moves on: step 2, 60 %, the bar longer.
-  const second = await term.waitFor('watch', 'step 2 at 60%', (s) => /ramp {4}(█+)(░+) {4}60% {3}step 2 of 2 · (?:59m\d+s|1h0?m?\d*s?) left of 1h/.exec(s), 30_000);
+  const second = await term.waitFor(
+    'watch',
+    'step 2 at 60%',
+    (s) => /ramp {4}(█+)(░+) {4}60% {3}step 2 of 2 · (?:59m\d+s|1h0?m?\d*s?) left of 1h/.exec(s),
+    30_000,
+  );
   expect(second[1]!.length).toBe(24);
   expect(term.screen('watch')).toMatch(new RegExp(`${v1} +current +Current +40% +1\\b`));
   expect(term.screen('watch')).toContain('steps   25% ✔ › 60% ◀ › 100%');
@@ -202,9 +240,15 @@ test('status --watch: the progress bar and ramp % of a Progressive rollout, the 
 test('pause from another terminal answers with the phase; the watch shows it paused; a second pause is refused (exit 1); q quits the watch', async () => {
   const paused = await term.run('main', `glidepath pause ${target} looking at errors`);
   expect(paused.code).toBe(0);
-  expect(paused.output).toMatch(new RegExp(`^paused ${target}: Paused — Paused \\(.* left in step 2/2\\): looking at errors$`, 'm'));
+  expect(paused.output).toMatch(
+    new RegExp(`^paused ${target}: Paused — Paused \\(.* left in step 2/2\\): looking at errors$`, 'm'),
+  );
 
-  await term.waitFor('watch', 'the watch to show Paused', (s) => s.includes(`${target}   Paused`) && /60% {3}step 2 of 2 · paused with \S+ left of 1h/.test(s));
+  await term.waitFor(
+    'watch',
+    'the watch to show Paused',
+    (s) => s.includes(`${target}   Paused`) && /60% {3}step 2 of 2 · paused with \S+ left of 1h/.test(s),
+  );
 
   const again = await term.run('main', `glidepath pause ${target}`);
   expect(again.code).toBe(1);
@@ -217,13 +261,28 @@ test('pause from another terminal answers with the phase; the watch shows it pau
 test('status -o json: the same view as data a script can parse', async () => {
   const { output, code } = await term.run('main', `glidepath status ${target} -o json`);
   expect(code).toBe(0);
-  const view = JSON.parse(output) as { phase: string; paused: boolean; step: { number: number; count: number; rampPercentage: number }; rampPercentage: number; versions: { buildId: string; role: string; traffic: number; openExecutions: number }[] };
-  expect(view).toMatchObject({ phase: 'Paused', paused: true, rampPercentage: 60, step: { number: 2, count: 2, rampPercentage: 60 } });
-  expect(view.versions).toContainEqual(expect.objectContaining({ buildId: v1, role: 'current', traffic: 40, openExecutions: 1 }));
+  const view = JSON.parse(output) as {
+    phase: string;
+    paused: boolean;
+    step: { number: number; count: number; rampPercentage: number };
+    rampPercentage: number;
+    versions: { buildId: string; role: string; traffic: number; openExecutions: number }[];
+  };
+  expect(view).toMatchObject({
+    phase: 'Paused',
+    paused: true,
+    rampPercentage: 60,
+    step: { number: 2, count: 2, rampPercentage: 60 },
+  });
+  expect(view.versions).toContainEqual(
+    expect.objectContaining({ buildId: v1, role: 'current', traffic: 40, openExecutions: 1 }),
+  );
 
   const history = await term.run('main', `glidepath history ${target} -o yaml`);
   expect(history.code).toBe(0);
-  expect(history.output).toMatch(/- at: \S+\n {2}kind: control\n {2}what: pause\n {2}who: \S+.*\n {2}why: looking at errors/);
+  expect(history.output).toMatch(
+    /- at: \S+\n {2}kind: control\n {2}what: pause\n {2}who: \S+.*\n {2}why: looking at errors/,
+  );
 });
 
 test('an unknown resource: the not-found exit code, saying what was looked for', async () => {

@@ -21,21 +21,41 @@ interface Service {
 }
 
 const config = (env: Record<string, string>) =>
-  parse(execFileSync('docker-compose', ['-f', 'docker-compose.yml', 'config'], { cwd: root, encoding: 'utf8', env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env } })) as { services: Record<string, Service> };
+  parse(
+    execFileSync('docker-compose', ['-f', 'docker-compose.yml', 'config'], {
+      cwd: root,
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH!, HOME: process.env.HOME!, ...env },
+    }),
+  ) as { services: Record<string, Service> };
 
-test('it validates, with Temporal on PostgreSQL, the Web UI, and the controller built here with the host\'s kubeconfig', () => {
+test("it validates, with Temporal on PostgreSQL, the Web UI, and the controller built here with the host's kubeconfig", () => {
   const { services } = config({ KUBECONFIG: '/tmp/some/kubeconfig' });
-  expect(Object.keys(services).sort()).toEqual(['controller', 'postgresql', 'temporal', 'temporal-setup', 'temporal-ui']);
+  expect(Object.keys(services).sort()).toEqual([
+    'controller',
+    'postgresql',
+    'temporal',
+    'temporal-setup',
+    'temporal-ui',
+  ]);
   expect(services.temporal!.environment).toMatchObject({ DB: 'postgres12', POSTGRES_SEEDS: 'postgresql' });
   const controller = services.controller!;
   expect(controller.build?.context).toBe(root.replace(/\/$/, ''));
   expect(controller.network_mode).toBe('host');
-  expect(controller.volumes).toContainEqual(expect.stringMatching(/^\/tmp\/some\/kubeconfig:\/etc\/glidepath\/kubeconfig:ro$/));
-  expect(controller.environment).toMatchObject({ KUBECONFIG: '/etc/glidepath/kubeconfig', TEMPORAL_ADDRESS: 'localhost:7233' });
+  expect(controller.volumes).toContainEqual(
+    expect.stringMatching(/^\/tmp\/some\/kubeconfig:\/etc\/glidepath\/kubeconfig:ro$/),
+  );
+  expect(controller.environment).toMatchObject({
+    KUBECONFIG: '/etc/glidepath/kubeconfig',
+    TEMPORAL_ADDRESS: 'localhost:7233',
+  });
 });
 
 test('the controller takes the Temporal address from the environment, as the manual path sets it', () => {
-  expect(config({ TEMPORAL_ADDRESS: '127.0.0.1:17233', KUBECONFIG: '/k' }).services.controller!.environment!.TEMPORAL_ADDRESS).toBe('127.0.0.1:17233');
+  expect(
+    config({ TEMPORAL_ADDRESS: '127.0.0.1:17233', KUBECONFIG: '/k' }).services.controller!.environment!
+      .TEMPORAL_ADDRESS,
+  ).toBe('127.0.0.1:17233');
 });
 
 test('the search attributes it registers are exactly those the rollouts upsert', () => {

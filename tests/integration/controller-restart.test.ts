@@ -4,9 +4,20 @@
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { completedActivities, isDeferred } from '../../scripts/history.js';
-import { apply, deployments, eventually, resource, routing, routingCallTimes, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  deployments,
+  eventually,
+  resource,
+  routing,
+  routingCallTimes,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 let env: RolloutEnv;
@@ -14,11 +25,25 @@ let controller: ChildProcess | undefined;
 
 /** Starts `worker/main.ts` (what `npm start` runs) for this test's namespace; resolves once it is watching. */
 function startControllerProcess(): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'worker/main.ts', '--namespace', env.namespace, '--task-queue', `glidepath-${env.namespace}`, '--metrics-bind-address=0', '--health-probe-bind-address=0'], {
-    cwd: root,
-    env: { ...process.env, NODE_OPTIONS: '', GLIDEPATH_DRAIN_POLL_MAX: '1000' },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      'worker/main.ts',
+      '--namespace',
+      env.namespace,
+      '--task-queue',
+      `glidepath-${env.namespace}`,
+      '--metrics-bind-address=0',
+      '--health-probe-bind-address=0',
+    ],
+    {
+      cwd: root,
+      env: { ...process.env, NODE_OPTIONS: '', GLIDEPATH_DRAIN_POLL_MAX: '1000' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    },
+  );
   let output = '';
   return new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`controller did not start:\n${output}`)), 60_000);
@@ -67,10 +92,15 @@ test('SIGKILL during a pause: after a restart the rollout continues at the same 
   await new Promise((r) => controller!.once('exit', r));
   controller = await startControllerProcess();
 
-  const v2 = await eventually('v2 current', async () => {
-    const r = await record();
-    return r.current && r.current !== v1 ? r.current : undefined;
-  }, 60_000, 50);
+  const v2 = await eventually(
+    'v2 current',
+    async () => {
+      const r = await record();
+      return r.current && r.current !== v1 ? r.current : undefined;
+    },
+    60_000,
+    50,
+  );
   expect(seen.map((s) => s.percentage)).toEqual([20, 60]);
   // Never early (on the server's clock), and not started over after the restart: one timer for the first step.
   const { starts, ends } = await routingCallTimes(env, 'svc', 3); // 2 ramps + set current
@@ -83,9 +113,13 @@ test('SIGKILL during a pause: after a restart the rollout continues at the same 
 
   // The history shows each step's routing change exactly once.
   const history = await workflowHandle(env, 'svc').fetchHistory();
-  const rampCalls = completedActivities(history.events ?? []).filter((a) => a.type === 'setRamping' && !isDeferred(a.result));
+  const rampCalls = completedActivities(history.events ?? []).filter(
+    (a) => a.type === 'setRamping' && !isDeferred(a.result),
+  );
   expect(rampCalls).toHaveLength(2);
-  const stepTimers = (history.events ?? []).filter((e) => Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 0) === 6);
+  const stepTimers = (history.events ?? []).filter(
+    (e) => Number(e.timerStartedEventAttributes?.startToFireTimeout?.seconds ?? 0) === 6,
+  );
   expect(stepTimers).toHaveLength(1);
   expect(env.violations).toEqual([]);
 });

@@ -10,12 +10,23 @@ import { join } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
-import { asMergePatch, statusCode } from '../../activities/kubernetes/client.js';
+import { asMergePatch, statusCode } from '../../kube/client.js';
 import { removalPatch } from '../../starter/annotations.js';
-import { main } from '../../starter/cli.js';
+import { main } from '../../cli/main.js';
 import { Watcher } from '../../starter/watcher.js';
 import { history } from '../../workflows/messages.js';
-import { apply, eventually, plural, resource, routing, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv, type ResourceOptions } from '../harness/rollout-env.js';
+import {
+  apply,
+  eventually,
+  plural,
+  resource,
+  routing,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+  type ResourceOptions,
+} from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
 
@@ -32,23 +43,42 @@ afterEach(() => {
 /** What `kubectl annotate twd NAME KEY=VALUE` sends: a merge patch under the field manager `kubectl-annotate`. */
 async function annotate(e: RolloutEnv, name: string, key: string, value: string): Promise<void> {
   await e.custom.patchNamespacedCustomObject(
-    { group, version, namespace: e.namespace, plural, name, fieldManager: 'kubectl-annotate', body: { metadata: { annotations: { [key]: value } } } },
+    {
+      group,
+      version,
+      namespace: e.namespace,
+      plural,
+      name,
+      fieldManager: 'kubectl-annotate',
+      body: { metadata: { annotations: { [key]: value } } },
+    },
     asMergePatch,
   );
 }
 
 async function annotations(e: RolloutEnv, name: string): Promise<Record<string, string>> {
-  const obj = (await e.custom.getNamespacedCustomObject({ group, version, namespace: e.namespace, plural, name })) as k8s.KubernetesObject;
+  const obj = (await e.custom.getNamespacedCustomObject({
+    group,
+    version,
+    namespace: e.namespace,
+    plural,
+    name,
+  })) as k8s.KubernetesObject;
   return obj.metadata?.annotations ?? {};
 }
 
-const removed = (e: RolloutEnv, name: string, key: string) => eventually(`${key} removed`, async () => !(key in (await annotations(e, name))));
+const removed = (e: RolloutEnv, name: string, key: string) =>
+  eventually(`${key} removed`, async () => !(key in (await annotations(e, name))));
 
 async function phaseIs(e: RolloutEnv, name: string, phase: string, timeoutMs = 30_000) {
-  return eventually(`${name} phase ${phase}`, async () => {
-    const s = await twdStatus(e, name);
-    return s?.phase === phase ? s : undefined;
-  }, timeoutMs);
+  return eventually(
+    `${name} phase ${phase}`,
+    async () => {
+      const s = await twdStatus(e, name);
+      return s?.phase === phase ? s : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** v1 current, then v2 applied: returns both builds once v2 is in `phase`. */
@@ -61,7 +91,9 @@ async function rollingOut(e: RolloutEnv, name: string, o: ResourceOptions, phase
 }
 
 async function warnings(e: RolloutEnv, name: string, reason: string): Promise<k8s.CoreV1Event[]> {
-  const list = await e.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: e.namespace, fieldSelector: `involvedObject.name=${name}` });
+  const list = await e.kc
+    .makeApiClient(k8s.CoreV1Api)
+    .listNamespacedEvent({ namespace: e.namespace, fieldSelector: `involvedObject.name=${name}` });
   return list.items.filter((ev) => ev.type === 'Warning' && ev.reason === reason);
 }
 
@@ -94,20 +126,35 @@ test('a refused annotation is removed anyway, with a Warning Event that says why
   await phaseIs(env, 'ann-refused', 'Ready');
   await annotate(env, 'ann-refused', 'glidepath.dev/promote', ''); // nothing in flight to promote
   await removed(env, 'ann-refused', 'glidepath.dev/promote');
-  const [event] = await eventually('a Warning Event ControlRefused', async () => {
-    const refused = (await warnings(env, 'ann-refused', 'ControlRefused')).filter((e) => e.message?.startsWith('glidepath.dev/promote='));
-    return refused.length ? refused : undefined;
-  }, 10_000);
+  const [event] = await eventually(
+    'a Warning Event ControlRefused',
+    async () => {
+      const refused = (await warnings(env, 'ann-refused', 'ControlRefused')).filter((e) =>
+        e.message?.startsWith('glidepath.dev/promote='),
+      );
+      return refused.length ? refused : undefined;
+    },
+    10_000,
+  );
   expect(event!.message).toMatch(/^glidepath\.dev\/promote= refused: .*no rollout/);
   // The removal's `test` fails with 422 once the annotation is gone (or changed): the watcher counts that as done.
-  const patch = env.custom.patchNamespacedCustomObject({ group, version, plural, namespace: env.namespace, name: 'ann-refused', body: removalPatch('glidepath.dev/promote', '') });
+  const patch = env.custom.patchNamespacedCustomObject({
+    group,
+    version,
+    plural,
+    namespace: env.namespace,
+    name: 'ann-refused',
+    body: removalPatch('glidepath.dev/promote', ''),
+  });
   expect(await patch.then(() => 200, statusCode)).toBe(422);
 });
 
 test('the CLI: promote --full answers with the status, resume when not paused is refused, history lists the control', async () => {
   const { v2 } = await rollingOut(env, 'cli', { strategy: 'Manual' }, 'AwaitingPromotion');
   const target = `${env.namespace}/cli`;
-  expect(await main(['promote', target, '--full', 'looks', 'good'])).toMatch(new RegExp(`^promoted ${target}: [A-Za-z]+`));
+  expect(await main(['promote', target, '--full', 'looks', 'good'])).toMatch(
+    new RegExp(`^promoted ${target}: [A-Za-z]+`),
+  );
   await eventually('v2 current in Temporal', async () => (await routing(env, 'cli')).current === v2);
 
   await expect(main(['resume', target])).rejects.toThrow(/^refused: .*not paused/);
@@ -116,7 +163,12 @@ test('the CLI: promote --full answers with the status, resume when not paused is
   const out = await main(['history', target]);
   const rows = out.split('\n').map((l) => l.split(/\s{2,}/));
   const promoted = rows.find(([, , what]) => what?.startsWith('promote'));
-  expect(promoted).toEqual([expect.stringMatching(/^\d{4}-\d\d-\d\dT/), expect.stringContaining(userInfo().username), `promote ${v2}`, 'looks good']);
+  expect(promoted).toEqual([
+    expect.stringMatching(/^\d{4}-\d\d-\d\dT/),
+    expect.stringContaining(userInfo().username),
+    `promote ${v2}`,
+    'looks good',
+  ]);
 });
 
 test("a spec that cannot be taken mid-rollout: the workflow's own status writes say so as the watcher does, never over its condition", async () => {
@@ -124,15 +176,22 @@ test("a spec that cannot be taken mid-rollout: the workflow's own status writes 
   const broken = resource(env, 'bad-mid', { strategy: 'Manual', env: { VERSION: 'v2' } });
   broken.spec.workerOptions.connectionRef.name = 'missing';
   await apply(env, broken);
-  await eventually('the watcher says ConnectionNotFound', async () => (await twdStatus(env, 'bad-mid'))?.conditions?.some((c) => c.reason === 'ConnectionNotFound'));
+  await eventually('the watcher says ConnectionNotFound', async () =>
+    (await twdStatus(env, 'bad-mid'))?.conditions?.some((c) => c.reason === 'ConnectionNotFound'),
+  );
   // The rollout in flight goes on under the spec it has; its status writes keep saying what is wrong with the new one.
-  await workflowHandle(env, 'bad-mid').executeUpdate('promote', { args: [{ buildId: v2, full: true, identity: 'test' }] });
+  await workflowHandle(env, 'bad-mid').executeUpdate('promote', {
+    args: [{ buildId: v2, full: true, identity: 'test' }],
+  });
   await eventually('v2 current in Temporal', async () => (await routing(env, 'bad-mid')).current === v2);
   const s = await eventually('the workflow wrote v2 current, with the problem kept', async () => {
     const st = await twdStatus(env, 'bad-mid');
     return st?.currentVersion?.buildID === v2 && st.phase === 'Pending' ? st : undefined;
   });
-  expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ConnectionNotFound' });
+  expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+    status: 'False',
+    reason: 'ConnectionNotFound',
+  });
 });
 
 test('the CLI refuses a control to someone Kubernetes does not let patch the resource, and sends nothing', async () => {
@@ -142,12 +201,34 @@ test('the CLI refuses a control to someone Kubernetes does not let patch the res
   const core = env.kc.makeApiClient(k8s.CoreV1Api);
   const rbac = env.kc.makeApiClient(k8s.RbacAuthorizationV1Api);
   await core.createNamespacedServiceAccount({ namespace: env.namespace, body: { metadata: { name: 'viewer' } } });
-  await rbac.createNamespacedRole({ namespace: env.namespace, body: { metadata: { name: 'viewer' }, rules: [{ apiGroups: [group], resources: ['temporalworkerdeployments', 'workerdeployments'], verbs: ['get', 'list', 'watch'] }] } });
+  await rbac.createNamespacedRole({
+    namespace: env.namespace,
+    body: {
+      metadata: { name: 'viewer' },
+      rules: [
+        {
+          apiGroups: [group],
+          resources: ['temporalworkerdeployments', 'workerdeployments'],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ],
+    },
+  });
   await rbac.createNamespacedRoleBinding({
     namespace: env.namespace,
-    body: { metadata: { name: 'viewer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'viewer' }, subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: env.namespace }] },
+    body: {
+      metadata: { name: 'viewer' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'viewer' },
+      subjects: [{ kind: 'ServiceAccount', name: 'viewer', namespace: env.namespace }],
+    },
   });
-  const { token } = (await core.createNamespacedServiceAccountToken({ namespace: env.namespace, name: 'viewer', body: { spec: { audiences: [], expirationSeconds: 3600 } } })).status!;
+  const { token } = (
+    await core.createNamespacedServiceAccountToken({
+      namespace: env.namespace,
+      name: 'viewer',
+      body: { spec: { audiences: [], expirationSeconds: 3600 } },
+    })
+  ).status!;
   const viewer = new k8s.KubeConfig();
   viewer.loadFromOptions({
     clusters: [{ name: 'test', server: env.kc.getCurrentCluster()!.server, skipTLSVerify: true }],
@@ -158,7 +239,9 @@ test('the CLI refuses a control to someone Kubernetes does not let patch the res
   const file = join(mkdtempSync(join(tmpdir(), 'viewer-')), 'kubeconfig');
   writeFileSync(file, viewer.exportConfig());
   const before = (await workflowHandle(env, 'cli-rbac').query(history)).length;
-  await expect(main(['promote', target, '--full', '--kubeconfig', file])).rejects.toThrow(/^refused: Kubernetes does not let you patch/);
+  await expect(main(['promote', target, '--full', '--kubeconfig', file])).rejects.toThrow(
+    /^refused: Kubernetes does not let you patch/,
+  );
   expect((await workflowHandle(env, 'cli-rbac').query(history)).length).toBe(before);
   expect((await twdStatus(env, 'cli-rbac'))?.phase).toBe('AwaitingPromotion');
 });
@@ -185,15 +268,19 @@ describe('annotations while Temporal is unreachable, and across a watcher restar
    */
   function unreliable(real: Client) {
     const temporal = { mode: 'up' as 'up' | 'down' | 'lose answers' };
-    const call = <A extends unknown[], R>(fn: (...args: A) => Promise<R>) => async (...args: A): Promise<R> => {
-      if (temporal.mode === 'down') throw new Error('14 UNAVAILABLE: connection refused (test)');
-      if (temporal.mode === 'up') return fn(...args);
-      await fn(...args).catch(() => {}); // taken or refused: the watcher never hears which
-      throw new Error('14 UNAVAILABLE: connection reset (test)');
-    };
+    const call =
+      <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+      async (...args: A): Promise<R> => {
+        if (temporal.mode === 'down') throw new Error('14 UNAVAILABLE: connection refused (test)');
+        if (temporal.mode === 'up') return fn(...args);
+        await fn(...args).catch(() => {}); // taken or refused: the watcher never hears which
+        throw new Error('14 UNAVAILABLE: connection reset (test)');
+      };
     const client = {
       workflow: {
-        signalWithStart: call((...args: Parameters<Client['workflow']['signalWithStart']>) => real.workflow.signalWithStart(...args)),
+        signalWithStart: call((...args: Parameters<Client['workflow']['signalWithStart']>) =>
+          real.workflow.signalWithStart(...args),
+        ),
         getHandle: (id: string) => {
           const handle = real.workflow.getHandle(id);
           return {
@@ -208,8 +295,13 @@ describe('annotations while Temporal is unreachable, and across a watcher restar
 
   async function startWatcher(client: Client, lines: string[]): Promise<Watcher> {
     const watcher = new Watcher({
-      kubeConfig: env2.kc, client, taskQueue: `glidepath-${env2.namespace}`, installation: env2.installation, namespaces: [env2.namespace],
-      retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 }, log: (m) => lines.push(m),
+      kubeConfig: env2.kc,
+      client,
+      taskQueue: `glidepath-${env2.namespace}`,
+      installation: env2.installation,
+      namespaces: [env2.namespace],
+      retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 },
+      log: (m) => lines.push(m),
     });
     watchers.push(watcher);
     await watcher.start();
@@ -220,12 +312,19 @@ describe('annotations while Temporal is unreachable, and across a watcher restar
     const { client, temporal } = unreliable(env2.client);
     const linesA: string[] = [];
     const a = await startWatcher(client, linesA);
-    await rollingOut(env2, 'crash', { strategy: 'Progressive', steps: [{ rampPercentage: 20, pauseDuration: '1h' }] }, 'Ramping');
+    await rollingOut(
+      env2,
+      'crash',
+      { strategy: 'Progressive', steps: [{ rampPercentage: 20, pauseDuration: '1h' }] },
+      'Ramping',
+    );
 
     temporal.mode = 'lose answers';
     await annotate(env2, 'crash', 'glidepath.dev/pause', 'looking at errors');
     await phaseIs(env2, 'crash', 'Paused'); // the update reached the workflow…
-    await eventually('the lost answer retried', () => linesA.some((l) => l.startsWith('controls ') && l.includes('retrying'))); // …the watcher does not know
+    await eventually('the lost answer retried', () =>
+      linesA.some((l) => l.startsWith('controls ') && l.includes('retrying')),
+    ); // …the watcher does not know
     await a.stop(); // dies before it could remove the annotation
     expect(await annotations(env2, 'crash')).toMatchObject({ 'glidepath.dev/pause': 'looking at errors' });
 
@@ -239,7 +338,13 @@ describe('annotations while Temporal is unreachable, and across a watcher restar
     await removed(env2, 'crash', 'glidepath.dev/pause');
     // The re-send carried the same requestId: one pause in the history, no "already paused" refusal.
     const pauses = (await workflowHandle(env2, 'crash').query(history)).filter((e) => e.what === 'pause');
-    expect(pauses).toEqual([expect.objectContaining({ kind: 'control', who: 'kubectl annotate (kubectl-annotate)', why: 'looking at errors' })]);
+    expect(pauses).toEqual([
+      expect.objectContaining({
+        kind: 'control',
+        who: 'kubectl annotate (kubectl-annotate)',
+        why: 'looking at errors',
+      }),
+    ]);
     expect((await warnings(env2, 'crash', 'ControlRefused')).map((e) => e.message)).toEqual([]);
     expect((await twdStatus(env2, 'crash'))?.phase).toBe('Paused');
   });

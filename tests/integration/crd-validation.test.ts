@@ -47,7 +47,10 @@ function kubectl(args: string[], input?: string): KubectlResult {
  * CEL rules) answers, and nothing is stored.
  */
 function dryRunApply(args: string[], input?: string): KubectlResult {
-  return kubectl(['apply', '--server-side', '--dry-run=server', '--field-manager=crd-validation-test', '-n', namespace, ...args], input);
+  return kubectl(
+    ['apply', '--server-side', '--dry-run=server', '--field-manager=crd-validation-test', '-n', namespace, ...args],
+    input,
+  );
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -108,7 +111,11 @@ function baseTwd(): TwdObj {
         metadata: { labels: { app: 'orders' } },
         spec: {
           containers: [
-            { name: 'worker', image: 'glidepath/example-worker:1.0.0', env: [{ name: 'EXAMPLE_WORKFLOW_HOLD', value: '20s' }] },
+            {
+              name: 'worker',
+              image: 'glidepath/example-worker:1.0.0',
+              env: [{ name: 'EXAMPLE_WORKFLOW_HOLD', value: '20s' }],
+            },
           ],
         },
       },
@@ -316,7 +323,8 @@ const invalid: InvalidCase[] = [
     }),
     field: 'spec.template.spec.containers[name="worker"].imagee',
     message: 'field not declared in schema',
-    apiserverOnly: 'zod keeps the pod template loose; Kubernetes’ PodTemplateSpec schema in the CRD rejects unknown fields',
+    apiserverOnly:
+      'zod keeps the pod template loose; Kubernetes’ PodTemplateSpec schema in the CRD rejects unknown fields',
   },
   {
     name: 'a container with no name',
@@ -467,7 +475,9 @@ const knownGaps: InvalidCase[] = [
   },
   {
     name: 'two containers with the same name',
-    resource: twd((r) => r.spec.template.spec.containers.push({ name: 'worker', image: 'glidepath/example-worker:1.0.1' })),
+    resource: twd((r) =>
+      r.spec.template.spec.containers.push({ name: 'worker', image: 'glidepath/example-worker:1.0.1' }),
+    ),
     field: 'spec.template.spec.containers',
     message: 'duplicate entries for key [name="worker"]',
   },
@@ -497,7 +507,9 @@ afterAll(() => {
 });
 
 describe('samples', () => {
-  const files = readdirSync(samplesDir).filter((f) => /\.ya?ml$/.test(f)).sort();
+  const files = readdirSync(samplesDir)
+    .filter((f) => /\.ya?ml$/.test(f))
+    .sort();
 
   test('the documented samples exist', () => {
     expect(files).toEqual(
@@ -521,14 +533,21 @@ describe('samples', () => {
     const result = dryRunApply(['-f', join(samplesDir, file)]);
     expect(result.stderr).toBe('');
     expect(result.ok).toBe(true);
-    const docs = parseAllDocuments(readFileSync(join(samplesDir, file), 'utf8')).map((d) => d.toJS() as { kind: string; metadata: { name: string } });
-    for (const doc of docs) expect(result.stdout).toContain(`/${doc.metadata.name} serverside-applied (server dry run)`);
+    const docs = parseAllDocuments(readFileSync(join(samplesDir, file), 'utf8')).map(
+      (d) => d.toJS() as { kind: string; metadata: { name: string } },
+    );
+    for (const doc of docs)
+      expect(result.stdout).toContain(`/${doc.metadata.name} serverside-applied (server dry run)`);
   });
 
   test.each(files)('%s parses with the zod schemas and follows the demo conventions', (file) => {
-    const docs = parseAllDocuments(readFileSync(join(samplesDir, file), 'utf8')).map((d) => d.toJS() as { kind: string });
+    const docs = parseAllDocuments(readFileSync(join(samplesDir, file), 'utf8')).map(
+      (d) => d.toJS() as { kind: string },
+    );
     const connectionKinds = ['TemporalConnection', 'Connection', 'ClusterConnection'];
-    const ours = docs.filter((d) => d.kind === 'TemporalWorkerDeployment' || d.kind === 'WorkerDeployment' || connectionKinds.includes(d.kind));
+    const ours = docs.filter(
+      (d) => d.kind === 'TemporalWorkerDeployment' || d.kind === 'WorkerDeployment' || connectionKinds.includes(d.kind),
+    );
     expect(ours.length).toBeGreaterThan(0);
     for (const doc of ours) {
       if (connectionKinds.includes(doc.kind)) {
@@ -542,7 +561,10 @@ describe('samples', () => {
       if (doc.kind === 'TemporalWorkerDeployment') expect(TemporalWorkerDeployment.safeParse(doc).success).toBe(true);
       const spec = (parsed as Extract<typeof parsed, { ok: true }>).resource.spec;
       expect(spec.workerOptions).toMatchObject({ connectionRef: { name: 'local' }, temporalNamespace: 'default' });
-      const containers = spec.template.spec.containers as { image?: string; env?: { name: string; value?: string }[] }[];
+      const containers = spec.template.spec.containers as {
+        image?: string;
+        env?: { name: string; value?: string }[];
+      }[];
       expect(containers).toHaveLength(1);
       expect(containers[0]!.image).toBe('glidepath/example-worker:1.0.0');
       expect(containers[0]!.env?.map((e) => e.name)).toContain('EXAMPLE_WORKFLOW_HOLD');
@@ -551,7 +573,11 @@ describe('samples', () => {
 
   test('temporal-connection.yaml is the local demo connection', () => {
     const doc = parseAllDocuments(readFileSync(join(samplesDir, 'temporal-connection.yaml'), 'utf8'))[0]!.toJS();
-    expect(doc).toMatchObject({ kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: '127.0.0.1:7233' } });
+    expect(doc).toMatchObject({
+      kind: 'TemporalConnection',
+      metadata: { name: 'local' },
+      spec: { hostPort: '127.0.0.1:7233' },
+    });
   });
 });
 
@@ -626,22 +652,31 @@ describe('invalid resources', () => {
     expect(result.stderr).toContain(message);
   });
 
-  test.each(invalid.filter((c) => !c.apiserverOnly))('zod refuses it too, naming the same field: $name', ({ resource, field }) => {
-    const parsed = zodSpec(resource);
-    expect(parsed.success).toBe(false);
-    expect(describeIssues(parsed.error!, 'spec')).toContain(field);
-  });
+  test.each(invalid.filter((c) => !c.apiserverOnly))(
+    'zod refuses it too, naming the same field: $name',
+    ({ resource, field }) => {
+      const parsed = zodSpec(resource);
+      expect(parsed.success).toBe(false);
+      expect(describeIssues(parsed.error!, 'spec')).toContain(field);
+    },
+  );
 
-  test.each(invalid.filter((c) => c.apiserverOnly))('zod spec schema accepts (apiserver-only): $name', ({ resource }) => {
-    expect(zodSpec(resource).success).toBe(true);
-  });
+  test.each(invalid.filter((c) => c.apiserverOnly))(
+    'zod spec schema accepts (apiserver-only): $name',
+    ({ resource }) => {
+      expect(zodSpec(resource).success).toBe(true);
+    },
+  );
 
-  test.each(knownGaps)('kube-apiserver refuses what a Deployment would (container rules): $name', ({ resource, field, message }) => {
-    const result = dryRunApply(['-f', '-'], JSON.stringify(resource));
-    expect(result.ok).toBe(false);
-    expect(result.stderr).toContain(field);
-    expect(result.stderr).toContain(message);
-  });
+  test.each(knownGaps)(
+    'kube-apiserver refuses what a Deployment would (container rules): $name',
+    ({ resource, field, message }) => {
+      const result = dryRunApply(['-f', '-'], JSON.stringify(resource));
+      expect(result.ok).toBe(false);
+      expect(result.stderr).toContain(field);
+      expect(result.stderr).toContain(message);
+    },
+  );
 
   test('metadata.name over 63 characters is refused by the zod resource schema as well', () => {
     const long = twd((r) => (r.metadata.name = 'o'.repeat(64)));

@@ -9,10 +9,11 @@ import { computeBuildId } from '../../api/build-id.js';
 import { group, version } from '../../api/common.js';
 import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
 import { versionedDeploymentName } from '../../api/names.js';
-import { asMergePatch, SharedConnectionsKubeConfig, statusCode } from '../../activities/kubernetes/client.js';
-import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
+import { asMergePatch, SharedConnectionsKubeConfig, statusCode } from '../../kube/client.js';
+import { createKubernetesActivities } from '../../activities/kubernetes.js';
+import { finalizer } from '../../api/names.js';
 import { buildIdNow, createFirstDeployment } from '../../starter/first-deployment.js';
-import type { Desired, Owner } from '../../workflows/state.js';
+import type { Desired, Owner } from '../../api/resource.js';
 
 type Raw = k8s.KubernetesObject & { metadata: k8s.V1ObjectMeta };
 const plural = 'temporalworkerdeployments';
@@ -31,8 +32,16 @@ beforeAll(async () => {
   namespace = `firstdep-${randomBytes(3).toString('hex')}`;
   await core.createNamespace({ body: { metadata: { name: namespace } } });
   await custom.createNamespacedCustomObject({
-    group, version, namespace, plural: 'temporalconnections',
-    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: 'temporal.test:7233' } },
+    group,
+    version,
+    namespace,
+    plural: 'temporalconnections',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'TemporalConnection',
+      metadata: { name: 'local' },
+      spec: { hostPort: 'temporal.test:7233' },
+    },
   });
 });
 afterAll(async () => {
@@ -41,55 +50,138 @@ afterAll(async () => {
 
 /** A resource as the watcher sees it on first sight, with what it would hand the workflow. */
 async function firstSight(name: string): Promise<{ seen: Raw; owner: Owner; desired: Desired }> {
-  const spec = { replicas: 1, rollout: { strategy: 'AllAtOnce' }, workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: 'default' }, template: { spec: { containers: [{ name: 'w', image: `${name}:1` }] } } };
-  const seen = (await custom.createNamespacedCustomObject({ group, version, namespace, plural, body: { apiVersion: `${group}/${version}`, kind: 'TemporalWorkerDeployment', metadata: { name }, spec } })) as Raw;
+  const spec = {
+    replicas: 1,
+    rollout: { strategy: 'AllAtOnce' },
+    workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: 'default' },
+    template: { spec: { containers: [{ name: 'w', image: `${name}:1` }] } },
+  };
+  const seen = (await custom.createNamespacedCustomObject({
+    group,
+    version,
+    namespace,
+    plural,
+    body: { apiVersion: `${group}/${version}`, kind: 'TemporalWorkerDeployment', metadata: { name }, spec },
+  })) as Raw;
   const parsed = parseWorkerResource(seen, 'TemporalWorkerDeployment');
   if (!parsed.ok) throw new Error(parsed.problem);
-  const conn = parseConnection(await custom.getNamespacedCustomObject({ group, version, namespace, plural: 'temporalconnections', name: 'local' }), 'TemporalConnection');
+  const conn = parseConnection(
+    await custom.getNamespacedCustomObject({ group, version, namespace, plural: 'temporalconnections', name: 'local' }),
+    'TemporalConnection',
+  );
   if (!conn.ok) throw new Error(conn.problem);
   const uid = seen.metadata.uid!;
   const owner: Owner = { namespace, name, uid, kind: 'TemporalWorkerDeployment' };
-  const desired: Desired = { generation: 1, spec: parsed.resource.spec, kind: 'TemporalWorkerDeployment', buildId: computeBuildId(parsed.resource.spec.template), connection: conn.spec, connectionVersion: '', uid };
+  const desired: Desired = {
+    generation: 1,
+    spec: parsed.resource.spec,
+    kind: 'TemporalWorkerDeployment',
+    buildId: computeBuildId(parsed.resource.spec.template),
+    connection: conn.spec,
+    connectionVersion: '',
+    uid,
+  };
   return { seen, owner, desired };
 }
 
 /** The watcher's fence: the finalizer, at the resourceVersion it saw. */
 const fenceAt = (seen: Raw) => async () => {
-  await custom.patchNamespacedCustomObject({ group, version, namespace, plural, name: seen.metadata.name!, body: { metadata: { finalizers: [finalizer], resourceVersion: seen.metadata.resourceVersion } } }, asMergePatch);
+  await custom.patchNamespacedCustomObject(
+    {
+      group,
+      version,
+      namespace,
+      plural,
+      name: seen.metadata.name!,
+      body: { metadata: { finalizers: [finalizer], resourceVersion: seen.metadata.resourceVersion } },
+    },
+    asMergePatch,
+  );
 };
 /** Someone else writes the resource after the watcher's view was taken: that view is stale now (a new build: a new image). */
 const moveOn = (name: string, image?: string) =>
-  custom.patchNamespacedCustomObject({ group, version, namespace, plural, name, body: { metadata: { labels: { moved: 'on' } }, ...(image ? { spec: { template: { spec: { containers: [{ name: 'w', image }] } } } } : {}) } }, asMergePatch);
-const deploymentOf = (owner: Owner, buildId: string) => apps.readNamespacedDeployment({ name: versionedDeploymentName(owner.name, buildId), namespace }).catch((err: unknown) => {
-  if (statusCode(err) === 404) return undefined;
-  throw err;
-});
+  custom.patchNamespacedCustomObject(
+    {
+      group,
+      version,
+      namespace,
+      plural,
+      name,
+      body: {
+        metadata: { labels: { moved: 'on' } },
+        ...(image ? { spec: { template: { spec: { containers: [{ name: 'w', image }] } } } } : {}),
+      },
+    },
+    asMergePatch,
+  );
+const deploymentOf = (owner: Owner, buildId: string) =>
+  apps
+    .readNamespacedDeployment({ name: versionedDeploymentName(owner.name, buildId), namespace })
+    .catch((err: unknown) => {
+      if (statusCode(err) === 404) return undefined;
+      throw err;
+    });
 
-test('a fresh view: created with the fence on, and the workflow\'s own apply of it changes nothing', async () => {
+test("a fresh view: created with the fence on, and the workflow's own apply of it changes nothing", async () => {
   const { seen, owner, desired } = await firstSight('fresh');
-  expect(await createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).toBe('created');
+  expect(
+    await createFirstDeployment(apps, {
+      owner,
+      desired,
+      fence: fenceAt(seen),
+      buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata),
+    }),
+  ).toBe('created');
   const made = await deploymentOf(owner, desired.buildId);
   expect(made?.metadata?.labels).toMatchObject({ 'glidepath.dev/owner-uid': owner.uid });
-  const again = await createKubernetesActivities(kc).ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template });
+  const again = await createKubernetesActivities(kc).ensureVersionedDeployment({
+    owner,
+    desired,
+    buildId: desired.buildId,
+    template: desired.spec.template,
+  });
   expect(again.resourceVersion).toBe(made?.metadata?.resourceVersion);
-  expect(((await custom.getNamespacedCustomObject({ group, version, namespace, plural, name: 'fresh' })) as Raw).metadata.finalizers).toEqual([finalizer]);
+  expect(
+    ((await custom.getNamespacedCustomObject({ group, version, namespace, plural, name: 'fresh' })) as Raw).metadata
+      .finalizers,
+  ).toEqual([finalizer]);
 });
 
 test('a stale view of an object that asks for another build now: the fence is refused, and the Deployment it created is deleted again', async () => {
   const { seen, owner, desired } = await firstSight('stale');
   await moveOn('stale', 'stale:2');
-  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
+  await expect(
+    createFirstDeployment(apps, {
+      owner,
+      desired,
+      fence: fenceAt(seen),
+      buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata),
+    }),
+  ).rejects.toMatchObject({ code: 409 });
   const left = await deploymentOf(owner, desired.buildId);
   expect(left === undefined || left.metadata?.deletionTimestamp !== undefined).toBe(true);
 });
 
-test('a stale view beside the workflow\'s newer apply: nothing is overwritten and nothing deleted', async () => {
+test("a stale view beside the workflow's newer apply: nothing is overwritten and nothing deleted", async () => {
   const { seen, owner, desired } = await firstSight('newer');
   // The workflow applied this build already, at 3 replicas (a newer spec than the watcher saw).
-  await createKubernetesActivities(kc).ensureVersionedDeployment({ owner, desired, buildId: desired.buildId, template: desired.spec.template, replicas: 3 });
+  await createKubernetesActivities(kc).ensureVersionedDeployment({
+    owner,
+    desired,
+    buildId: desired.buildId,
+    template: desired.spec.template,
+    replicas: 3,
+  });
   const before = await deploymentOf(owner, desired.buildId);
   await moveOn('newer', 'newer:2');
-  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
+  await expect(
+    createFirstDeployment(apps, {
+      owner,
+      desired,
+      fence: fenceAt(seen),
+      buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata),
+    }),
+  ).rejects.toMatchObject({ code: 409 });
   const after = await deploymentOf(owner, desired.buildId);
   expect(after?.metadata?.resourceVersion).toBe(before?.metadata?.resourceVersion);
   expect(after?.spec?.replicas).toBe(3);
@@ -98,7 +190,12 @@ test('a stale view beside the workflow\'s newer apply: nothing is overwritten an
 
 test('two replicas at once, one fence refused: the build the object still asks for keeps its Deployment', async () => {
   const { seen, owner, desired } = await firstSight('twice');
-  const input = { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) };
+  const input = {
+    owner,
+    desired,
+    fence: fenceAt(seen),
+    buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata),
+  };
   const outcomes = await Promise.allSettled([createFirstDeployment(apps, input), createFirstDeployment(apps, input)]);
   expect(outcomes.filter((o) => o.status === 'fulfilled')).toHaveLength(1); // one fence passes; the other is refused (409)
   const kept = await deploymentOf(owner, desired.buildId);
@@ -109,6 +206,13 @@ test('two replicas at once, one fence refused: the build the object still asks f
 test('a stale view of an object that still asks for this build (only its labels changed): the Deployment is kept', async () => {
   const { seen, owner, desired } = await firstSight('relabelled');
   await moveOn('relabelled');
-  await expect(createFirstDeployment(apps, { owner, desired, fence: fenceAt(seen), buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata) })).rejects.toMatchObject({ code: 409 });
+  await expect(
+    createFirstDeployment(apps, {
+      owner,
+      desired,
+      fence: fenceAt(seen),
+      buildIdNow: () => buildIdNow(custom, 'TemporalWorkerDeployment', seen.metadata),
+    }),
+  ).rejects.toMatchObject({ code: 409 });
   expect((await deploymentOf(owner, desired.buildId))?.metadata?.deletionTimestamp).toBeUndefined();
 });

@@ -17,13 +17,23 @@ import * as k8s from '@kubernetes/client-node';
 import proto from '@temporalio/proto';
 import { group, version } from '../../api/common.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
-import { finalizer } from '../../activities/kubernetes/activities.js';
-import { managerName } from '../../activities/kubernetes/versioned-deployment.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
+import { finalizer } from '../../api/names.js';
+import { managerName } from '../../kube/versioned-deployment.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
 import { activityTypes, completedActivities } from '../../scripts/history.js';
 import { startKube, stopProcesses, temporalBinary, type KubeServer } from '../../scripts/servers/servers.js';
 import * as messages from '../../workflows/messages.js';
-import { deployments, eventually, plural, resource, routing, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  deployments,
+  eventually,
+  plural,
+  resource,
+  routing,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const { EventType } = proto.temporal.api.enums.v1;
 const run = promisify(execFile);
@@ -42,7 +52,13 @@ rules:
     verbs: [create, update, patch, delete, deletecollection]
   - level: None
 `;
-interface Audit { verb: string; user: { username: string }; userAgent?: string; requestURI: string; objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string } }
+interface Audit {
+  verb: string;
+  user: { username: string };
+  userAgent?: string;
+  requestURI: string;
+  objectRef?: { resource?: string; subresource?: string; namespace?: string; name?: string };
+}
 
 let kube: KubeServer;
 let dir: string;
@@ -65,11 +81,23 @@ beforeAll(async () => {
   env = await startRolloutEnv('forged');
   const core = env.kc.makeApiClient(k8s.CoreV1Api);
   await core.createNamespace({ body: { metadata: { name: elsewhere } } });
-  await core.createNamespacedSecret({ namespace: elsewhere, body: { metadata: { name: forgedSecret }, stringData: { apiKey: 'stolen' } } });
+  await core.createNamespacedSecret({
+    namespace: elsewhere,
+    body: { metadata: { name: forgedSecret }, stringData: { apiKey: 'stolen' } },
+  });
 }, 180_000);
 afterAll(async () => {
   // The rollout's history, for whoever reads a failure (`temporal workflow show --output json`).
-  const shown = env && (await temporal('workflow', 'show', '--workflow-id', rolloutWorkflowId(env.installation, env.namespace, name), '--output', 'json'));
+  const shown =
+    env &&
+    (await temporal(
+      'workflow',
+      'show',
+      '--workflow-id',
+      rolloutWorkflowId(env.installation, env.namespace, name),
+      '--output',
+      'json',
+    ));
   if (shown) writeFileSync(join(dir, 'rollout-history.json'), shown.out);
   await env?.stop();
   await new Promise((resolve) => (trap ? trap.close(resolve) : resolve(undefined)));
@@ -81,7 +109,11 @@ afterEach(() => expect(env.violations).toEqual([]));
 /** The `temporal` CLI against the test's dev server: whether it exited 0, and what it printed. */
 async function temporal(...args: string[]): Promise<{ ok: boolean; out: string }> {
   try {
-    const { stdout, stderr } = await run(temporalCli, [...args, '--address', process.env.TEMPORAL_ADDRESS!, '--namespace', tns], { timeout: 60_000 });
+    const { stdout, stderr } = await run(
+      temporalCli,
+      [...args, '--address', process.env.TEMPORAL_ADDRESS!, '--namespace', tns],
+      { timeout: 60_000 },
+    );
     return { ok: true, out: stdout + stderr };
   } catch (err) {
     const e = err as { stdout?: string; stderr?: string; message: string };
@@ -89,8 +121,10 @@ async function temporal(...args: string[]): Promise<{ ok: boolean; out: string }
   }
 }
 const input = (payload: unknown) => (payload === undefined ? [] : ['--input', JSON.stringify(payload)]);
-const signal = (id: string, signalName: string, payload?: unknown) => temporal('workflow', 'signal', '--workflow-id', id, '--name', signalName, ...input(payload));
-const update = (id: string, updateName: string, payload?: unknown) => temporal('workflow', 'update', 'execute', '--workflow-id', id, '--name', updateName, ...input(payload));
+const signal = (id: string, signalName: string, payload?: unknown) =>
+  temporal('workflow', 'signal', '--workflow-id', id, '--name', signalName, ...input(payload));
+const update = (id: string, updateName: string, payload?: unknown) =>
+  temporal('workflow', 'update', 'execute', '--workflow-id', id, '--name', updateName, ...input(payload));
 
 /**
  * Runs the jobs `n` at a time: a flood of CLI calls, without 70 processes at once starving the in-process controller
@@ -99,12 +133,14 @@ const update = (id: string, updateName: string, payload?: unknown) => temporal('
 async function pooled<T>(jobs: (() => Promise<T>)[], n = 6): Promise<T[]> {
   const results: T[] = [];
   let next = 0;
-  await Promise.all(Array.from({ length: n }, async () => {
-    while (next < jobs.length) {
-      const i = next++;
-      results[i] = await jobs[i]!();
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: n }, async () => {
+      while (next < jobs.length) {
+        const i = next++;
+        results[i] = await jobs[i]!();
+      }
+    }),
+  );
   return results;
 }
 
@@ -116,44 +152,87 @@ async function kubectlApply(marker: string): Promise<void> {
 }
 
 async function readyWith(marker: string): Promise<string> {
-  return eventually(`${marker} Ready and current`, async () => {
-    const s = await twdStatus(env, name);
-    const build = s?.phase === 'Ready' ? s.currentVersion?.buildID : undefined;
-    const d = build ? (await deployments(env, name)).get(build) : undefined;
-    const marked = d?.spec?.template.spec?.containers[0]?.env?.some((e) => e.name === 'VERSION' && e.value === marker);
-    return marked && (await routing(env, name)).current === build ? build : undefined;
-  }, 90_000);
+  return eventually(
+    `${marker} Ready and current`,
+    async () => {
+      const s = await twdStatus(env, name);
+      const build = s?.phase === 'Ready' ? s.currentVersion?.buildID : undefined;
+      const d = build ? (await deployments(env, name)).get(build) : undefined;
+      const marked = d?.spec?.template.spec?.containers[0]?.env?.some(
+        (e) => e.name === 'VERSION' && e.value === marker,
+      );
+      return marked && (await routing(env, name)).current === build ? build : undefined;
+    },
+    90_000,
+  );
 }
 
 /** What must not change: the resource's Deployments and object, and its routing in Temporal. */
 async function snapshot() {
-  const obj = (await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name })) as k8s.KubernetesObject & { status?: Record<string, unknown> };
-  const res = await describeDeploymentSettled(env.connection.workflowService, tns, workerDeploymentName(env.namespace, name));
+  const obj = (await env.custom.getNamespacedCustomObject({
+    group,
+    version,
+    namespace: env.namespace,
+    plural,
+    name,
+  })) as k8s.KubernetesObject & { status?: Record<string, unknown> };
+  const res = await describeDeploymentSettled(
+    env.connection.workflowService,
+    tns,
+    workerDeploymentName(env.namespace, name),
+  );
   const info = res?.workerDeploymentInfo;
   const rc = info?.routingConfig;
   return {
     deployments: [...(await deployments(env, name)).values()].map((d) => ({
-      name: d.metadata?.name, uid: d.metadata?.uid, generation: d.metadata?.generation, replicas: d.spec?.replicas,
-      images: d.spec?.template.spec?.containers.map((c) => c.image), env: d.spec?.template.spec?.containers.map((c) => c.env),
+      name: d.metadata?.name,
+      uid: d.metadata?.uid,
+      generation: d.metadata?.generation,
+      replicas: d.spec?.replicas,
+      images: d.spec?.template.spec?.containers.map((c) => c.image),
+      env: d.spec?.template.spec?.containers.map((c) => c.env),
     })),
-    resource: { generation: obj.metadata?.generation, finalizers: obj.metadata?.finalizers, deletionTimestamp: obj.metadata?.deletionTimestamp, phase: obj.status?.phase, current: obj.status?.currentVersion, target: obj.status?.targetVersion },
+    resource: {
+      generation: obj.metadata?.generation,
+      finalizers: obj.metadata?.finalizers,
+      deletionTimestamp: obj.metadata?.deletionTimestamp,
+      phase: obj.status?.phase,
+      current: obj.status?.currentVersion,
+      target: obj.status?.targetVersion,
+    },
     routing: {
-      current: rc?.currentDeploymentVersion?.buildId, ramping: rc?.rampingDeploymentVersion?.buildId, percentage: rc?.rampingVersionPercentage,
-      currentSince: String(rc?.currentVersionChangedTime?.seconds ?? ''), rampingSince: String(rc?.rampingVersionChangedTime?.seconds ?? ''),
-      conflictToken: Buffer.from(res?.conflictToken ?? []).toString('base64'), lastModifier: info?.lastModifierIdentity, manager: info?.managerIdentity,
+      current: rc?.currentDeploymentVersion?.buildId,
+      ramping: rc?.rampingDeploymentVersion?.buildId,
+      percentage: rc?.rampingVersionPercentage,
+      currentSince: String(rc?.currentVersionChangedTime?.seconds ?? ''),
+      rampingSince: String(rc?.rampingVersionChangedTime?.seconds ?? ''),
+      conflictToken: Buffer.from(res?.conflictToken ?? []).toString('base64'),
+      lastModifier: info?.lastModifierIdentity,
+      manager: info?.managerIdentity,
       versions: (info?.versionSummaries ?? []).map((v) => v.deploymentVersion?.buildId).sort(),
     },
   };
 }
 
 const auditEvents = (from = 0): Audit[] =>
-  readFileSync(join(dir, 'audit.log')).subarray(from).toString().split('\n').filter(Boolean).map((l) => JSON.parse(l) as Audit);
+  readFileSync(join(dir, 'audit.log'))
+    .subarray(from)
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Audit);
 /** The apiserver's own upkeep (its lease, the `kubernetes` endpoints) and kube-controller-manager's (same admin user). */
-const byKube = (a: Audit) => a.user.username === 'system:apiserver' || (a.userAgent?.startsWith('kube-controller-manager/') ?? false);
+const byKube = (a: Audit) =>
+  a.user.username === 'system:apiserver' || (a.userAgent?.startsWith('kube-controller-manager/') ?? false);
 const historyOf = async (id: string) => (await env.client.workflow.getHandle(id).fetchHistory()).events ?? [];
 const refusedCount = async () => (await workflowHandle(env, name).query(messages.status)).refused?.count ?? 0;
 const refusalEvents = async () =>
-  (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: `involvedObject.name=${name},reason=ControlRefused` })).items.length;
+  (
+    await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({
+      namespace: env.namespace,
+      fieldSelector: `involvedObject.name=${name},reason=ControlRefused`,
+    })
+  ).items.length;
 
 test('forged signals, updates and hand-started runs change nothing, read no Secret and fail no workflow task', async () => {
   await kubectlApply('v1');
@@ -161,21 +240,67 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   const id = rolloutWorkflowId(env.installation, env.namespace, name);
   const handle = workflowHandle(env, name);
   const { runId } = await handle.describe();
-  const uid = ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name })) as k8s.KubernetesObject).metadata!.uid!;
+  const uid = (
+    (await env.custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: env.namespace,
+      plural,
+      name,
+    })) as k8s.KubernetesObject
+  ).metadata!.uid!;
   const before = await snapshot();
   const auditFrom = statSync(join(dir, 'audit.log')).size;
   const refusedBefore = await refusedCount();
   const refusalEventsBefore = await refusalEvents();
-  const signalsBefore = (await historyOf(id)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED).length;
+  const signalsBefore = (await historyOf(id)).filter(
+    (e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_EXECUTION_SIGNALED,
+  ).length;
 
   // The forgeries: a spec, a connection and a Secret of the attacker's choosing, under the resource's own uid or not.
-  const connection = { hostPort: `127.0.0.1:${(trap.address() as { port: number }).port}`, apiKeySecretRef: { name: forgedSecret, key: 'apiKey', namespace: elsewhere } };
+  const connection = {
+    hostPort: `127.0.0.1:${(trap.address() as { port: number }).port}`,
+    apiKeySecretRef: { name: forgedSecret, key: 'apiKey', namespace: elsewhere },
+  };
   const template = { spec: { containers: [{ name: 'worker', image: forgedImage }] } };
-  const spec = { ...resource(env, name).spec, replicas: 5, template, workerOptions: { connectionRef: { name: 'forged' }, temporalNamespace: tns } };
+  const spec = {
+    ...resource(env, name).spec,
+    replicas: 5,
+    template,
+    workerOptions: { connectionRef: { name: 'forged' }, temporalNamespace: tns },
+  };
   const desired = { generation: 999999, spec, buildId: 'forged-build', connection, connectionVersion: '999999', uid };
-  const hint = { uid, kind: 'TemporalWorkerDeployment', generation: 999999, resourceVersion: '999999', connectionVersion: '999999', namespace: env.namespace, name, spec, template, connection, desired };
-  const specChangedPayloads = [hint, { ...hint, uid: 'f0f0f0f0-forged-uid' }, { ...hint, kind: 'Secret' }, { ...hint, namespace: elsewhere }, 'a string', null, {}, undefined];
-  const controlPayloads = ['a string', 42, [{ reason: 'in an array' }], { reason: 5, identity: {} }, { buildId: 7, toBuildId: [], full: 'yes' }, { requestId: ['x'], reason: 'x'.repeat(2000) }];
+  const hint = {
+    uid,
+    kind: 'TemporalWorkerDeployment',
+    generation: 999999,
+    resourceVersion: '999999',
+    connectionVersion: '999999',
+    namespace: env.namespace,
+    name,
+    spec,
+    template,
+    connection,
+    desired,
+  };
+  const specChangedPayloads = [
+    hint,
+    { ...hint, uid: 'f0f0f0f0-forged-uid' },
+    { ...hint, kind: 'Secret' },
+    { ...hint, namespace: elsewhere },
+    'a string',
+    null,
+    {},
+    undefined,
+  ];
+  const controlPayloads = [
+    'a string',
+    42,
+    [{ reason: 'in an array' }],
+    { reason: 5, identity: {} },
+    { buildId: 7, toBuildId: [], full: 'yes' },
+    { requestId: ['x'], reason: 'x'.repeat(2000) },
+  ];
   const controls = ['pause', 'resume', 'promote', 'abort', 'rollback', 'retry'];
   const deletedRefused = [undefined, {}, { uid: 42 }];
 
@@ -184,11 +309,15 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
     ...controls.flatMap((c) => controlPayloads.map((p) => () => signal(id, c, p))),
     ...[...deletedRefused, { uid: 'f0f0f0f0-forged-uid' }].map((p) => () => signal(id, 'deleted', p)),
   ]);
-  const updates = await pooled(controls.flatMap((c) => controlPayloads.map((p) => async () => ({ c, p, ...(await update(id, c, p)) }))));
+  const updates = await pooled(
+    controls.flatMap((c) => controlPayloads.map((p) => async () => ({ c, p, ...(await update(id, c, p)) }))),
+  );
   sent.push(await signal(id, 'deleted', { uid })); // its own uid, last: the object is not being deleted
   expect(sent.filter((s) => !s.ok)).toEqual([]);
   // Every malformed update is refused by its validator (not answered, not taken).
-  expect(updates.filter((u) => u.ok || !/refused/.test(u.out)).map((u) => `${u.c} ${JSON.stringify(u.p)}: ${u.out}`)).toEqual([]);
+  expect(
+    updates.filter((u) => u.ok || !/refused/.test(u.out)).map((u) => `${u.c} ${JSON.stringify(u.p)}: ${u.out}`),
+  ).toEqual([]);
 
   // Runs started by hand: (a) an ID of the attacker's choosing for the real resource, (b) another installation's ID
   // for it, (c) the proper ID of an owner in kube-system that does not exist, (d) a forged state (a teardown under way
@@ -196,18 +325,56 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   const taskQueue = `glidepath-${env.namespace}`;
   const ghost = { namespace: env.namespace, name: 'ghost', uid: 'f0f0f0f0-ghost', kind: 'TemporalWorkerDeployment' };
   const forgedState = {
-    owner: ghost, phase: 'Progressing', reason: 'Deploying', message: 'forged', since: new Date().toISOString(), deleting: false, deprecated: [], deployments: {},
-    read: { resourceVersion: '1', connectionVersion: '999999' }, desired: { ...desired, uid: ghost.uid }, current: { buildId: v1 }, target: { buildId: 'forged-build', generation: 999999 },
-    templates: { 'forged-build': template }, timings: {},
+    owner: ghost,
+    phase: 'Progressing',
+    reason: 'Deploying',
+    message: 'forged',
+    since: new Date().toISOString(),
+    deleting: false,
+    deprecated: [],
+    deployments: {},
+    read: { resourceVersion: '1', connectionVersion: '999999' },
+    desired: { ...desired, uid: ghost.uid },
+    current: { buildId: v1 },
+    target: { buildId: 'forged-build', generation: 999999 },
+    templates: { 'forged-build': template },
+    timings: {},
   };
   const byHand = [
-    { id: `attacker-chosen-${env.namespace}`, input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } }, reads: ['readResource'] },
-    { id: rolloutWorkflowId('another-installation', env.namespace, name), input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } }, reads: ['readResource'] },
-    { id: rolloutWorkflowId(env.installation, 'kube-system', env.namespace), input: { owner: { namespace: 'kube-system', name: env.namespace, uid: 'f0f0f0f0-kube-system' } }, reads: ['readResource'] },
-    { id: rolloutWorkflowId(env.installation, ghost.namespace, ghost.name), input: { owner: ghost, state: forgedState }, reads: ['readResource'] },
+    {
+      id: `attacker-chosen-${env.namespace}`,
+      input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } },
+      reads: ['readResource'],
+    },
+    {
+      id: rolloutWorkflowId('another-installation', env.namespace, name),
+      input: { owner: { namespace: env.namespace, name, uid, kind: 'TemporalWorkerDeployment' } },
+      reads: ['readResource'],
+    },
+    {
+      id: rolloutWorkflowId(env.installation, 'kube-system', env.namespace),
+      input: { owner: { namespace: 'kube-system', name: env.namespace, uid: 'f0f0f0f0-kube-system' } },
+      reads: ['readResource'],
+    },
+    {
+      id: rolloutWorkflowId(env.installation, ghost.namespace, ghost.name),
+      input: { owner: ghost, state: forgedState },
+      reads: ['readResource'],
+    },
   ];
   for (const h of byHand) {
-    const started = await temporal('workflow', 'start', '--type', 'RolloutWorkflow', '--task-queue', taskQueue, '--workflow-id', h.id, '--input', JSON.stringify(h.input));
+    const started = await temporal(
+      'workflow',
+      'start',
+      '--type',
+      'RolloutWorkflow',
+      '--task-queue',
+      taskQueue,
+      '--workflow-id',
+      h.id,
+      '--input',
+      JSON.stringify(h.input),
+    );
     expect(started).toMatchObject({ ok: true });
   }
 
@@ -222,8 +389,15 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   });
   const refusals = controls.length * controlPayloads.length + deletedRefused.length;
   await eventually('every refused signal counted', async () => (await refusedCount()) === refusedBefore + refusals);
-  await eventually('every refusal written as an Event', async () => (await refusalEvents()) === refusalEventsBefore + refusals);
-  for (const h of byHand) await eventually(`${h.id} completed`, async () => (await env.client.workflow.getHandle(h.id).describe()).status.name === 'COMPLETED');
+  await eventually(
+    'every refusal written as an Event',
+    async () => (await refusalEvents()) === refusalEventsBefore + refusals,
+  );
+  for (const h of byHand)
+    await eventually(
+      `${h.id} completed`,
+      async () => (await env.client.workflow.getHandle(h.id).describe()).status.name === 'COMPLETED',
+    );
   await eventually('nothing pending in the rollout', async () => {
     const { raw } = await handle.describe();
     return !raw.pendingActivities?.length && !raw.pendingWorkflowTask;
@@ -235,20 +409,33 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   const described = await handle.describe();
   expect({ runId: described.runId, status: described.status.name }).toEqual({ runId, status: 'RUNNING' });
   const status = await handle.query(messages.status);
-  expect({ phase: status.phase, current: status.current, generation: status.generation }).toEqual({ phase: 'Ready', current: v1, generation: before.resource.generation });
+  expect({ phase: status.phase, current: status.current, generation: status.generation }).toEqual({
+    phase: 'Ready',
+    current: v1,
+    generation: before.resource.generation,
+  });
   expect((await handle.query(messages.history)).filter((h) => /Delet/.test(`${h.what} ${h.why}`))).toEqual([]);
 
   // No Deployment with the forged image anywhere, nothing in the other namespace, no Glidepath Event in kube-system
   // or there, no worker deployment in Temporal for the owners of the runs by hand.
   const all = await env.apps.listDeploymentForAllNamespaces();
-  expect(all.items.filter((d) => d.spec?.template.spec?.containers.some((c) => c.image === forgedImage)).map((d) => d.metadata?.name)).toEqual([]);
+  expect(
+    all.items
+      .filter((d) => d.spec?.template.spec?.containers.some((c) => c.image === forgedImage))
+      .map((d) => d.metadata?.name),
+  ).toEqual([]);
   expect((await env.apps.listNamespacedDeployment({ namespace: elsewhere })).items).toEqual([]);
   const core = env.kc.makeApiClient(k8s.CoreV1Api);
   for (const ns of [elsewhere, 'kube-system']) {
-    const ours = (await core.listNamespacedEvent({ namespace: ns })).items.filter((e) => e.reportingComponent === managerName || e.source?.component === managerName);
+    const ours = (await core.listNamespacedEvent({ namespace: ns })).items.filter(
+      (e) => e.reportingComponent === managerName || e.source?.component === managerName,
+    );
     expect(ours.map((e) => `${ns}: ${e.reason} ${e.message}`)).toEqual([]);
   }
-  for (const deploymentName of [workerDeploymentName('kube-system', env.namespace), workerDeploymentName(ghost.namespace, ghost.name)]) {
+  for (const deploymentName of [
+    workerDeploymentName('kube-system', env.namespace),
+    workerDeploymentName(ghost.namespace, ghost.name),
+  ]) {
     expect(await describeDeploymentSettled(env.connection.workflowService, tns, deploymentName)).toBeUndefined();
   }
 
@@ -256,7 +443,9 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
   // status); and never a request for a Secret but the test's own create (which shows the log records Secrets).
   const allowed = (a: Audit) =>
     a.objectRef?.namespace === env.namespace &&
-    ((a.objectRef.resource === 'events' && a.verb === 'create') || (a.objectRef.subresource === 'status' && ['temporalworkerdeployments', 'deployments'].includes(a.objectRef.resource ?? '')));
+    ((a.objectRef.resource === 'events' && a.verb === 'create') ||
+      (a.objectRef.subresource === 'status' &&
+        ['temporalworkerdeployments', 'deployments'].includes(a.objectRef.resource ?? '')));
   const writes = auditEvents(auditFrom).filter((a) => !byKube(a) && a.objectRef?.resource !== 'secrets' && !allowed(a));
   expect(writes.map((a) => `${a.verb} ${a.requestURI}`)).toEqual([]);
   const secrets = auditEvents().filter((a) => a.objectRef?.resource === 'secrets' && !byKube(a));
@@ -265,9 +454,14 @@ test('forged signals, updates and hand-started runs change nothing, read no Secr
 
   // No workflow task failed, in the rollout or in a run by hand; those ran no activity but the read of their owner.
   for (const wid of [id, ...byHand.map((h) => h.id)]) {
-    expect((await historyOf(wid)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED).map((e) => `${wid}#${e.eventId}`)).toEqual([]);
+    expect(
+      (await historyOf(wid))
+        .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED)
+        .map((e) => `${wid}#${e.eventId}`),
+    ).toEqual([]);
   }
-  for (const h of byHand) expect({ id: h.id, activities: activityTypes(await historyOf(h.id)) }).toEqual({ id: h.id, activities: h.reads });
+  for (const h of byHand)
+    expect({ id: h.id, activities: activityTypes(await historyOf(h.id)) }).toEqual({ id: h.id, activities: h.reads });
 }, 240_000);
 
 test('a real kubectl apply of v2 still rolls out: v2 becomes current', async () => {
@@ -275,6 +469,8 @@ test('a real kubectl apply of v2 still rolls out: v2 becomes current', async () 
   await kubectlApply('v2');
   const v2 = await readyWith('v2');
   expect(v2).not.toBe(v1);
-  expect((await deployments(env, name)).get(v2)?.spec?.template.spec?.containers.map((c) => c.image)).toEqual(['glidepath/example-worker:1.0.0']);
+  expect((await deployments(env, name)).get(v2)?.spec?.template.spec?.containers.map((c) => c.image)).toEqual([
+    'glidepath/example-worker:1.0.0',
+  ]);
   expect((await twdStatus(env, name))?.phase).toBe('Ready');
 }, 120_000);

@@ -13,18 +13,35 @@ import { parseAllDocuments } from 'yaml';
 
 const manifests = fileURLToPath(new URL('../../k8s-manifests/', import.meta.url));
 const kubectl = (...args: string[]) =>
-  execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], { encoding: 'utf8', maxBuffer: 64 << 20 });
+  execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], {
+    encoding: 'utf8',
+    maxBuffer: 64 << 20,
+  });
 
 interface KubeObject {
   apiVersion: string;
   kind: string;
   metadata: { name: string; namespace?: string };
   rules?: unknown[];
-  spec?: { template?: { spec?: { containers?: { args?: string[]; ports?: { name: string; containerPort: number }[]; readinessProbe?: { httpGet?: { path: string; port: string } }; livenessProbe?: { httpGet?: { path: string; port: string } }; env?: { name: string }[] }[] } } };
+  spec?: {
+    template?: {
+      spec?: {
+        containers?: {
+          args?: string[];
+          ports?: { name: string; containerPort: number }[];
+          readinessProbe?: { httpGet?: { path: string; port: string } };
+          livenessProbe?: { httpGet?: { path: string; port: string } };
+          env?: { name: string }[];
+        }[];
+      };
+    };
+  };
 }
 
-const render = (dir: string): KubeObject[] => parseAllDocuments(kubectl('kustomize', dir)).map((d) => d.toJS() as KubeObject);
-const find = (objects: KubeObject[], kind: string, name: string) => objects.find((o) => o.kind === kind && o.metadata.name === name);
+const render = (dir: string): KubeObject[] =>
+  parseAllDocuments(kubectl('kustomize', dir)).map((d) => d.toJS() as KubeObject);
+const find = (objects: KubeObject[], kind: string, name: string) =>
+  objects.find((o) => o.kind === kind && o.metadata.name === name);
 
 let work: string;
 beforeAll(() => {
@@ -48,10 +65,15 @@ test('kubectl apply --server-side -k k8s-manifests/ is accepted by the apiserver
 });
 
 test('the controller Deployment probes the ports and paths the controller serves, runs as non-root and has two replicas', () => {
-  const deployment = find(render(manifests), 'Deployment', 'glidepath-controller')! as KubeObject & { spec: { replicas: number; template: { spec: { securityContext: { runAsNonRoot: boolean } } } } };
+  const deployment = find(render(manifests), 'Deployment', 'glidepath-controller')! as KubeObject & {
+    spec: { replicas: number; template: { spec: { securityContext: { runAsNonRoot: boolean } } } };
+  };
   const container = deployment.spec.template.spec.containers![0]!;
   expect(container.args).toEqual(['--metrics-bind-address=:8080', '--health-probe-bind-address=:8081']);
-  expect(container.ports).toEqual([{ name: 'metrics', containerPort: 8080 }, { name: 'health', containerPort: 8081 }]);
+  expect(container.ports).toEqual([
+    { name: 'metrics', containerPort: 8080 },
+    { name: 'health', containerPort: 8081 },
+  ]);
   expect(container.readinessProbe?.httpGet).toEqual({ path: '/readyz', port: 'health' });
   expect(container.livenessProbe?.httpGet).toEqual({ path: '/healthz', port: 'health' });
   expect(deployment.spec.template.spec.securityContext.runAsNonRoot).toBe(true);
@@ -64,7 +86,10 @@ test('the namespaced overlay, set to a team namespace, holds a Role with the Clu
   try {
     // What a user does: a kustomization of their own on top of the overlay, with their namespace (kustomize takes
     // only relative paths).
-    writeFileSync(join(work, 'kustomization.yaml'), `resources:\n  - ${relative(work, join(manifests, 'overlays/namespaced'))}\nnamespace: ${team}\n`);
+    writeFileSync(
+      join(work, 'kustomization.yaml'),
+      `resources:\n  - ${relative(work, join(manifests, 'overlays/namespaced'))}\nnamespace: ${team}\n`,
+    );
     const objects = render(work);
     const clusterWide = objects.filter((o) => !o.metadata.namespace).map((o) => o.kind);
     expect([...new Set(clusterWide)]).toEqual(['CustomResourceDefinition']);
@@ -72,7 +97,9 @@ test('the namespaced overlay, set to a team namespace, holds a Role with the Clu
     const clusterRole = find(render(manifests), 'ClusterRole', 'glidepath-controller')!;
     expect(find(objects, 'Role', 'glidepath-controller')!.rules).toEqual(clusterRole.rules);
     const env = find(objects, 'Deployment', 'glidepath-controller')!.spec!.template!.spec!.containers![0]!.env;
-    expect(env).toEqual([{ name: 'GLIDEPATH_NAMESPACES', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } }]);
+    expect(env).toEqual([
+      { name: 'GLIDEPATH_NAMESPACES', valueFrom: { fieldRef: { fieldPath: 'metadata.namespace' } } },
+    ]);
     const out = kubectl('apply', '--server-side', '--dry-run=server', '-k', work);
     expect(out).toContain('role.rbac.authorization.k8s.io/glidepath-controller');
     expect(out).toContain('deployment.apps/glidepath-controller');
@@ -85,7 +112,13 @@ test('the Temporal Cloud overlay requires the API key Secret and turns TLS on', 
   const objects = render(join(manifests, 'overlays/temporal-cloud'));
   const config = find(objects, 'ConfigMap', 'glidepath-temporal') as KubeObject & { data: Record<string, string> };
   expect(config.data.TEMPORAL_TLS).toBe('true');
-  const deployment = find(objects, 'Deployment', 'glidepath-controller') as KubeObject & { spec: { template: { spec: { containers: { envFrom: unknown[] }[] } } } };
-  expect(deployment.spec.template.spec.containers[0]!.envFrom).toContainEqual({ secretRef: { name: 'glidepath-temporal', optional: false } });
-  expect(kubectl('apply', '--server-side', '--dry-run=server', '-k', join(manifests, 'overlays/temporal-cloud'))).toContain('deployment.apps/glidepath-controller');
+  const deployment = find(objects, 'Deployment', 'glidepath-controller') as KubeObject & {
+    spec: { template: { spec: { containers: { envFrom: unknown[] }[] } } };
+  };
+  expect(deployment.spec.template.spec.containers[0]!.envFrom).toContainEqual({
+    secretRef: { name: 'glidepath-temporal', optional: false },
+  });
+  expect(
+    kubectl('apply', '--server-side', '--dry-run=server', '-k', join(manifests, 'overlays/temporal-cloud')),
+  ).toContain('deployment.apps/glidepath-controller');
 });

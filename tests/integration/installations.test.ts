@@ -15,10 +15,24 @@ import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { temporal } from '@temporalio/proto';
-import { installationAnnotation, installationManagerIdentity, installationTaskQueue, rolloutWorkflowId } from '../../api/names.js';
+import {
+  installationAnnotation,
+  installationManagerIdentity,
+  installationTaskQueue,
+  rolloutWorkflowId,
+} from '../../api/names.js';
 import { startKube, stopProcesses, type KubeServer } from '../../scripts/servers/servers.js';
 import { startController, type Controller } from '../../worker/controller.js';
-import { apply, deployments, eventually, resource, routing, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  deployments,
+  eventually,
+  resource,
+  routing,
+  startRolloutEnv,
+  twdStatus,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const EventType = temporal.api.enums.v1.EventType;
 const temporalNamespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
@@ -41,7 +55,11 @@ async function env(label: string, opts: Parameters<typeof startRolloutEnv>[1] = 
 }
 
 /** A controller of its own identity watching `namespaces`, with no task queue or manager identity given. */
-async function controller(e: RolloutEnv, identity: string, opts: { installation?: string; namespaces?: string[] } = {}): Promise<Controller> {
+async function controller(
+  e: RolloutEnv,
+  identity: string,
+  opts: { installation?: string; namespaces?: string[] } = {},
+): Promise<Controller> {
   const c = await startController({
     kubeConfig: e.kc,
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: temporalNamespace },
@@ -72,10 +90,22 @@ async function workerIdentities(client: Client, workflowId: string): Promise<Set
 }
 
 const annotationOf = async (e: RolloutEnv, name: string) =>
-  ((await e.custom.getNamespacedCustomObject({ group: 'glidepath.dev', version: 'v1alpha1', namespace: e.namespace, plural: 'temporalworkerdeployments', name })) as k8s.KubernetesObject).metadata?.annotations?.[installationAnnotation];
+  (
+    (await e.custom.getNamespacedCustomObject({
+      group: 'glidepath.dev',
+      version: 'v1alpha1',
+      namespace: e.namespace,
+      plural: 'temporalworkerdeployments',
+      name,
+    })) as k8s.KubernetesObject
+  ).metadata?.annotations?.[installationAnnotation];
 
 const eventsOf = async (e: RolloutEnv, name: string, reason: string) =>
-  (await e.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: e.namespace, fieldSelector: `involvedObject.name=${name},reason=${reason}` })).items;
+  (
+    await e.kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedEvent({ namespace: e.namespace, fieldSelector: `involvedObject.name=${name},reason=${reason}` })
+  ).items;
 
 async function exists(client: Client, workflowId: string): Promise<boolean> {
   try {
@@ -90,23 +120,45 @@ async function exists(client: Client, workflowId: string): Promise<boolean> {
 /** v1 applied and current, then v2: current with v1 sunset. Returns the status. */
 async function rollOutTwice(e: RolloutEnv, name: string) {
   await apply(e, resource(e, name, { env: { VERSION: 'v1' } }));
-  const v1 = await eventually(`${e.namespace}/${name}: v1 current`, async () => (await twdStatus(e, name))?.currentVersion?.buildID, 120_000);
+  const v1 = await eventually(
+    `${e.namespace}/${name}: v1 current`,
+    async () => (await twdStatus(e, name))?.currentVersion?.buildID,
+    120_000,
+  );
   await apply(e, resource(e, name, { env: { VERSION: 'v2' } }));
-  return eventually(`${e.namespace}/${name}: v2 current, v1 sunset`, async () => {
-    const s = await twdStatus(e, name);
-    return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1 && (await deployments(e, name)).size === 1 ? s : undefined;
-  }, 120_000);
+  return eventually(
+    `${e.namespace}/${name}: v2 current, v1 sunset`,
+    async () => {
+      const s = await twdStatus(e, name);
+      return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1 && (await deployments(e, name)).size === 1
+        ? s
+        : undefined;
+    },
+    120_000,
+  );
 }
 
 test('two namespaced installations on one Temporal namespace each roll out their own resources, in their own controllers', async () => {
-  const [a, b] = await Promise.all([env('inst-a', { inProcessController: false }), env('inst-b', { inProcessController: false })]);
+  const [a, b] = await Promise.all([
+    env('inst-a', { inProcessController: false }),
+    env('inst-b', { inProcessController: false }),
+  ]);
   expect(a.installation).not.toBe(b.installation);
-  const [ca, cb] = [await controller(a, `controller-a-${a.namespace}`), await controller(b, `controller-b-${b.namespace}`)];
-  expect({ installation: ca.installation, taskQueue: ca.taskQueue }).toEqual({ installation: a.installation, taskQueue: installationTaskQueue(a.installation) });
+  const [ca, cb] = [
+    await controller(a, `controller-a-${a.namespace}`),
+    await controller(b, `controller-b-${b.namespace}`),
+  ];
+  expect({ installation: ca.installation, taskQueue: ca.taskQueue }).toEqual({
+    installation: a.installation,
+    taskQueue: installationTaskQueue(a.installation),
+  });
   expect(cb.taskQueue).toBe(installationTaskQueue(b.installation));
 
   const [sa, sb] = await Promise.all([rollOutTwice(a, 'orders'), rollOutTwice(b, 'orders')]);
-  for (const [e, s, c, identity] of [[a, sa, ca, `controller-a-${a.namespace}`], [b, sb, cb, `controller-b-${b.namespace}`]] as const) {
+  for (const [e, s, c, identity] of [
+    [a, sa, ca, `controller-a-${a.namespace}`],
+    [b, sb, cb, `controller-b-${b.namespace}`],
+  ] as const) {
     const workflowId = rolloutWorkflowId(e.installation, e.namespace, 'orders');
     expect(s.rolloutWorkflow).toEqual({ workflowId, temporalNamespace });
     expect(await annotationOf(e, 'orders')).toBe(c.installation);
@@ -119,7 +171,10 @@ test('two namespaced installations on one Temporal namespace each roll out their
 
 /** The manager identity Temporal records on the resource's worker deployment. */
 async function managerOf(e: RolloutEnv, name: string): Promise<string | undefined> {
-  const res = await e.connection.workflowService.describeWorkerDeployment({ namespace: temporalNamespace, deploymentName: `${e.namespace}/${name}` });
+  const res = await e.connection.workflowService.describeWorkerDeployment({
+    namespace: temporalNamespace,
+    deploymentName: `${e.namespace}/${name}`,
+  });
   return res.workerDeploymentInfo?.managerIdentity || undefined;
 }
 
@@ -137,19 +192,36 @@ test('of two installations watching one namespace, one rolls each resource out: 
   const winner = await annotationOf(e, 'first');
   expect([x, y]).toContain(winner);
   const loser = winner === x ? y : x;
-  const said = await eventually('the other installation says who rolls it out', async () => (await eventsOf(e, 'first', 'ManagedByAnotherInstallation'))[0]);
-  expect(said.message).toBe(`installation ${winner} rolls out this resource (annotation ${installationAnnotation}); installation ${loser} leaves it alone`);
+  const said = await eventually(
+    'the other installation says who rolls it out',
+    async () => (await eventsOf(e, 'first', 'ManagedByAnotherInstallation'))[0],
+  );
+  expect(said.message).toBe(
+    `installation ${winner} rolls out this resource (annotation ${installationAnnotation}); installation ${loser} leaves it alone`,
+  );
   expect(await exists(e.client, rolloutWorkflowId(loser, e.namespace, 'first'))).toBe(false);
-  expect((await twdStatus(e, 'first'))?.rolloutWorkflow?.workflowId).toBe(rolloutWorkflowId(winner!, e.namespace, 'first'));
+  expect((await twdStatus(e, 'first'))?.rolloutWorkflow?.workflowId).toBe(
+    rolloutWorkflowId(winner!, e.namespace, 'first'),
+  );
 
   // The author names one (the second to start, so not a race won by chance): that one rolls it out.
   const chosen = resource(e, 'chosen', { env: { VERSION: 'v1' } });
-  await apply(e, { ...chosen, metadata: { ...chosen.metadata, annotations: { [installationAnnotation]: y } } } as typeof chosen);
+  await apply(e, {
+    ...chosen,
+    metadata: { ...chosen.metadata, annotations: { [installationAnnotation]: y } },
+  } as typeof chosen);
   await eventually('chosen: Ready', async () => (await twdStatus(e, 'chosen'))?.phase === 'Ready', 120_000);
-  const toldChosen = await eventually('x says y rolls it out', async () => (await eventsOf(e, 'chosen', 'ManagedByAnotherInstallation'))[0]);
-  expect(toldChosen.message).toBe(`installation ${y} rolls out this resource (annotation ${installationAnnotation}); installation ${x} leaves it alone`);
+  const toldChosen = await eventually(
+    'x says y rolls it out',
+    async () => (await eventsOf(e, 'chosen', 'ManagedByAnotherInstallation'))[0],
+  );
+  expect(toldChosen.message).toBe(
+    `installation ${y} rolls out this resource (annotation ${installationAnnotation}); installation ${x} leaves it alone`,
+  );
   expect(await exists(e.client, rolloutWorkflowId(x, e.namespace, 'chosen'))).toBe(false);
-  expect([...(await workerIdentities(e.client, rolloutWorkflowId(y, e.namespace, 'chosen')))]).toEqual([`controller-y-${suffix}`]);
+  expect([...(await workerIdentities(e.client, rolloutWorkflowId(y, e.namespace, 'chosen')))]).toEqual([
+    `controller-y-${suffix}`,
+  ]);
   expect(e.violations).toEqual([]);
 });
 
@@ -159,17 +231,29 @@ test('two clusters with the same namespace/name on one Temporal namespace: the s
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
   kube2 = await startKube({ dir, crds: true });
-  const two = await env('clusters', { kubeconfig: kube2.kubeconfig, namespace: one.namespace, controller: { taskQueue: undefined, identity: 'cluster-two' } });
+  const two = await env('clusters', {
+    kubeconfig: kube2.kubeconfig,
+    namespace: one.namespace,
+    controller: { taskQueue: undefined, identity: 'cluster-two' },
+  });
   expect(two.installation).not.toBe(one.installation);
 
   await apply(one, resource(one, 'shared', { env: { VERSION: 'v1' } }));
-  const v1 = await eventually('cluster one: v1 current', async () => (await twdStatus(one, 'shared'))?.currentVersion?.buildID, 120_000);
+  const v1 = await eventually(
+    'cluster one: v1 current',
+    async () => (await twdStatus(one, 'shared'))?.currentVersion?.buildID,
+    120_000,
+  );
   // The same namespace/name in the other cluster, at another build: its rollout needs a routing change.
   await apply(two, resource(two, 'shared', { env: { VERSION: 'v2' } }));
-  const held = await eventually('cluster two: ManagerIdentityHeld, naming the holder', async () => {
-    const s = await twdStatus(two, 'shared');
-    return s?.conditions?.find((c) => c.type === 'Ready' && c.reason === 'ManagerIdentityHeld');
-  }, 120_000);
+  const held = await eventually(
+    'cluster two: ManagerIdentityHeld, naming the holder',
+    async () => {
+      const s = await twdStatus(two, 'shared');
+      return s?.conditions?.find((c) => c.type === 'Ready' && c.reason === 'ManagerIdentityHeld');
+    },
+    120_000,
+  );
   expect(held.message).toContain(installationManagerIdentity(one.installation));
 
   // Temporal routes as cluster one left it; cluster one is Ready on v1, its Deployment and workflow still there.
@@ -178,9 +262,16 @@ test('two clusters with the same namespace/name on one Temporal namespace: the s
   const s1 = await twdStatus(one, 'shared');
   expect({ phase: s1?.phase, current: s1?.currentVersion?.buildID }).toEqual({ phase: 'Ready', current: v1 });
   expect([...(await deployments(one, 'shared')).keys()]).toEqual([v1]);
-  expect((await one.client.workflow.getHandle(rolloutWorkflowId(one.installation, one.namespace, 'shared')).describe()).status.name).toBe('RUNNING');
+  expect(
+    (await one.client.workflow.getHandle(rolloutWorkflowId(one.installation, one.namespace, 'shared')).describe())
+      .status.name,
+  ).toBe('RUNNING');
   // Each cluster's workflow ran in its own cluster's controller only.
-  expect([...(await workerIdentities(one.client, rolloutWorkflowId(one.installation, one.namespace, 'shared')))]).toEqual(['cluster-one']);
-  expect([...(await workerIdentities(two.client, rolloutWorkflowId(two.installation, two.namespace, 'shared')))]).toEqual(['cluster-two']);
+  expect([
+    ...(await workerIdentities(one.client, rolloutWorkflowId(one.installation, one.namespace, 'shared'))),
+  ]).toEqual(['cluster-one']);
+  expect([
+    ...(await workerIdentities(two.client, rolloutWorkflowId(two.installation, two.namespace, 'shared'))),
+  ]).toEqual(['cluster-two']);
   expect([...one.violations, ...two.violations]).toEqual([]);
 });

@@ -30,17 +30,28 @@ test('a light pod registers its version, completes a pinned workflow, and stops 
   const buildId = `b-${id}`;
   const taskQueue = `light-${id}`;
   const pod = new LightPod(
-    { TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE: namespace, TEMPORAL_DEPLOYMENT_NAME: deploymentName, TEMPORAL_WORKER_BUILD_ID: buildId, EXAMPLE_TASK_QUEUE: taskQueue },
+    {
+      TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
+      TEMPORAL_NAMESPACE: namespace,
+      TEMPORAL_DEPLOYMENT_NAME: deploymentName,
+      TEMPORAL_WORKER_BUILD_ID: buildId,
+      EXAMPLE_TASK_QUEUE: taskQueue,
+    },
     connections,
     (m) => console.log(`${new Date().toISOString()} ${m}`),
   );
   try {
     // Registered: the server lists the version with the pod's workflow task queue.
     const queues = await eventually(`${deploymentName}:${buildId} registered`, async () => {
-      const res = await connection.workflowService.describeWorkerDeploymentVersion({ namespace, deploymentVersion: { deploymentName, buildId } });
+      const res = await connection.workflowService.describeWorkerDeploymentVersion({
+        namespace,
+        deploymentVersion: { deploymentName, buildId },
+      });
       return res.versionTaskQueues?.length ? res.versionTaskQueues : undefined;
     });
-    expect(queues.map((q) => [q.name, q.type])).toEqual([[taskQueue, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW]]);
+    expect(queues.map((q) => [q.name, q.type])).toEqual([
+      [taskQueue, temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW],
+    ]);
 
     // Any workflow type will do: the pod completes every workflow task with "complete".
     const handle = await client.workflow.start('tinyWorkflow', {
@@ -52,8 +63,13 @@ test('a light pod registers its version, completes a pinned workflow, and stops 
     const description = await handle.describe();
     expect(description.status.name).toBe('COMPLETED');
     // It ran on the pod's version, and the pod said PINNED.
-    expect(description.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion).toMatchObject({ deploymentName, buildId });
-    expect(description.raw.workflowExecutionInfo?.versioningInfo?.behavior).toBe(temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED);
+    expect(description.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion).toMatchObject({
+      deploymentName,
+      buildId,
+    });
+    expect(description.raw.workflowExecutionInfo?.versioningInfo?.behavior).toBe(
+      temporal.api.enums.v1.VersioningBehavior.VERSIONING_BEHAVIOR_PINNED,
+    );
     expect(pod.completed).toBe(1);
   } finally {
     // A poll is outstanding now (the long poll lasts a minute): stop cancels it instead of waiting it out.

@@ -6,9 +6,18 @@
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
-import { asMergePatch } from '../../activities/kubernetes/client.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
-import { apply, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import { asMergePatch } from '../../kube/client.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
+import {
+  apply,
+  eventually,
+  plural,
+  resource,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
 
@@ -36,15 +45,23 @@ async function gone(read: () => Promise<unknown>): Promise<boolean> {
 }
 
 async function readyWithCurrent(name: string, timeoutMs = 30_000) {
-  return eventually(`${name} Ready with a current version`, async () => {
-    const s = await twdStatus(env, name);
-    return s?.phase === 'Ready' && s.currentVersion?.buildID ? s : undefined;
-  }, timeoutMs);
+  return eventually(
+    `${name} Ready with a current version`,
+    async () => {
+      const s = await twdStatus(env, name);
+      return s?.phase === 'Ready' && s.currentVersion?.buildID ? s : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 /** Whether Temporal still knows the resource's worker deployment (NOT_FOUND once it is deleted). */
 async function workerDeploymentExists(name: string): Promise<boolean> {
-  const res = await describeDeploymentSettled(env.connection.workflowService, process.env.TEMPORAL_NAMESPACE ?? 'default', workerDeploymentName(env.namespace, name));
+  const res = await describeDeploymentSettled(
+    env.connection.workflowService,
+    process.env.TEMPORAL_NAMESPACE ?? 'default',
+    workerDeploymentName(env.namespace, name),
+  );
   return res !== undefined;
 }
 
@@ -65,10 +82,21 @@ async function whyNamespaceStays(name: string): Promise<string> {
   };
   await note('namespace conditions', async () => {
     const ns = await core.readNamespace({ name: env.namespace });
-    return (ns.status?.conditions ?? []).filter((c) => c.status === 'True').map((c) => `${c.type}: ${c.message}`).join('; ') || 'none';
+    return (
+      (ns.status?.conditions ?? [])
+        .filter((c) => c.status === 'True')
+        .map((c) => `${c.type}: ${c.message}`)
+        .join('; ') || 'none'
+    );
   });
   await note('resource', async () => {
-    const obj = (await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name })) as {
+    const obj = (await env.custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: env.namespace,
+      plural,
+      name,
+    })) as {
       metadata: k8s.V1ObjectMeta;
       status?: { phase?: string; message?: string };
     };
@@ -88,7 +116,13 @@ async function whyNamespaceStays(name: string): Promise<string> {
 test('an object owned by a TemporalWorkerDeployment is garbage-collected once the resource is gone', async () => {
   await apply(env, resource(env, 'owner', { env: { VERSION: 'v1' } }));
   await readyWithCurrent('owner');
-  const twd = (await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'owner' })) as {
+  const twd = (await env.custom.getNamespacedCustomObject({
+    group,
+    version,
+    namespace: env.namespace,
+    plural,
+    name: 'owner',
+  })) as {
     metadata: k8s.V1ObjectMeta;
   };
   const core = env.kc.makeApiClient(k8s.CoreV1Api);
@@ -97,7 +131,14 @@ test('an object owned by a TemporalWorkerDeployment is garbage-collected once th
     body: {
       metadata: {
         name: 'owned',
-        ownerReferences: [{ apiVersion: `${group}/${version}`, kind: 'TemporalWorkerDeployment', name: 'owner', uid: twd.metadata.uid! }],
+        ownerReferences: [
+          {
+            apiVersion: `${group}/${version}`,
+            kind: 'TemporalWorkerDeployment',
+            name: 'owner',
+            uid: twd.metadata.uid!,
+          },
+        ],
       },
       data: { purpose: 'garbage collection' },
     },
@@ -111,8 +152,21 @@ test('an object owned by a TemporalWorkerDeployment is garbage-collected once th
     asMergePatch,
   );
   await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'owner' });
-  await eventually('the resource gone', () => gone(() => env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'owner' })), 30_000, 200);
-  await eventually('the ConfigMap garbage-collected', () => gone(() => core.readNamespacedConfigMap({ name: 'owned', namespace: env.namespace })), 60_000, 200);
+  await eventually(
+    'the resource gone',
+    () =>
+      gone(() =>
+        env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'owner' }),
+      ),
+    30_000,
+    200,
+  );
+  await eventually(
+    'the ConfigMap garbage-collected',
+    () => gone(() => core.readNamespacedConfigMap({ name: 'owned', namespace: env.namespace })),
+    60_000,
+    200,
+  );
 }, 150_000);
 
 test('deleting the namespace of a rollout: Glidepath cleans up and lets go, the namespace goes', async () => {
@@ -128,6 +182,10 @@ test('deleting the namespace of a rollout: Glidepath cleans up and lets go, the 
   } catch (err) {
     throw new Error(`${(err as Error).message}\n${await whyNamespaceStays('nsapp')}`);
   }
-  await eventually('the workflow completed', async () => (await workflowHandle(env, 'nsapp').describe()).status.name === 'COMPLETED', 10_000);
+  await eventually(
+    'the workflow completed',
+    async () => (await workflowHandle(env, 'nsapp').describe()).status.name === 'COMPLETED',
+    10_000,
+  );
   expect(await workerDeploymentExists('nsapp')).toBe(false);
 }, 150_000);

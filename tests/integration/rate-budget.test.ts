@@ -6,7 +6,8 @@
 import { Connection } from '@temporalio/client';
 import { RateBudget } from '../../worker/rate-budget.js';
 
-const connect = (budget: RateBudget) => Connection.connect({ address: process.env.TEMPORAL_ADDRESS!, interceptors: budget.interceptors() });
+const connect = (budget: RateBudget) =>
+  Connection.connect({ address: process.env.TEMPORAL_ADDRESS!, interceptors: budget.interceptors() });
 
 test('calls beyond the burst go out at the budget’s rate, and every one is answered', async () => {
   const budget = new RateBudget(4, 2);
@@ -34,14 +35,20 @@ test('calls whose turn is too far away fail at once with RESOURCE_EXHAUSTED nami
   const connection = await connect(budget);
   try {
     // 8 at once: 1 now, 2 queued (due in 0.5 s and 1 s), the rest refused: a queue of at most maxWaitMs.
-    const outcomes = await Promise.allSettled(Array.from({ length: 8 }, () => connection.workflowService.getSystemInfo({})));
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 8 }, () => connection.workflowService.getSystemInfo({})),
+    );
     const answered = outcomes.filter((o) => o.status === 'fulfilled');
-    const refused = outcomes.flatMap((o) => (o.status === 'rejected' ? [o.reason as { code?: number; details?: string }] : []));
+    const refused = outcomes.flatMap((o) =>
+      o.status === 'rejected' ? [o.reason as { code?: number; details?: string }] : [],
+    );
     expect(answered.length).toBeGreaterThanOrEqual(3);
     expect(refused.length).toBeGreaterThanOrEqual(1);
     for (const err of refused) {
       expect(err.code).toBe(8); // RESOURCE_EXHAUSTED
-      expect(err.details).toMatch(/^the controller's Temporal budget \(--temporal-qps\) is spent for the next \d+ s: try again later$/);
+      expect(err.details).toMatch(
+        /^the controller's Temporal budget \(--temporal-qps\) is spent for the next \d+ s: try again later$/,
+      );
     }
     // The budget refused them without taking tokens: a call now goes out once its turn comes.
     await connection.workflowService.getSystemInfo({});

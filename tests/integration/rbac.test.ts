@@ -9,12 +9,23 @@ import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { installationTaskQueue } from '../../api/names.js';
 import { startController, type Controller } from '../../worker/controller.js';
-import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  deployments,
+  eventually,
+  plural,
+  resource,
+  startRolloutEnv,
+  twdStatus,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const rbac = fileURLToPath(new URL('../../k8s-manifests/base/rbac.yaml', import.meta.url));
 const namespacedRbac = fileURLToPath(new URL('../../k8s-manifests/overlays/namespaced/role.yaml', import.meta.url));
 const kubectl = (...args: string[]) =>
-  execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], { encoding: 'utf8' }).trim();
+  execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], {
+    encoding: 'utf8',
+  }).trim();
 
 let env: RolloutEnv;
 let controller: Controller | undefined;
@@ -35,7 +46,19 @@ afterAll(async () => {
 function canI(user: string, verb: string, what: string, namespace: string): boolean {
   const [resource, subresource] = what.split('/');
   try {
-    return kubectl('auth', 'can-i', verb, resource!, ...(subresource ? [`--subresource=${subresource}`] : []), '-n', namespace, '--as', user) === 'yes';
+    return (
+      kubectl(
+        'auth',
+        'can-i',
+        verb,
+        resource!,
+        ...(subresource ? [`--subresource=${subresource}`] : []),
+        '-n',
+        namespace,
+        '--as',
+        user,
+      ) === 'yes'
+    );
   } catch (err) {
     if (String((err as { stdout?: string }).stdout).trim() === 'no') return false;
     throw err;
@@ -74,10 +97,14 @@ test('the controller runs as the glidepath ServiceAccount with only the ClusterR
   });
   env.deleting.add('least');
   await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'least' });
-  await eventually('deleted, finalizer removed', async () => (await twdStatus(env, 'least').catch(() => undefined)) === undefined);
+  await eventually(
+    'deleted, finalizer removed',
+    async () => (await twdStatus(env, 'least').catch(() => undefined)) === undefined,
+  );
   expect(env.violations).toEqual([]);
 
-  const can = (verb: string, what: string) => canI('system:serviceaccount:glidepath-system:glidepath', verb, what, env.namespace);
+  const can = (verb: string, what: string) =>
+    canI('system:serviceaccount:glidepath-system:glidepath', verb, what, env.namespace);
   expect(can('patch', 'temporalworkerdeployments.glidepath.dev/status')).toBe(true);
   expect(can('delete', 'secrets')).toBe(false);
   expect(can('create', 'pods')).toBe(false);
@@ -111,7 +138,8 @@ test('with --namespace the controller needs only the namespaced Role: a rollout 
   expect(lines.filter((l) => /watch error|restarting|failed/.test(l))).toEqual([]);
   expect(lines.some((l) => l.startsWith('signalled specChanged'))).toBe(true);
 
-  const can = (verb: string, what: string, namespace = env.namespace) => canI(`system:serviceaccount:${env.namespace}:glidepath`, verb, what, namespace);
+  const can = (verb: string, what: string, namespace = env.namespace) =>
+    canI(`system:serviceaccount:${env.namespace}:glidepath`, verb, what, namespace);
   expect(can('watch', 'temporalworkerdeployments.glidepath.dev')).toBe(true);
   expect(can('watch', 'temporalworkerdeployments.glidepath.dev', 'default')).toBe(false);
   expect(can('list', 'deployments.apps', 'kube-system')).toBe(false);
@@ -136,7 +164,16 @@ test('without the rights to watch, the controller is not ready and says why; gra
   });
   expect(notReady).toMatch(/forbidden|403/i);
   kubectl('apply', '-n', env.namespace, '-f', namespacedRbac); // the Role (the test before applied it too)
-  kubectl('create', 'rolebinding', 'bare', '--role', 'glidepath-controller', `--serviceaccount=${env.namespace}:bare`, '-n', env.namespace);
+  kubectl(
+    'create',
+    'rolebinding',
+    'bare',
+    '--role',
+    'glidepath-controller',
+    `--serviceaccount=${env.namespace}:bare`,
+    '-n',
+    env.namespace,
+  );
   // The watches are started again with a backoff of up to 30 s.
   await eventually('ready once the watches work', () => controller!.health().ready === true, 90_000, 200);
 });

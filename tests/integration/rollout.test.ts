@@ -5,12 +5,12 @@
  */
 import { group, version } from '../../api/common.js';
 import * as k8s from '@kubernetes/client-node';
-import { asMergePatch } from '../../activities/kubernetes/client.js';
+import { asMergePatch } from '../../kube/client.js';
 import { localActivityType } from '../../scripts/history.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createActivities } from '../../examples/worker/activities.js';
 import { exampleBundle } from '../../examples/worker/worker.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { promote, resync } from '../../workflows/messages.js';
 import {
   apply,
@@ -42,15 +42,22 @@ afterEach(() => {
 
 /** Waits until the resource reports `buildId` current and returns the status. */
 async function currentIs(name: string, buildId?: string, timeoutMs = 30_000) {
-  return eventually(`${name} current = ${buildId ?? 'any'}`, async () => {
-    const s = await twdStatus(env, name);
-    const current = s?.currentVersion?.buildID;
-    return s?.phase === 'Ready' && current && (!buildId || current === buildId) ? s : undefined;
-  }, timeoutMs);
+  return eventually(
+    `${name} current = ${buildId ?? 'any'}`,
+    async () => {
+      const s = await twdStatus(env, name);
+      const current = s?.currentVersion?.buildID;
+      return s?.phase === 'Ready' && current && (!buildId || current === buildId) ? s : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 async function startPinned(name: string, id: string) {
-  const handle = await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, name), workflowId: `${env.namespace}-${id}` });
+  const handle = await env.client.workflow.start('exampleWork', {
+    taskQueue: taskQueueOf(env, name),
+    workflowId: `${env.namespace}-${id}`,
+  });
   const buildId = await eventually(`${id} to start on a version`, async () => {
     const d = await handle.describe();
     return d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId || undefined;
@@ -59,14 +66,20 @@ async function startPinned(name: string, id: string) {
 }
 
 test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a pinned workflow runs, then scaled to 0, then deleted', async () => {
-  await apply(env, resource(env, 'aao', { env: { VERSION: 'v1' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }));
+  await apply(
+    env,
+    resource(env, 'aao', { env: { VERSION: 'v1' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }),
+  );
   const v1 = (await currentIs('aao')).currentVersion!.buildID;
   expect((await routing(env, 'aao')).current).toBe(v1);
 
   const pinned = await startPinned('aao', 'pinned-aao');
   expect(pinned.buildId).toBe(v1);
 
-  await apply(env, resource(env, 'aao', { env: { VERSION: 'v2' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }));
+  await apply(
+    env,
+    resource(env, 'aao', { env: { VERSION: 'v2' }, sunset: { scaledownDelay: '1s', deleteDelay: '3s' } }),
+  );
   const status = await eventually('v2 current', async () => {
     const s = await twdStatus(env, 'aao');
     return s?.currentVersion && s.currentVersion.buildID !== v1 && s.phase === 'Ready' ? s : undefined;
@@ -76,7 +89,10 @@ test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a
   expect(status.deprecatedVersions?.map((v) => v.buildID)).toContain(v1);
 
   // New work goes to v2 while the pinned execution keeps v1 alive.
-  const fresh = await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, 'aao'), workflowId: `${env.namespace}-fresh` });
+  const fresh = await env.client.workflow.start('exampleWork', {
+    taskQueue: taskQueueOf(env, 'aao'),
+    workflowId: `${env.namespace}-fresh`,
+  });
   await fresh.signal('finish');
   expect(await fresh.result()).toBe(v2);
   await new Promise((r) => setTimeout(r, 3000));
@@ -89,8 +105,13 @@ test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a
   await eventually('v1 scaled to 0', async () => (await deployments(env, 'aao')).get(v1)?.spec?.replicas === 0);
   await eventually('v1 deleted', async () => !(await deployments(env, 'aao')).has(v1));
   // The simulator records it once v1's pod has stopped (its worker's shutdown), which can be after the deletion.
-  await eventually('the simulator stopped the pod of v1', () => env.simulator.scaleEvents.some((e) => e.buildId === v1 && e.to === 0));
-  await eventually('v1 gone from the status', async () => ((await twdStatus(env, 'aao'))?.deprecatedVersions ?? []).length === 0);
+  await eventually('the simulator stopped the pod of v1', () =>
+    env.simulator.scaleEvents.some((e) => e.buildId === v1 && e.to === 0),
+  );
+  await eventually(
+    'v1 gone from the status',
+    async () => ((await twdStatus(env, 'aao'))?.deprecatedVersions ?? []).length === 0,
+  );
 });
 
 test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pause held in full, then current', async () => {
@@ -104,11 +125,17 @@ test('Progressive with 3 steps: each ramp is seen in Temporal in order, each pau
 
   await apply(env, resource(env, 'prog', { strategy: 'Progressive', steps, env: { VERSION: 'v2' } }));
   const seen: { percentage: number; at: number }[] = [];
-  const v2 = await eventually('v2 current', async () => {
-    const r = await routing(env, 'prog');
-    if (r.ramping && seen.at(-1)?.percentage !== r.percentage) seen.push({ percentage: r.percentage, at: Date.now() });
-    return r.current && r.current !== v1 ? r.current : undefined;
-  }, 60_000, 20);
+  const v2 = await eventually(
+    'v2 current',
+    async () => {
+      const r = await routing(env, 'prog');
+      if (r.ramping && seen.at(-1)?.percentage !== r.percentage)
+        seen.push({ percentage: r.percentage, at: Date.now() });
+      return r.current && r.current !== v1 ? r.current : undefined;
+    },
+    60_000,
+    20,
+  );
   expect(seen.map((s) => s.percentage)).toEqual([10, 40, 70]);
   // Each step holds its 3 s pause: never early (how late is the benchmark's business, not a test's). Measured on
   // the server's clock, from the workflow's history: a routing call lands, the next one starts ≥ 3 s later.
@@ -132,7 +159,10 @@ test('the first version ramps away from unversioned workers still polling its ta
   const running = unversioned.run();
   try {
     // It has done work (then idles in a long poll, which the dev server's 1 s poller history soon forgets).
-    await env.client.workflow.execute('exampleWork', { taskQueue: taskQueueOf(env, 'adopt'), workflowId: `unversioned-${env.namespace}` });
+    await env.client.workflow.execute('exampleWork', {
+      taskQueue: taskQueueOf(env, 'adopt'),
+      workflowId: `unversioned-${env.namespace}`,
+    });
     const steps = [{ rampPercentage: 30, pauseDuration: '2s' }];
     await apply(env, resource(env, 'adopt', { strategy: 'Progressive', steps, env: { VERSION: 'v1' } }));
     const v1 = (await currentIs('adopt')).currentVersion!.buildID;
@@ -207,10 +237,18 @@ test("a resync heals a Deployment edited by hand, leaves a scaler's replicas alo
   const get = () => env.apps.readNamespacedDeployment({ name, namespace: env.namespace });
   const image = (d: k8s.V1Deployment) => d.spec!.template!.spec!.containers[0]!.image;
   const wanted = image(await get());
-  const events = async () => (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=drift' })).items;
+  const events = async () =>
+    (
+      await env.kc
+        .makeApiClient(k8s.CoreV1Api)
+        .listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=drift' })
+    ).items;
   /** The reconciliations recorded (a local activity's marker, or the activity it fell back to). */
   const reconciliations = async () =>
-    ((await workflowHandle(env, 'drift').fetchHistory()).events ?? []).filter((e) => (localActivityType(e) ?? e.activityTaskScheduledEventAttributes?.activityType?.name) === 'reconcileDeployments').length;
+    ((await workflowHandle(env, 'drift').fetchHistory()).events ?? []).filter(
+      (e) =>
+        (localActivityType(e) ?? e.activityTaskScheduledEventAttributes?.activityType?.name) === 'reconcileDeployments',
+    ).length;
   const resyncRound = async () => {
     const rounds = await reconciliations();
     await workflowHandle(env, 'drift').signal(resync);
@@ -218,7 +256,10 @@ test("a resync heals a Deployment edited by hand, leaves a scaler's replicas alo
   };
 
   // A scaler (its own field manager, through the scale subresource) holds the replicas: they stay its.
-  await env.apps.patchNamespacedDeploymentScale({ name, namespace: env.namespace, body: { spec: { replicas: 2 } }, fieldManager: 'a-scaler' }, asMergePatch);
+  await env.apps.patchNamespacedDeploymentScale(
+    { name, namespace: env.namespace, body: { spec: { replicas: 2 } }, fieldManager: 'a-scaler' },
+    asMergePatch,
+  );
   const scaled = await get();
   await resyncRound();
   const after = await get();
@@ -226,22 +267,43 @@ test("a resync heals a Deployment edited by hand, leaves a scaler's replicas alo
   expect(after.metadata!.resourceVersion).toBe(scaled.metadata!.resourceVersion); // nothing drifted: no write
 
   // Someone edits the image by hand: the next round applies it again.
-  const edited = { ...scaled.spec!.template!.spec!, containers: [{ ...scaled.spec!.template!.spec!.containers[0]!, image: 'glidepath/example-worker:edited' }] };
-  await env.apps.patchNamespacedDeployment({ name, namespace: env.namespace, body: { spec: { template: { spec: edited } } }, fieldManager: 'kubectl-edit' }, asMergePatch);
+  const edited = {
+    ...scaled.spec!.template!.spec!,
+    containers: [{ ...scaled.spec!.template!.spec!.containers[0]!, image: 'glidepath/example-worker:edited' }],
+  };
+  await env.apps.patchNamespacedDeployment(
+    { name, namespace: env.namespace, body: { spec: { template: { spec: edited } } }, fieldManager: 'kubectl-edit' },
+    asMergePatch,
+  );
   await resyncRound();
   await eventually('the image healed', async () => image(await get()) === wanted);
   expect((await get()).spec!.replicas).toBe(2);
-  await eventually('a DeploymentHealed Event', async () => (await events()).some((e) => e.reason === 'DeploymentHealed'));
+  await eventually('a DeploymentHealed Event', async () =>
+    (await events()).some((e) => e.reason === 'DeploymentHealed'),
+  );
 });
 
 test('a resync deletes a stray Deployment of ours at 0 pods, and leaves one with pods alone', async () => {
   await apply(env, resource(env, 'strays', { env: { VERSION: 'v1' } }));
   await currentIs('strays');
-  const uid = ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'strays' })) as k8s.KubernetesObject).metadata!.uid!;
+  const uid = (
+    (await env.custom.getNamespacedCustomObject({
+      group,
+      version,
+      namespace: env.namespace,
+      plural,
+      name: 'strays',
+    })) as k8s.KubernetesObject
+  ).metadata!.uid!;
   const stray = (buildId: string, replicas: number): k8s.V1Deployment => ({
     metadata: {
       name: `strays-${buildId}`,
-      labels: { [Labels.managedBy]: 'glidepath', [Labels.workerDeployment]: 'strays', [Labels.buildId]: buildId, [Labels.ownerUid]: uid },
+      labels: {
+        [Labels.managedBy]: 'glidepath',
+        [Labels.workerDeployment]: 'strays',
+        [Labels.buildId]: buildId,
+        [Labels.ownerUid]: uid,
+      },
     },
     spec: {
       replicas,
@@ -266,11 +328,18 @@ test('deleting the resource cleans up Temporal and Kubernetes, then the finalize
   await currentIs('gone');
   env.deleting.add('gone');
   await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'gone' });
-  await eventually('the resource gone (finalizer removed)', async () => (await twdStatus(env, 'gone')) === undefined && !(await exists('gone')));
+  await eventually(
+    'the resource gone (finalizer removed)',
+    async () => (await twdStatus(env, 'gone')) === undefined && !(await exists('gone')),
+  );
   expect((await deployments(env, 'gone')).size).toBe(0);
   expect(await routing(env, 'gone')).toEqual({ percentage: 0 });
   // Removing the finalizer is the workflow's last act; it completes right after.
-  await eventually('the workflow completed', async () => (await workflowHandle(env, 'gone').describe()).status.name === 'COMPLETED', 10_000);
+  await eventually(
+    'the workflow completed',
+    async () => (await workflowHandle(env, 'gone').describe()).status.name === 'COMPLETED',
+    10_000,
+  );
 });
 
 async function exists(name: string): Promise<boolean> {

@@ -4,7 +4,15 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { apply, eventually, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  eventually,
+  resource,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
 
@@ -24,7 +32,10 @@ test("a gate's input from a Secret never enters RolloutWorkflow's history", asyn
   });
   const twd = resource(env, 'gated', { env: { VERSION: 'v1' } });
   const spec = twd.spec as Record<string, unknown> & { rollout: Record<string, unknown> };
-  spec.rollout = { strategy: 'AllAtOnce', gate: { workflowType: 'exampleGate', inputFrom: { secretKeyRef: { name: 'gate-input', key: 'input.json' } } } };
+  spec.rollout = {
+    strategy: 'AllAtOnce',
+    gate: { workflowType: 'exampleGate', inputFrom: { secretKeyRef: { name: 'gate-input', key: 'input.json' } } },
+  };
   await apply(env, twd);
   await eventually('v1 current after its gate', async () => (await twdStatus(env, 'gated'))?.phase === 'Ready', 90_000);
 
@@ -34,7 +45,9 @@ test("a gate's input from a Secret never enters RolloutWorkflow's history", asyn
     if (wf.workflowId.includes(`/${env.namespace}/gated/`)) gates.push(wf);
   }
   expect(gates).toHaveLength(1);
-  const gateResult = (await env.client.workflow.getHandle(gates[0]!.workflowId).result()) as { input?: { token?: string } };
+  const gateResult = (await env.client.workflow.getHandle(gates[0]!.workflowId).result()) as {
+    input?: { token?: string };
+  };
   expect(gateResult.input?.token).toBe(value);
 
   // The controller's history holds the Secret's name, not its value (payloads decoded: they are bytes).

@@ -6,15 +6,22 @@
 import { randomUUID } from 'node:crypto';
 import { ActivityCancellationDetails } from '@temporalio/common';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
-import { CancelledFailure, Client, Connection, WorkflowFailedError, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
+import {
+  CancelledFailure,
+  Client,
+  Connection,
+  WorkflowFailedError,
+  defaultGrpcRetryOptions,
+  makeGrpcRetryInterceptor,
+} from '@temporalio/client';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { Worker } from '@temporalio/worker';
 import { managerIdentityHeldType, withFailureClassification } from '../../activities/errors.js';
-import { createTemporalActivities } from '../../activities/temporal/activities.js';
-import { createAnalysisActivities } from '../../activities/temporal/analysis.js';
-import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
-import { describeDeploymentSettled } from '../../activities/temporal/describe.js';
-import { createPinnedActivities } from '../../activities/temporal/pinned.js';
+import { createTemporalActivities } from '../../activities/temporal.js';
+import { createAnalysisActivities } from '../../temporal/analysis.js';
+import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
+import { createPinnedActivities } from '../../temporal/pinned.js';
 import { createExampleWorker } from '../../examples/worker/worker.js';
 import { eventually } from '../harness/eventually.js';
 
@@ -44,12 +51,22 @@ afterAll(async () => {
 function fresh(label: string) {
   const id = randomUUID().slice(0, 8);
   const deploymentName = `${label}/${id}`;
-  const t: TemporalTarget = { connection: { hostPort: process.env.TEMPORAL_ADDRESS! }, k8sNamespace: 'test', temporalNamespace: namespace, deploymentName };
+  const t: TemporalTarget = {
+    connection: { hostPort: process.env.TEMPORAL_ADDRESS! },
+    k8sNamespace: 'test',
+    temporalNamespace: namespace,
+    deploymentName,
+  };
   return { t, deploymentName, taskQueue: `${label}-${id}` };
 }
 
 /** Runs a real versioned example worker and waits until the server lists its version. */
-async function startWorker(deploymentName: string, taskQueue: string, buildId: string, env: { failureShare?: string; hold?: string } = {}) {
+async function startWorker(
+  deploymentName: string,
+  taskQueue: string,
+  buildId: string,
+  env: { failureShare?: string; hold?: string } = {},
+) {
   const worker = await createExampleWorker({
     TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS,
     TEMPORAL_NAMESPACE: namespace,
@@ -70,14 +87,21 @@ async function startWorker(deploymentName: string, taskQueue: string, buildId: s
 async function startPinnedTo(deploymentName: string, taskQueue: string, buildId: string, n: number) {
   return Promise.all(
     Array.from({ length: n }, () =>
-      client.workflow.start('exampleWork', { taskQueue, workflowId: `work-${randomUUID()}`, versioningOverride: { pinnedTo: { deploymentName, buildId } } }),
+      client.workflow.start('exampleWork', {
+        taskQueue,
+        workflowId: `work-${randomUUID()}`,
+        versioningOverride: { pinnedTo: { deploymentName, buildId } },
+      }),
     ),
   );
 }
 
 /** Waits until visibility lists exactly `n` executions Running on the build. */
 const runningCount = (t: TemporalTarget, buildId: string, n: number) =>
-  eventually(`${n} running on ${t.deploymentName}:${buildId}`, async () => (await pinned.countPinned(t, buildId)) === n);
+  eventually(
+    `${n} running on ${t.deploymentName}:${buildId}`,
+    async () => (await pinned.countPinned(t, buildId)) === n,
+  );
 
 test('countOutcomes counts closed and failed executions per version, since a time, of the given workflow types', async () => {
   const { t, deploymentName, taskQueue } = fresh('outcomes');
@@ -100,33 +124,56 @@ test('countOutcomes counts closed and failed executions per version, since a tim
   });
   expect(badOutcomes).toEqual({ closed: 4, failed: 4 });
   // Other workflow types (one needing escaping: the query still parses) and a later `since` count nothing.
-  expect(await analysis.countOutcomes(t, 'bad', { sinceIso, workflowTypes: ['exampleGate', 'we"ird\\type'] })).toEqual({ closed: 0, failed: 0 });
-  expect(await analysis.countOutcomes(t, 'bad', { sinceIso: new Date(Date.now() + 60_000).toISOString() })).toEqual({ closed: 0, failed: 0 });
+  expect(await analysis.countOutcomes(t, 'bad', { sinceIso, workflowTypes: ['exampleGate', 'we"ird\\type'] })).toEqual({
+    closed: 0,
+    failed: 0,
+  });
+  expect(await analysis.countOutcomes(t, 'bad', { sinceIso: new Date(Date.now() + 60_000).toISOString() })).toEqual({
+    closed: 0,
+    failed: 0,
+  });
   await expect(analysis.countOutcomes(t, 'bad', { sinceIso: 'yesterday' })).rejects.toThrow(/not a time/);
 });
 
 test('claimManager claims an unheld worker deployment; routing refuses while another client holds it and works once handed back', async () => {
   const { t, deploymentName, taskQueue } = fresh('manager');
   const svc = connection.workflowService;
-  const manager = async () => (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
+  const manager = async () =>
+    (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
   // No worker deployment yet: nothing to claim, and no routing.
   expect(await temporal.claimManager(t)).toEqual({});
-  expect(await temporal.describeRouting(t)).toEqual({ current: undefined, ramping: undefined, rampPercentage: 0, versions: [] });
+  expect(await temporal.describeRouting(t)).toEqual({
+    current: undefined,
+    ramping: undefined,
+    rampPercentage: 0,
+    versions: [],
+  });
 
   await startWorker(deploymentName, taskQueue, 'A');
   expect(await temporal.claimManager(t)).toEqual({});
   expect(await manager()).toBe(identity);
   expect(await temporal.claimManager(t)).toEqual({}); // ours already: nothing changes
 
-  await svc.setWorkerDeploymentManager({ namespace, deploymentName, managerIdentity: 'someone-else', identity: 'someone-else' });
+  await svc.setWorkerDeploymentManager({
+    namespace,
+    deploymentName,
+    managerIdentity: 'someone-else',
+    identity: 'someone-else',
+  });
   expect(await temporal.claimManager(t)).toEqual({ heldBy: 'someone-else' });
   expect(await manager()).toBe('someone-else');
-  const held = { type: managerIdentityHeldType, nonRetryable: true, details: ['someone-else'], message: "the worker deployment's manager identity is held by someone-else" };
+  const held = {
+    type: managerIdentityHeldType,
+    nonRetryable: true,
+    details: ['someone-else'],
+    message: "the worker deployment's manager identity is held by someone-else",
+  };
   await expect(temporal.setRamping(t, 'A', 10)).rejects.toMatchObject(held);
   await expect(temporal.setCurrent(t, 'A')).rejects.toMatchObject(held);
   // The server's own refusal (here a direct call, as if the holder changed after our describe) maps to the same failure.
   const direct = withFailureClassification({
-    ramp: () => svc.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: 'A', percentage: 10, identity }),
+    ramp: () =>
+      svc.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: 'A', percentage: 10, identity }),
   });
   await expect(direct.ramp()).rejects.toMatchObject(held);
   expect((await temporal.describeRouting(t)).ramping).toBeUndefined();
@@ -148,14 +195,18 @@ test('claimManager claims an unheld worker deployment; routing refuses while ano
 test('routing writes with our last conflict token need no describe; a stale one falls back to a describe; the first claims the manager identity on the way', async () => {
   const { t, deploymentName, taskQueue } = fresh('tokens');
   const svc = connection.workflowService;
-  const manager = async () => (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
+  const manager = async () =>
+    (await describeDeploymentSettled(svc, namespace, deploymentName))?.workerDeploymentInfo?.managerIdentity;
   // The describes these activities make, seen on their connection (a gRPC interceptor, then the SDK's retries).
   const describes: string[] = [];
   const seen: Interceptor = (options, nextCall) => {
-    if (options.method_definition.path.endsWith('/DescribeWorkerDeployment')) describes.push(options.method_definition.path);
+    if (options.method_definition.path.endsWith('/DescribeWorkerDeployment'))
+      describes.push(options.method_definition.path);
     return new InterceptingCall(nextCall(options));
   };
-  const countedConnections = new TemporalConnections(async () => undefined, { interceptors: [seen, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())] });
+  const countedConnections = new TemporalConnections(async () => undefined, {
+    interceptors: [seen, makeGrpcRetryInterceptor(defaultGrpcRetryOptions())],
+  });
   const counted = createTemporalActivities(countedConnections, identity, async () => undefined);
   await startWorker(deploymentName, taskQueue, 'A');
   await startWorker(deploymentName, taskQueue, 'B');
@@ -166,7 +217,9 @@ test('routing writes with our last conflict token need no describe; a stale one 
   expect(await manager()).toBe(identity);
   // With its token, the next write makes no describe.
   describes.length = 0;
-  const second = await eventually('B ramping', () => counted.setRamping(t, 'B', 10, { conflictToken: first.conflictToken, claim: true }).catch(() => undefined));
+  const second = await eventually('B ramping', () =>
+    counted.setRamping(t, 'B', 10, { conflictToken: first.conflictToken, claim: true }).catch(() => undefined),
+  );
   expect(describes).toEqual([]);
   expect(second.conflictToken).not.toBe(first.conflictToken);
   // The same write again with the same token (an activity retried after its response was lost): the server
@@ -185,24 +238,35 @@ test('routing writes with our last conflict token need no describe; a stale one 
   // Someone else holds it: refused, token or not.
   await svc.setWorkerDeploymentManager({ namespace, deploymentName, managerIdentity: 'someone-else', identity });
   const held = { type: managerIdentityHeldType, nonRetryable: true, details: ['someone-else'] };
-  await expect(withFailureClassification(counted).setCurrent(t, 'B', { conflictToken: third.conflictToken, claim: true })).rejects.toMatchObject(held);
+  await expect(
+    withFailureClassification(counted).setCurrent(t, 'B', { conflictToken: third.conflictToken, claim: true }),
+  ).rejects.toMatchObject(held);
   expect((await temporal.describeRouting(t)).current).toBe('A');
   await countedConnections.closeAll();
 });
 
 /** Runs an activity as the worker would (it heartbeats). */
-const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> => new MockActivityEnvironment().run(fn, ...args);
+const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> =>
+  new MockActivityEnvironment().run(fn, ...args);
 
 test('a routing write inside a workflow task is deferred, unmade, while the budget would make it wait; as an activity, or with the budget free, it is made', async () => {
   const { t, deploymentName, taskQueue } = fresh('deferred');
   await startWorker(deploymentName, taskQueue, 'A');
   let budgetWaitMs = 500;
-  const budgeted = createTemporalActivities(connections, identity, async () => undefined, () => {}, () => budgetWaitMs);
+  const budgeted = createTemporalActivities(
+    connections,
+    identity,
+    async () => undefined,
+    () => {},
+    () => budgetWaitMs,
+  );
   const local = () => new MockActivityEnvironment({ isLocal: true });
 
   expect(await local().run(budgeted.setCurrent, t, 'A')).toEqual({ deferred: true });
   expect((await temporal.describeRouting(t)).current).toBeUndefined(); // no call went
-  await eventually('A current, as an activity', () => new MockActivityEnvironment({ isLocal: false }).run(budgeted.setCurrent, t, 'A').then(() => true));
+  await eventually('A current, as an activity', () =>
+    new MockActivityEnvironment({ isLocal: false }).run(budgeted.setCurrent, t, 'A').then(() => true),
+  );
   expect((await temporal.describeRouting(t)).current).toBe('A');
   budgetWaitMs = 0;
   await local().run(budgeted.setRamping, t, '', 0); // nothing ramps: a no-op write, made inside the task
@@ -215,7 +279,10 @@ test('actOnPinned terminates, signals and cancels the running executions on a ve
 
   const terminated = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
   await runningCount(t, 'A', 2);
-  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Terminate' }, 'bad rollout')).toEqual({ matched: 2, acted: 2 });
+  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Terminate' }, 'bad rollout')).toEqual({
+    matched: 2,
+    acted: 2,
+  });
   for (const h of terminated) {
     expect((await h.describe()).status.name).toBe('TERMINATED');
     const last = (await h.fetchHistory()).events?.at(-1);
@@ -227,7 +294,9 @@ test('actOnPinned terminates, signals and cancels the running executions on a ve
 
   const signalled = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
   await runningCount(t, 'A', 2);
-  expect(await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Signal', signalName: 'finish' }, 'finish early')).toEqual({ matched: 2, acted: 2 });
+  expect(
+    await inActivity(pinned.actOnPinned, t, 'A', { kind: 'Signal', signalName: 'finish' }, 'finish early'),
+  ).toEqual({ matched: 2, acted: 2 });
   for (const h of signalled) expect(await h.result()).toBe('A');
   await runningCount(t, 'A', 0);
 
@@ -249,15 +318,35 @@ test('"pinned" means pinned: AutoUpgrade executions on the same version are not 
   await startWorker(deploymentName, taskQueue, 'B', { hold: '5m' });
   await eventually('A current', () => temporal.setCurrent(t, 'A').then(() => true));
   const pinnedOnes = await startPinnedTo(deploymentName, taskQueue, 'A', 2);
-  const autoUpgrade = await Promise.all([1, 2].map(() => client.workflow.start('exampleWork', { taskQueue, workflowId: `auto-${randomUUID()}`, versioningOverride: 'AUTO_UPGRADE' })));
+  const autoUpgrade = await Promise.all(
+    [1, 2].map(() =>
+      client.workflow.start('exampleWork', {
+        taskQueue,
+        workflowId: `auto-${randomUUID()}`,
+        versioningOverride: 'AUTO_UPGRADE',
+      }),
+    ),
+  );
   // All four run on A (visibility), two of them pinned.
-  await eventually('4 running on A', async () => (await client.workflow.count(`TemporalWorkerDeploymentVersion = "${deploymentName}:A" AND ExecutionStatus = "Running"`)).count === 4);
+  await eventually(
+    '4 running on A',
+    async () =>
+      (
+        await client.workflow.count(
+          `TemporalWorkerDeploymentVersion = "${deploymentName}:A" AND ExecutionStatus = "Running"`,
+        )
+      ).count === 4,
+  );
   await runningCount(t, 'A', 2);
 
   expect(await inActivity(pinned.movePinned, t, 'A', 'B', 'A is bad')).toEqual({ matched: 2, moved: 2 });
-  for (const h of autoUpgrade) expect((await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned).toBeFalsy();
+  for (const h of autoUpgrade)
+    expect((await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned).toBeFalsy();
   await runningCount(t, 'B', 2);
-  expect(await inActivity(pinned.actOnPinned, t, 'B', { kind: 'Terminate' }, 'bad rollout')).toEqual({ matched: 2, acted: 2 });
+  expect(await inActivity(pinned.actOnPinned, t, 'B', { kind: 'Terminate' }, 'bad rollout')).toEqual({
+    matched: 2,
+    acted: 2,
+  });
   for (const h of pinnedOnes) expect((await h.describe()).status.name).toBe('TERMINATED');
   for (const h of autoUpgrade) expect((await h.describe()).status.name).toBe('RUNNING');
   for (const h of autoUpgrade) await h.terminate('test done');
@@ -269,12 +358,17 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
   await startWorker(deploymentName, taskQueue, 'B', { hold: '5m' });
   // B current: new work starts on B and is pinned there by the worker's default behaviour (no override).
   await eventually('B current', () => temporal.setCurrent(t, 'B').then(() => true));
-  const handles = await Promise.all([1, 2].map(() => client.workflow.start('exampleWork', { taskQueue, workflowId: `work-${randomUUID()}` })));
+  const handles = await Promise.all(
+    [1, 2].map(() => client.workflow.start('exampleWork', { taskQueue, workflowId: `work-${randomUUID()}` })),
+  );
   await runningCount(t, 'B', 2);
   // Each is holding (its timer started, nothing pending): only a new workflow task can move it, as the server
   // schedules none for an options update. Without this wait, a task already due on B would keep it there.
   for (const h of handles) {
-    await eventually('holding on B', async () => (await h.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) || undefined);
+    await eventually(
+      'holding on B',
+      async () => (await h.fetchHistory()).events?.some((e) => e.timerStartedEventAttributes) || undefined,
+    );
   }
 
   expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2 });
@@ -282,7 +376,8 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
   await runningCount(t, 'B', 0);
   await runningCount(t, 'A', 2);
   for (const h of handles) {
-    const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned?.version;
+    const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned
+      ?.version;
     expect(override).toMatchObject({ deploymentName, buildId: 'A' });
     // The signal's workflow task goes to A: the execution finishes there.
     await h.signal('finish');
@@ -296,11 +391,19 @@ test('runGate: a cancelled activity cancels its gate workflow; a worker shutdown
   const { t, deploymentName, taskQueue } = fresh('gate');
   await startWorker(deploymentName, taskQueue, 'A', { hold: '5m' });
   // exampleWork as the gate: it holds until cancelled or finished.
-  const gate = (workflowId: string) => ({ buildId: 'A', workflowType: 'exampleWork', taskQueue, workflowId, timeoutMs: 120_000 });
+  const gate = (workflowId: string) => ({
+    buildId: 'A',
+    workflowType: 'exampleWork',
+    taskQueue,
+    workflowId,
+    timeoutMs: 120_000,
+  });
   const running = (workflowId: string) =>
     eventually(`${workflowId} running on A`, async () => {
       const d = await client.workflow.getHandle(workflowId).describe();
-      return d.status.name === 'RUNNING' && d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A';
+      return (
+        d.status.name === 'RUNNING' && d.raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === 'A'
+      );
     });
 
   const cancelledId = `gate-${randomUUID()}`;
@@ -309,7 +412,10 @@ test('runGate: a cancelled activity cancels its gate workflow; a worker shutdown
   await running(cancelledId);
   env.cancel(); // as a heartbeat brings the workflow's cancellation: reason CANCELLED, cancelRequested
   await expect(result).rejects.toBeInstanceOf(CancelledFailure);
-  await eventually('the gate workflow cancelled', async () => (await client.workflow.getHandle(cancelledId).describe()).status.name === 'CANCELLED');
+  await eventually(
+    'the gate workflow cancelled',
+    async () => (await client.workflow.getHandle(cancelledId).describe()).status.name === 'CANCELLED',
+  );
 
   const keptId = `gate-${randomUUID()}`;
   const shutdownEnv = new MockActivityEnvironment();

@@ -8,10 +8,11 @@ import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { group, version } from '../../api/common.js';
 import { installationAnnotation, rolloutWorkflowId } from '../../api/names.js';
-import { asMergePatch } from '../../activities/kubernetes/client.js';
-import { createKubernetesActivities, finalizer } from '../../activities/kubernetes/activities.js';
-import { ForeignLabels } from '../../activities/kubernetes/foreign-deployments.js';
-import { Labels } from '../../activities/kubernetes/versioned-deployment.js';
+import { asMergePatch } from '../../kube/client.js';
+import { createKubernetesActivities } from '../../activities/kubernetes.js';
+import { finalizer } from '../../api/names.js';
+import { ForeignLabels } from '../../kube/foreign-deployments.js';
+import { Labels } from '../../kube/versioned-deployment.js';
 import { computeBuildId } from '../../api/build-id.js';
 import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
@@ -19,7 +20,17 @@ import type { SpecChangedHint } from '../../workflows/messages.js';
 import { schemaAt, withLooserCrd } from '../harness/looser-crd.js';
 import { Watcher, watcherManager, type WatcherOptions } from '../../starter/watcher.js';
 import { startController } from '../../worker/controller.js';
-import { apply, deployments, eventually, plural, resource, startRolloutEnv, twdStatus, workflowHandle, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  deployments,
+  eventually,
+  plural,
+  resource,
+  startRolloutEnv,
+  twdStatus,
+  workflowHandle,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
 
@@ -33,10 +44,13 @@ afterEach(() => {
   expect(env.violations).toEqual([]);
 });
 
-const envOf = (d: k8s.V1Deployment) => Object.fromEntries((d.spec?.template?.spec?.containers?.[0]?.env ?? []).map((e) => [e.name, e.value]));
+const envOf = (d: k8s.V1Deployment) =>
+  Object.fromEntries((d.spec?.template?.spec?.containers?.[0]?.env ?? []).map((e) => [e.name, e.value]));
 
 const getTwd = async (name: string, namespace = env.namespace) =>
-  (await env.custom.getNamespacedCustomObject({ group, version, namespace, plural, name })) as k8s.KubernetesObject & { status?: Record<string, unknown> };
+  (await env.custom.getNamespacedCustomObject({ group, version, namespace, plural, name })) as k8s.KubernetesObject & {
+    status?: Record<string, unknown>;
+  };
 /**
  * Runs `fn` while the CRD admits any unsafeCustomBuildID, as it did when custom build IDs were sanitised: the
  * spec it stores then is one admission refuses now, but kube-apiserver keeps it, so the watcher must refuse it.
@@ -50,14 +64,19 @@ const admittingOldBuildIds = <T>(fn: () => Promise<T>) =>
       Object.assign(probe.spec.workerOptions, { unsafeCustomBuildID: '---' });
       return env.custom
         .createNamespacedCustomObject({ group, version, namespace: env.namespace, plural, body: probe, dryRun: 'All' })
-        .then(() => true, () => false);
+        .then(
+          () => true,
+          () => false,
+        );
     },
     fn,
   );
 const warningEvents = async (name: string, reason: string) =>
-  (await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: `involvedObject.name=${name}` })).items.filter(
-    (e) => e.type === 'Warning' && e.reason === reason,
-  );
+  (
+    await env.kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedEvent({ namespace: env.namespace, fieldSelector: `involvedObject.name=${name}` })
+  ).items.filter((e) => e.type === 'Warning' && e.reason === reason);
 
 test('a spec that got past admission but cannot be rolled out: InvalidSpec condition, a Warning Event, no workflow, nothing touched', async () => {
   const obj = resource(env, 'bad', { env: { VERSION: 'v1' } });
@@ -70,10 +89,16 @@ test('a spec that got past admission but cannot be rolled out: InvalidSpec condi
   expect(status.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
   expect(JSON.stringify(status)).toContain('spec.workerOptions.unsafeCustomBuildID');
   // The Event is written just after the status.
-  await eventually('a Warning Event InvalidSpec', async () => {
-    const events = await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=bad' });
-    return events.items.some((e) => e.type === 'Warning' && e.reason === 'InvalidSpec');
-  }, 10_000);
+  await eventually(
+    'a Warning Event InvalidSpec',
+    async () => {
+      const events = await env.kc
+        .makeApiClient(k8s.CoreV1Api)
+        .listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=bad' });
+      return events.items.some((e) => e.type === 'Warning' && e.reason === 'InvalidSpec');
+    },
+    10_000,
+  );
   await expect(workflowHandle(env, 'bad').describe()).rejects.toBeInstanceOf(WorkflowNotFoundError);
   expect((await deployments(env, 'bad')).size).toBe(0);
 });
@@ -88,15 +113,36 @@ test('a resource whose TemporalConnection does not exist yet waits (ConnectionNo
   });
   expect(waiting.phase).toBe('Pending');
   expect((await deployments(env, 'early')).size).toBe(0);
-  await eventually('a Warning Event ConnectionNotFound', async () => (await warningEvents('early', 'ConnectionNotFound')).length > 0, 10_000);
+  await eventually(
+    'a Warning Event ConnectionNotFound',
+    async () => (await warningEvents('early', 'ConnectionNotFound')).length > 0,
+    10_000,
+  );
   // Said once: the watcher's own status write must not set off another one.
-  const rv = async () => ((await env.custom.getNamespacedCustomObject({ group, version, namespace: env.namespace, plural: 'temporalworkerdeployments', name: 'early' })) as k8s.KubernetesObject).metadata?.resourceVersion;
+  const rv = async () =>
+    (
+      (await env.custom.getNamespacedCustomObject({
+        group,
+        version,
+        namespace: env.namespace,
+        plural: 'temporalworkerdeployments',
+        name: 'early',
+      })) as k8s.KubernetesObject
+    ).metadata?.resourceVersion;
   const before = await rv();
   await new Promise((r) => setTimeout(r, 2000));
   expect(await rv()).toBe(before);
   await env.custom.createNamespacedCustomObject({
-    group, version, namespace: env.namespace, plural: 'temporalconnections',
-    body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'later' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+    group,
+    version,
+    namespace: env.namespace,
+    plural: 'temporalconnections',
+    body: {
+      apiVersion: `${group}/${version}`,
+      kind: 'TemporalConnection',
+      metadata: { name: 'later' },
+      spec: { hostPort: process.env.TEMPORAL_ADDRESS },
+    },
   });
   await eventually('rolled out', async () => (await twdStatus(env, 'early'))?.phase === 'Ready');
   expect((await twdStatus(env, 'early'))?.conditions?.filter((c) => c.reason === 'ConnectionNotFound')).toEqual([]);
@@ -107,9 +153,17 @@ test('a resource whose TemporalConnection does not exist yet waits (ConnectionNo
 test('a TemporalConnection change reaches the live Deployments of every resource that uses it', async () => {
   await apply(env, resource(env, 'conn-a', { env: { VERSION: 'v1' } }));
   await apply(env, resource(env, 'conn-b', { env: { VERSION: 'v1' } }));
-  for (const name of ['conn-a', 'conn-b']) await eventually(`${name} ready`, async () => (await twdStatus(env, name))?.phase === 'Ready');
+  for (const name of ['conn-a', 'conn-b'])
+    await eventually(`${name} ready`, async () => (await twdStatus(env, name))?.phase === 'Ready');
   await env.custom.patchNamespacedCustomObject(
-    { group, version, namespace: env.namespace, plural: 'temporalconnections', name: 'local', body: { spec: { tls: { serverName: 'frontend.glidepath.test' } } } },
+    {
+      group,
+      version,
+      namespace: env.namespace,
+      plural: 'temporalconnections',
+      name: 'local',
+      body: { spec: { tls: { serverName: 'frontend.glidepath.test' } } },
+    },
     asMergePatch,
   );
   for (const name of ['conn-a', 'conn-b']) {
@@ -119,7 +173,14 @@ test('a TemporalConnection change reaches the live Deployments of every resource
     });
   }
   await env.custom.patchNamespacedCustomObject(
-    { group, version, namespace: env.namespace, plural: 'temporalconnections', name: 'local', body: { spec: { tls: null } } },
+    {
+      group,
+      version,
+      namespace: env.namespace,
+      plural: 'temporalconnections',
+      name: 'local',
+      body: { spec: { tls: null } },
+    },
     asMergePatch,
   );
 });
@@ -142,7 +203,10 @@ test('two controllers at once are harmless: one workflow, one Deployment per bui
       return s?.phase === 'Ready' && s.currentVersion?.buildID !== v1 && ds.size === 1;
     });
     const runs = [];
-    for await (const wf of env.client.workflow.list({ query: `WorkflowId = '${rolloutWorkflowId(env.installation, env.namespace, 'twice')}'` })) runs.push(wf);
+    for await (const wf of env.client.workflow.list({
+      query: `WorkflowId = '${rolloutWorkflowId(env.installation, env.namespace, 'twice')}'`,
+    }))
+      runs.push(wf);
     expect(runs).toHaveLength(1);
   } finally {
     await second.stop();
@@ -157,7 +221,10 @@ test('a version whose pods never become ready fails its progress deadline; a fix
     const s = await twdStatus(env, 'deadline');
     return s?.phase === 'Failed' ? s : undefined;
   });
-  expect(failed.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ProgressDeadlineExceeded' });
+  expect(failed.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+    status: 'False',
+    reason: 'ProgressDeadlineExceeded',
+  });
 
   const fixed = resource(env, 'deadline', { env: { VERSION: 'v1' } });
   (fixed.spec as Record<string, unknown>).progressDeadlineSeconds = 2;
@@ -166,17 +233,24 @@ test('a version whose pods never become ready fails its progress deadline; a fix
   await eventually('the broken build sunset', async () => (await deployments(env, 'deadline')).size === 1);
 });
 
-test('InvalidSpec does not outlive the spec: fixed, the workflow takes over and the watcher\'s condition is gone', async () => {
+test("InvalidSpec does not outlive the spec: fixed, the workflow takes over and the watcher's condition is gone", async () => {
   const invalid = { spec: { workerOptions: { unsafeCustomBuildID: '---' } } };
   const valid = { spec: { workerOptions: { unsafeCustomBuildID: null } } };
-  const patch = (body: object) => env.custom.patchNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'mended', body }, asMergePatch);
+  const patch = (body: object) =>
+    env.custom.patchNamespacedCustomObject(
+      { group, version, namespace: env.namespace, plural, name: 'mended', body },
+      asMergePatch,
+    );
   const invalidSpecShown = () =>
-    eventually('InvalidSpec', async () => (await twdStatus(env, 'mended'))?.conditions?.some((c) => c.reason === 'InvalidSpec'));
+    eventually('InvalidSpec', async () =>
+      (await twdStatus(env, 'mended'))?.conditions?.some((c) => c.reason === 'InvalidSpec'),
+    );
   /** The watcher holds no phase, message or conditions any more, and none says InvalidSpec. */
   const cleared = (what: string, phase?: string) =>
     eventually(what, async () => {
       const obj = await getTwd('mended');
-      const s = obj.status as { phase?: string; observedGeneration?: number; conditions?: { reason: string }[] } | undefined;
+      const s = obj.status as
+        { phase?: string; observedGeneration?: number; conditions?: { reason: string }[] } | undefined;
       return (
         !holdsProblemStatus(obj.metadata?.managedFields, watcherManager) &&
         s?.observedGeneration === obj.metadata?.generation &&
@@ -212,7 +286,10 @@ test('a resource deleted after its finalizer was removed by hand: the workflow c
     asMergePatch,
   );
   await env.custom.deleteNamespacedCustomObject({ group, version, namespace: env.namespace, plural, name: 'orphan' });
-  await eventually('the workflow completed', async () => (await workflowHandle(env, 'orphan').describe()).status.name === 'COMPLETED');
+  await eventually(
+    'the workflow completed',
+    async () => (await workflowHandle(env, 'orphan').describe()).status.name === 'COMPLETED',
+  );
   // Once the workflow has ended nothing can bring a Deployment back: none may be left.
   expect((await deployments(env, 'orphan')).size).toBe(0);
 });
@@ -222,10 +299,15 @@ describe('signals lost while Temporal was unreachable', () => {
   function unreliable(real: Client) {
     const temporal = { down: true };
     const refuse = () => Promise.reject(new Error('14 UNAVAILABLE: connection refused (test)'));
-    const call = <A extends unknown[]>(fn: (...args: A) => Promise<unknown>) => (...args: A) => (temporal.down ? refuse() : fn(...args));
+    const call =
+      <A extends unknown[]>(fn: (...args: A) => Promise<unknown>) =>
+      (...args: A) =>
+        temporal.down ? refuse() : fn(...args);
     const client = {
       workflow: {
-        signalWithStart: call((...args: Parameters<Client['workflow']['signalWithStart']>) => real.workflow.signalWithStart(...args)),
+        signalWithStart: call((...args: Parameters<Client['workflow']['signalWithStart']>) =>
+          real.workflow.signalWithStart(...args),
+        ),
         getHandle: (id: string) => {
           const handle = real.workflow.getHandle(id);
           return { signal: call((...args: Parameters<typeof handle.signal>) => handle.signal(...args)) };
@@ -239,24 +321,50 @@ describe('signals lost while Temporal was unreachable', () => {
    * A watcher of a namespace of its own, with no worker on its task queue: the signals stay in the workflow's
    * history to be read, and nothing writes to the resource but the watcher.
    */
-  async function bareWatcher(label: string, options: Partial<WatcherOptions>, before?: (namespace: string) => Promise<unknown>) {
+  async function bareWatcher(
+    label: string,
+    options: Partial<WatcherOptions>,
+    before?: (namespace: string) => Promise<unknown>,
+  ) {
     const namespace = `${env.namespace}-${label}`;
     await env.kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
     await before?.(namespace);
     const connection = (await env.custom.createNamespacedCustomObject({
-      group, version, namespace, plural: 'temporalconnections',
-      body: { apiVersion: `${group}/${version}`, kind: 'TemporalConnection', metadata: { name: 'local' }, spec: { hostPort: process.env.TEMPORAL_ADDRESS } },
+      group,
+      version,
+      namespace,
+      plural: 'temporalconnections',
+      body: {
+        apiVersion: `${group}/${version}`,
+        kind: 'TemporalConnection',
+        metadata: { name: 'local' },
+        spec: { hostPort: process.env.TEMPORAL_ADDRESS },
+      },
     })) as k8s.KubernetesObject;
     const connectionVersion = connection.metadata!.resourceVersion!;
     const { client, temporal } = unreliable(env.client);
     const lines: string[] = [];
-    const watcher = new Watcher({ kubeConfig: env.kc, client, taskQueue: `unpolled-${namespace}`, installation: 'bare', namespaces: [namespace], log: (m) => lines.push(m), ...options });
+    const watcher = new Watcher({
+      kubeConfig: env.kc,
+      client,
+      taskQueue: `unpolled-${namespace}`,
+      installation: 'bare',
+      namespaces: [namespace],
+      log: (m) => lines.push(m),
+      ...options,
+    });
     await watcher.start();
     /** A resource; with `finalizers`, one handed over before (so claimed by this installation too). */
     const create = async (name: string, finalizers: string[] = []) => {
       const obj = resource(env, name, { env: { VERSION: 'v1' } });
       const claim = finalizers.length ? { annotations: { [installationAnnotation]: 'bare' } } : {};
-      await env.custom.createNamespacedCustomObject({ group, version, namespace, plural, body: { ...obj, metadata: { name, namespace, finalizers, ...claim } } });
+      await env.custom.createNamespacedCustomObject({
+        group,
+        version,
+        namespace,
+        plural,
+        body: { ...obj, metadata: { name, namespace, finalizers, ...claim } },
+      });
       return (await getTwd(name, namespace)).metadata!.uid!;
     };
     /** The specChanged payloads (wake-up hints) in the workflow's history. */
@@ -264,16 +372,23 @@ describe('signals lost while Temporal was unreachable', () => {
       const history = await env.client.workflow.getHandle(rolloutWorkflowId('bare', namespace, name)).fetchHistory();
       return (history.events ?? [])
         .filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'specChanged')
-        .map((e) => defaultPayloadConverter.fromPayload<SpecChangedHint>(e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!));
+        .map((e) =>
+          defaultPayloadConverter.fromPayload<SpecChangedHint>(
+            e.workflowExecutionSignaledEventAttributes!.input!.payloads![0]!,
+          ),
+        );
     };
     const cleanUp = async (name: string) => {
       await watcher.stop();
-      await env.client.workflow.getHandle(rolloutWorkflowId('bare', namespace, name)).terminate('test over').catch(() => {});
+      await env.client.workflow
+        .getHandle(rolloutWorkflowId('bare', namespace, name))
+        .terminate('test over')
+        .catch(() => {});
     };
     return { watcher, namespace, temporal, lines, create, specsReceived, cleanUp, connectionVersion };
   }
 
-  test("an informer whose first list failed is not synced: nothing is judged or written from its empty cache until it lists", async () => {
+  test('an informer whose first list failed is not synced: nothing is judged or written from its empty cache until it lists', async () => {
     /** Lists of TemporalConnections fail (404: the kind unserved) while `failing`; watches go through. */
     class FailingConnectionLists extends k8s.KubeConfig {
       failing = true;
@@ -289,7 +404,10 @@ describe('signals lost while Temporal was unreachable', () => {
     }
     const kc = new FailingConnectionLists();
     kc.loadFromFile(process.env.KUBECONFIG!);
-    const w = await bareWatcher('unlisted', { kubeConfig: kc, retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } });
+    const w = await bareWatcher('unlisted', {
+      kubeConfig: kc,
+      retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 },
+    });
     try {
       expect(w.watcher.problems()).toBeDefined(); // not ready: a watch failing, not every informer listed
       await w.create('early');
@@ -299,9 +417,14 @@ describe('signals lost while Temporal was unreachable', () => {
       expect((await getTwd('early', w.namespace)).status).toBeUndefined();
       kc.failing = false;
       w.temporal.down = false;
-      await eventually('specChanged once the connections listed', async () => (await w.specsReceived('early')).length > 0);
+      await eventually(
+        'specChanged once the connections listed',
+        async () => (await w.specsReceived('early')).length > 0,
+      );
       expect(w.watcher.problems()).toBeUndefined();
-      const events = await env.kc.makeApiClient(k8s.CoreV1Api).listNamespacedEvent({ namespace: w.namespace, fieldSelector: 'involvedObject.name=early' });
+      const events = await env.kc
+        .makeApiClient(k8s.CoreV1Api)
+        .listNamespacedEvent({ namespace: w.namespace, fieldSelector: 'involvedObject.name=early' });
       expect(events.items.filter((e) => e.reason === 'ConnectionNotFound')).toEqual([]);
     } finally {
       await w.cleanUp('early');
@@ -326,7 +449,13 @@ describe('signals lost while Temporal was unreachable', () => {
         return specs.length > 0 && specs;
       });
       // A hint, not the spec: the object it is of, as last seen (with the finalizer: the retry reads the cache).
-      expect(spec).toEqual({ uid, kind: 'TemporalWorkerDeployment', generation: 1, resourceVersion: rv, connectionVersion: w.connectionVersion });
+      expect(spec).toEqual({
+        uid,
+        kind: 'TemporalWorkerDeployment',
+        generation: 1,
+        resourceVersion: rv,
+        connectionVersion: w.connectionVersion,
+      });
       expect((await getTwd('lost', w.namespace)).metadata?.resourceVersion).toBe(rv);
     } finally {
       await w.cleanUp('lost');
@@ -335,7 +464,10 @@ describe('signals lost while Temporal was unreachable', () => {
 
   test('a periodic resync from the informer cache repairs a signal whose retries were given up', async () => {
     // Retries an hour apart: only the resync can deliver it within the test.
-    const w = await bareWatcher('resync', { retryBackoff: { initialMs: 3_600_000, maxMs: 3_600_000, jitter: 0 }, resyncIntervalMs: 1000 });
+    const w = await bareWatcher('resync', {
+      retryBackoff: { initialMs: 3_600_000, maxMs: 3_600_000, jitter: 0 },
+      resyncIntervalMs: 1000,
+    });
     try {
       // With the finalizer already on, the watcher writes nothing: the creation is the only Kubernetes event.
       const uid = await w.create('lost', [finalizer]);
@@ -346,7 +478,13 @@ describe('signals lost while Temporal was unreachable', () => {
         const specs = await w.specsReceived('lost');
         return specs.length > 0 && specs;
       });
-      expect(spec).toEqual({ uid, kind: 'TemporalWorkerDeployment', generation: 1, resourceVersion: rv, connectionVersion: w.connectionVersion });
+      expect(spec).toEqual({
+        uid,
+        kind: 'TemporalWorkerDeployment',
+        generation: 1,
+        resourceVersion: rv,
+        connectionVersion: w.connectionVersion,
+      });
       expect((await getTwd('lost', w.namespace)).metadata?.resourceVersion).toBe(rv);
     } finally {
       await w.cleanUp('lost');
@@ -356,20 +494,38 @@ describe('signals lost while Temporal was unreachable', () => {
   test("a new resource's first Deployment is applied at first sight, with Temporal unreachable: the very one the workflow's apply leaves unchanged", async () => {
     // A Deployment of temporal-worker-controller's for the name `legacy`, there before the watcher starts.
     const legacy = {
-      metadata: { name: 'legacy-abc', labels: { [ForeignLabels.deploymentName]: 'legacy', [ForeignLabels.buildId]: 'abc' } },
-      spec: { replicas: 0, selector: { matchLabels: { app: 'legacy' } }, template: { metadata: { labels: { app: 'legacy' } }, spec: { containers: [{ name: 'w', image: 'w:1' }] } } },
+      metadata: {
+        name: 'legacy-abc',
+        labels: { [ForeignLabels.deploymentName]: 'legacy', [ForeignLabels.buildId]: 'abc' },
+      },
+      spec: {
+        replicas: 0,
+        selector: { matchLabels: { app: 'legacy' } },
+        template: { metadata: { labels: { app: 'legacy' } }, spec: { containers: [{ name: 'w', image: 'w:1' }] } },
+      },
     };
-    const w = await bareWatcher('first', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } }, (namespace) => env.apps.createNamespacedDeployment({ namespace, body: legacy }));
-    const ours = async (name: string) => (await env.apps.listNamespacedDeployment({ namespace: w.namespace, labelSelector: `${Labels.workerDeployment}=${name}` })).items;
+    const w = await bareWatcher('first', { retryBackoff: { initialMs: 100, maxMs: 400, jitter: 0.2 } }, (namespace) =>
+      env.apps.createNamespacedDeployment({ namespace, body: legacy }),
+    );
+    const ours = async (name: string) =>
+      (
+        await env.apps.listNamespacedDeployment({
+          namespace: w.namespace,
+          labelSelector: `${Labels.workerDeployment}=${name}`,
+        })
+      ).items;
     /** The watcher has handled the resource's first sight (its signal failed after the apply settled). */
-    const handled = (name: string) => eventually(`${name} handled`, () => w.lines.some((l) => l.includes(`/${name} (`) && l.includes('retrying')));
+    const handled = (name: string) =>
+      eventually(`${name} handled`, () => w.lines.some((l) => l.includes(`/${name} (`) && l.includes('retrying')));
     try {
       const uid = await w.create('fresh');
       const [d] = await eventually('the Deployment', async () => {
         const items = await ours('fresh');
         return items.length > 0 && items;
       });
-      expect(d!.metadata!.ownerReferences).toEqual([expect.objectContaining({ kind: 'TemporalWorkerDeployment', name: 'fresh', uid, controller: true })]);
+      expect(d!.metadata!.ownerReferences).toEqual([
+        expect.objectContaining({ kind: 'TemporalWorkerDeployment', name: 'fresh', uid, controller: true }),
+      ]);
       // The Deployment can be listed before the watcher has read the apply's answer and logged it.
       await eventually('the watcher logged its apply', () => w.lines.includes('applied the first Deployment'));
 
@@ -377,15 +533,34 @@ describe('signals lost while Temporal was unreachable', () => {
       const stored = await getTwd('fresh', w.namespace);
       const parsed = parseWorkerResource(stored, 'TemporalWorkerDeployment');
       if (!parsed.ok) throw new Error(parsed.problem);
-      const connectionObj = await env.custom.getNamespacedCustomObject({ group, version, namespace: w.namespace, plural: 'temporalconnections', name: 'local' });
+      const connectionObj = await env.custom.getNamespacedCustomObject({
+        group,
+        version,
+        namespace: w.namespace,
+        plural: 'temporalconnections',
+        name: 'local',
+      });
       const connection = parseConnection(connectionObj, 'TemporalConnection');
       if (!connection.ok) throw new Error(connection.problem);
       const { spec } = parsed.resource;
       const buildId = computeBuildId(spec.template);
       expect(d!.metadata!.labels?.[Labels.buildId]).toBe(buildId);
       const owner = { namespace: w.namespace, name: 'fresh', uid, kind: 'TemporalWorkerDeployment' as const };
-      const desired = { generation: 1, spec, kind: 'TemporalWorkerDeployment' as const, buildId, connection: connection.spec, connectionVersion: '', uid };
-      const again = await createKubernetesActivities(env.kc).ensureVersionedDeployment({ owner, desired, buildId, template: spec.template });
+      const desired = {
+        generation: 1,
+        spec,
+        kind: 'TemporalWorkerDeployment' as const,
+        buildId,
+        connection: connection.spec,
+        connectionVersion: '',
+        uid,
+      };
+      const again = await createKubernetesActivities(env.kc).ensureVersionedDeployment({
+        owner,
+        desired,
+        buildId,
+        template: spec.template,
+      });
       expect(again.exists).toBe(true);
       const [after] = await ours('fresh');
       expect(after!.metadata!.resourceVersion).toBe(d!.metadata!.resourceVersion);

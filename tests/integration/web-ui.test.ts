@@ -5,8 +5,8 @@
  * timeline and in the list of events with metadata).
  *
  * A screenshot of the workflow's User Metadata tab goes to .dev/web-ui.png, and to GLIDEPATH_SCREENSHOT too when
- * set (`GLIDEPATH_SCREENSHOT=docs/web-ui.png` renews the README's). Chromium: /usr/bin/chromium (Debian's package,
- * installed by `npm run servers:build`), or GLIDEPATH_CHROMIUM.
+ * set (`GLIDEPATH_SCREENSHOT=docs/web-ui.png` renews the one README.md and docs/observability.md show). Chromium:
+ * /usr/bin/chromium (Debian's package, installed by `npm run servers:build`), or GLIDEPATH_CHROMIUM.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -14,7 +14,17 @@ import { fileURLToPath } from 'node:url';
 import type { WorkflowHandle } from '@temporalio/client';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { rolloutWorkflowId } from '../../api/names.js';
-import { apply, eventually, resource, startRolloutEnv, taskQueueOf, twdStatus, workflowHandle, type ResourceOptions, type RolloutEnv } from '../harness/rollout-env.js';
+import {
+  apply,
+  eventually,
+  resource,
+  startRolloutEnv,
+  taskQueueOf,
+  twdStatus,
+  workflowHandle,
+  type ResourceOptions,
+  type RolloutEnv,
+} from '../harness/rollout-env.js';
 
 const root = fileURLToPath(new URL('../../', import.meta.url));
 const chromiumPath = process.env.GLIDEPATH_CHROMIUM ?? '/usr/bin/chromium';
@@ -36,7 +46,13 @@ afterEach(() => {
 });
 
 /** Applies `VERSION` = `version` and returns the resource's status once `probe` holds. */
-async function rollTo(name: string, version: string, o: ResourceOptions, what: string, probe: (s: NonNullable<Awaited<ReturnType<typeof twdStatus>>>) => boolean) {
+async function rollTo(
+  name: string,
+  version: string,
+  o: ResourceOptions,
+  what: string,
+  probe: (s: NonNullable<Awaited<ReturnType<typeof twdStatus>>>) => boolean,
+) {
   await apply(env, resource(env, name, { ...o, env: { VERSION: version } }));
   return eventually(what, async () => {
     const s = await twdStatus(env, name);
@@ -47,7 +63,8 @@ async function rollTo(name: string, version: string, o: ResourceOptions, what: s
 /** The text of the page and of its frames: the UI renders summaries and details (markdown) in iframes. */
 async function pageText(page: Page): Promise<string> {
   // A function, not a string: the UI's Content-Security-Policy forbids eval. (No DOM types here: cast.)
-  const bodyText = () => (globalThis as unknown as { document: { body?: { innerText: string } } }).document.body?.innerText ?? '';
+  const bodyText = () =>
+    (globalThis as unknown as { document: { body?: { innerText: string } } }).document.body?.innerText ?? '';
   const texts = await Promise.all(page.frames().map((frame) => frame.evaluate(bodyText).catch(() => '')));
   return texts.join('\n');
 }
@@ -58,7 +75,12 @@ async function pageText(page: Page): Promise<string> {
  */
 async function shows(page: Page, text: string, timeoutMs = 30_000): Promise<void> {
   try {
-    await eventually(`${page.url()} to show ${JSON.stringify(text)}`, async () => (await pageText(page)).includes(text), timeoutMs, 200);
+    await eventually(
+      `${page.url()} to show ${JSON.stringify(text)}`,
+      async () => (await pageText(page)).includes(text),
+      timeoutMs,
+      200,
+    );
   } catch (err) {
     await page.screenshot({ path: resolve(root, '.dev/web-ui-failure.png'), fullPage: true }).catch(() => undefined);
     throw new Error(`${(err as Error).message}; it shows:\n${(await pageText(page)).slice(0, 4000)}`);
@@ -68,22 +90,51 @@ async function shows(page: Page, text: string, timeoutMs = 30_000): Promise<void
 test('the workflow page shows the static summary, the current details and the timers’ summaries of a Progressive rollout', async () => {
   const name = 'checkout';
   // v1, then v2 all at once while two executions are pinned to v1 (it drains), then v3 Progressive with a long step.
-  const v1 = (await rollTo(name, 'v1', {}, 'v1 current', (s) => s.phase === 'Ready' && !!s.currentVersion)).currentVersion!.buildID;
-  for (const id of ['a', 'b']) pinned.push(await env.client.workflow.start('exampleWork', { taskQueue: taskQueueOf(env, name), workflowId: `${env.namespace}-pinned-${id}` }));
+  const v1 = (await rollTo(name, 'v1', {}, 'v1 current', (s) => s.phase === 'Ready' && !!s.currentVersion))
+    .currentVersion!.buildID;
+  for (const id of ['a', 'b'])
+    pinned.push(
+      await env.client.workflow.start('exampleWork', {
+        taskQueue: taskQueueOf(env, name),
+        workflowId: `${env.namespace}-pinned-${id}`,
+      }),
+    );
   await eventually('both executions pinned to v1', async () => {
-    const versions = await Promise.all(pinned.map(async (h) => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId));
+    const versions = await Promise.all(
+      pinned.map(
+        async (h) => (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId,
+      ),
+    );
     return versions.every((b) => b === v1);
   });
-  const v2 = (await rollTo(name, 'v2', {}, 'v2 current', (s) => s.phase === 'Ready' && !!s.currentVersion && s.currentVersion.buildID !== v1)).currentVersion!.buildID;
+  const v2 = (
+    await rollTo(
+      name,
+      'v2',
+      {},
+      'v2 current',
+      (s) => s.phase === 'Ready' && !!s.currentVersion && s.currentVersion.buildID !== v1,
+    )
+  ).currentVersion!.buildID;
   const steps = [
     { rampPercentage: 25, pauseDuration: '10m' },
     { rampPercentage: 75, pauseDuration: '10m' },
   ];
-  const v3 = (await rollTo(name, 'v3', { strategy: 'Progressive', steps }, 'v3 ramping', (s) => s.phase === 'Ramping' && s.targetVersion?.rampPercentage === 25)).targetVersion!.buildID;
+  const v3 = (
+    await rollTo(
+      name,
+      'v3',
+      { strategy: 'Progressive', steps },
+      'v3 ramping',
+      (s) => s.phase === 'Ramping' && s.targetVersion?.rampPercentage === 25,
+    )
+  ).targetVersion!.buildID;
 
   // The UI reads the current details once, as the page loads: open it when they say everything.
   const handle = workflowHandle(env, name);
-  const headline = new RegExp(`^\\*\\*${v3} ramping 25 % — step 1 of 2, \\d+m\\d*s? left \\(until \\d\\d:\\d\\d:\\d\\d UTC\\); ${v2} current; ${v1} draining, 2 pinned executions open at \\d\\d:\\d\\d:\\d\\d UTC\\*\\*`);
+  const headline = new RegExp(
+    `^\\*\\*${v3} ramping 25 % — step 1 of 2, \\d+m\\d*s? left \\(until \\d\\d:\\d\\d:\\d\\d UTC\\); ${v2} current; ${v1} draining, 2 pinned executions open at \\d\\d:\\d\\d:\\d\\d UTC\\*\\*`,
+  );
   await eventually('the current details to say where the rollout stands', async () => {
     const { currentDetails } = (await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string };
     return headline.test(currentDetails ?? '');

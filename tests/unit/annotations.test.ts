@@ -34,7 +34,9 @@ describe('controlsOf', () => {
   });
 
   test('several at once run in a fixed order: what makes the rollout go, then what holds or stops it', () => {
-    const all = Object.fromEntries(['rollback', 'abort', 'pause', 'promote', 'resume', 'retry'].map((c) => [`glidepath.dev/${c}`, '']));
+    const all = Object.fromEntries(
+      ['rollback', 'abort', 'pause', 'promote', 'resume', 'retry'].map((c) => [`glidepath.dev/${c}`, '']),
+    );
     expect(controlsOf(all).map((c) => c.control)).toEqual(['retry', 'resume', 'promote', 'pause', 'abort', 'rollback']);
   });
 });
@@ -50,7 +52,10 @@ describe('inSetOrder', () => {
   });
 
   test('seen at once, set by two managers: the earlier writer first', () => {
-    const at = (c: AnnotatedControl) => ({ manager: c.control === 'pause' ? 'argocd' : 'kubectl-annotate', time: c.control === 'pause' ? '2026-01-01T10:00:05Z' : '2026-01-01T10:00:01Z' });
+    const at = (c: AnnotatedControl) => ({
+      manager: c.control === 'pause' ? 'argocd' : 'kubectl-annotate',
+      time: c.control === 'pause' ? '2026-01-01T10:00:05Z' : '2026-01-01T10:00:01Z',
+    });
     expect(inSetOrder([pause!, resume!], () => '7', at).map((c) => c.control)).toEqual(['resume', 'pause']);
   });
 
@@ -79,7 +84,12 @@ describe('parseValue', () => {
   ] as const)('%s=%j → %j', (control, value, request) => expect(parseValue(control, value)).toEqual(request));
 });
 
-const owner = (manager: string, keys: string[], time?: string, extra: Partial<k8s.V1ManagedFieldsEntry> = {}): k8s.V1ManagedFieldsEntry => ({
+const owner = (
+  manager: string,
+  keys: string[],
+  time?: string,
+  extra: Partial<k8s.V1ManagedFieldsEntry> = {},
+): k8s.V1ManagedFieldsEntry => ({
   manager,
   operation: 'Update',
   fieldsType: 'FieldsV1',
@@ -94,7 +104,10 @@ describe('annotationSetter', () => {
       owner('kubectl-client-side-apply', ['kubectl.kubernetes.io/last-applied-configuration'], '2025-05-01T09:00:00Z'),
       owner('kubectl-annotate', ['glidepath.dev/promote'], '2025-05-01T10:00:00Z'),
     ];
-    expect(annotationSetter(fields, 'glidepath.dev/promote')).toEqual({ manager: 'kubectl-annotate', time: '2025-05-01T10:00:00.000Z' });
+    expect(annotationSetter(fields, 'glidepath.dev/promote')).toEqual({
+      manager: 'kubectl-annotate',
+      time: '2025-05-01T10:00:00.000Z',
+    });
   });
 
   test('the newest of several owners; status entries never own annotations', () => {
@@ -108,7 +121,9 @@ describe('annotationSetter', () => {
 
   test('nobody known', () => {
     expect(annotationSetter(undefined, 'glidepath.dev/promote')).toBeUndefined();
-    expect(annotationSetter([owner('kubectl-annotate', ['glidepath.dev/pause'])], 'glidepath.dev/promote')).toBeUndefined();
+    expect(
+      annotationSetter([owner('kubectl-annotate', ['glidepath.dev/pause'])], 'glidepath.dev/promote'),
+    ).toBeUndefined();
   });
 });
 
@@ -118,11 +133,18 @@ test('annotationIdentity names the manager, else kubectl', () => {
 });
 
 describe('annotationRequestId', () => {
-  const promote: AnnotatedControl = { control: 'promote', key: 'glidepath.dev/promote', value: 'full', request: { full: true } };
+  const promote: AnnotatedControl = {
+    control: 'promote',
+    key: 'glidepath.dev/promote',
+    value: 'full',
+    request: { full: true },
+  };
   const setter = { manager: 'kubectl-annotate', time: '2025-05-01T10:00:00.000Z' };
 
   test('the same for every sighting of one setting, whatever resourceVersion it is seen at', () => {
-    expect(annotationRequestId('uid-1', promote, setter, '100')).toBe(annotationRequestId('uid-1', promote, setter, '250'));
+    expect(annotationRequestId('uid-1', promote, setter, '100')).toBe(
+      annotationRequestId('uid-1', promote, setter, '250'),
+    );
   });
 
   test('another setting (time, value, manager, object, control) is another control', () => {
@@ -131,12 +153,18 @@ describe('annotationRequestId', () => {
     expect(annotationRequestId('uid-1', { ...promote, value: '' }, setter)).not.toBe(id);
     expect(annotationRequestId('uid-1', promote, { ...setter, manager: 'argocd-controller' })).not.toBe(id);
     expect(annotationRequestId('uid-2', promote, setter)).not.toBe(id);
-    expect(annotationRequestId('uid-1', { ...promote, control: 'abort', key: 'glidepath.dev/abort' }, setter)).not.toBe(id);
+    expect(annotationRequestId('uid-1', { ...promote, control: 'abort', key: 'glidepath.dev/abort' }, setter)).not.toBe(
+      id,
+    );
   });
 
   test('without managedFields, the resourceVersion it was first seen at stands in', () => {
-    expect(annotationRequestId('uid-1', promote, undefined, '100')).toBe(annotationRequestId('uid-1', promote, undefined, '100'));
-    expect(annotationRequestId('uid-1', promote, undefined, '100')).not.toBe(annotationRequestId('uid-1', promote, undefined, '101'));
+    expect(annotationRequestId('uid-1', promote, undefined, '100')).toBe(
+      annotationRequestId('uid-1', promote, undefined, '100'),
+    );
+    expect(annotationRequestId('uid-1', promote, undefined, '100')).not.toBe(
+      annotationRequestId('uid-1', promote, undefined, '101'),
+    );
   });
 });
 

@@ -91,7 +91,10 @@ describe('computeBuildId', () => {
     ['a pod label', (t) => (t.metadata!.labels!.tier = 'batch')],
     ['an added pod label', (t) => (t.metadata!.labels!.extra = 'yes')],
     ['an annotation', (t) => (t.metadata!.annotations!.team = 'billing')],
-    ['a resource request', (t) => ((t.spec.containers[0]!.resources as { requests: { cpu: string } }).requests.cpu = '200m')],
+    [
+      'a resource request',
+      (t) => ((t.spec.containers[0]!.resources as { requests: { cpu: string } }).requests.cpu = '200m'),
+    ],
     ['the service account', (t) => (t.spec.serviceAccountName = 'other')],
     ['an added container', (t) => t.spec.containers.push({ name: 'sidecar', image: 'envoy:1' })],
   ];
@@ -132,9 +135,12 @@ describe('computeBuildId', () => {
     expect(id.length).toBeLessThanOrEqual(63);
   });
 
-  test.each(['release-42', 'v1.2.3', 'V1_rc.2', 'a', 'a'.repeat(63), '0-9._-Z'])('uses a valid custom build ID as it is, instead of the hash: %s', (custom) => {
-    expect(computeBuildId(template('repo:1.2.3'), custom)).toBe(custom);
-  });
+  test.each(['release-42', 'v1.2.3', 'V1_rc.2', 'a', 'a'.repeat(63), '0-9._-Z'])(
+    'uses a valid custom build ID as it is, instead of the hash: %s',
+    (custom) => {
+      expect(computeBuildId(template('repo:1.2.3'), custom)).toBe(custom);
+    },
+  );
 
   test('a custom build ID ignores the template', () => {
     expect(computeBuildId(template('repo:1'), 'fixed')).toBe(computeBuildId(template('repo:2'), 'fixed'));
@@ -150,6 +156,8 @@ describe('computeBuildId', () => {
     ['of 64 characters', 'a'.repeat(64)],
     ['with a non-ASCII letter', 'v1-é'],
   ])('a custom build ID %s is refused, not rewritten', (_case, custom) => {
-    expect(() => computeBuildId(template('repo:1.2.3'), custom)).toThrow(`build ID "${custom}" is not a Kubernetes label value of 1 to 63 characters`);
+    expect(() => computeBuildId(template('repo:1.2.3'), custom)).toThrow(
+      `build ID "${custom}" is not a Kubernetes label value of 1 to 63 characters`,
+    );
   });
 });

@@ -5,10 +5,10 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubeSettings, parseResourceRef, parseWorkflowId, temporalSettings } from '../../starter/cli/config.js';
-import { CliError, ExitCode } from '../../starter/cli/exit-codes.js';
-import { parseInvocation } from '../../starter/cli/program.js';
-import { programName } from '../../starter/cli.js';
+import { kubeSettings, parseResourceRef, parseWorkflowId, temporalSettings } from '../../cli/config.js';
+import { CliError, ExitCode } from '../../cli/exit-codes.js';
+import { parseInvocation } from '../../cli/program.js';
+import { programName } from '../../cli/main.js';
 
 const defaults = { allNamespaces: false, output: 'table', color: true };
 
@@ -25,27 +25,81 @@ async function usageError(argv: string[]): Promise<string> {
 
 describe('parseInvocation', () => {
   test('status: one resource or none, --watch with its interval, global flags before or after the command', async () => {
-    expect(await parseInvocation(['status', 'prod/orders'])).toEqual({ command: 'status', resource: 'prod/orders', watch: false, intervalMs: 1000, globals: defaults });
-    expect(await parseInvocation(['-n', 'prod', 'status', '-w', '--interval', '2s'])).toEqual({
-      command: 'status', watch: true, intervalMs: 2000, globals: { ...defaults, namespace: 'prod' },
+    expect(await parseInvocation(['status', 'prod/orders'])).toEqual({
+      command: 'status',
+      resource: 'prod/orders',
+      watch: false,
+      intervalMs: 1000,
+      globals: defaults,
     });
-    expect(await parseInvocation(['status', '-A', '-o', 'yaml', '--no-color'])).toMatchObject({ globals: { allNamespaces: true, output: 'yaml', color: false } });
+    expect(await parseInvocation(['-n', 'prod', 'status', '-w', '--interval', '2s'])).toEqual({
+      command: 'status',
+      watch: true,
+      intervalMs: 2000,
+      globals: { ...defaults, namespace: 'prod' },
+    });
+    expect(await parseInvocation(['status', '-A', '-o', 'yaml', '--no-color'])).toMatchObject({
+      globals: { allNamespaces: true, output: 'yaml', color: false },
+    });
   });
 
   test('controls: the rest of the line is the reason; promote --full and rollback --to anywhere on it', async () => {
-    expect(await parseInvocation(['promote', 'prod/orders', '--full', 'looks', 'good'])).toEqual({ command: 'promote', resource: 'prod/orders', reason: 'looks good', full: true, globals: defaults });
-    expect(await parseInvocation(['rollback', 'prod/orders', 'p99', 'doubled', '--to', 'v1-abc'])).toEqual({ command: 'rollback', resource: 'prod/orders', reason: 'p99 doubled', to: 'v1-abc', globals: defaults });
-    expect(await parseInvocation(['pause', 'orders', '-n', 'prod'])).toEqual({ command: 'pause', resource: 'orders', globals: { ...defaults, namespace: 'prod' } });
+    expect(await parseInvocation(['promote', 'prod/orders', '--full', 'looks', 'good'])).toEqual({
+      command: 'promote',
+      resource: 'prod/orders',
+      reason: 'looks good',
+      full: true,
+      globals: defaults,
+    });
+    expect(await parseInvocation(['rollback', 'prod/orders', 'p99', 'doubled', '--to', 'v1-abc'])).toEqual({
+      command: 'rollback',
+      resource: 'prod/orders',
+      reason: 'p99 doubled',
+      to: 'v1-abc',
+      globals: defaults,
+    });
+    expect(await parseInvocation(['pause', 'orders', '-n', 'prod'])).toEqual({
+      command: 'pause',
+      resource: 'orders',
+      globals: { ...defaults, namespace: 'prod' },
+    });
     for (const control of ['resume', 'abort', 'retry'] as const) {
-      expect(await parseInvocation([control, 'a/b', 'why'])).toEqual({ command: control, resource: 'a/b', reason: 'why', globals: defaults });
+      expect(await parseInvocation([control, 'a/b', 'why'])).toEqual({
+        command: control,
+        resource: 'a/b',
+        reason: 'why',
+        globals: defaults,
+      });
     }
   });
 
   test('history and list; the Temporal flags', async () => {
-    expect(await parseInvocation(['history', 'a/b', '-o', 'json'])).toEqual({ command: 'history', resource: 'a/b', globals: { ...defaults, output: 'json' } });
-    expect(await parseInvocation(['list', '--temporal-address', 'h:7233', '--temporal-namespace', 'ops', '--temporal-profile', 'prod', '--temporal-config-file', '/x.toml'])).toEqual({
+    expect(await parseInvocation(['history', 'a/b', '-o', 'json'])).toEqual({
+      command: 'history',
+      resource: 'a/b',
+      globals: { ...defaults, output: 'json' },
+    });
+    expect(
+      await parseInvocation([
+        'list',
+        '--temporal-address',
+        'h:7233',
+        '--temporal-namespace',
+        'ops',
+        '--temporal-profile',
+        'prod',
+        '--temporal-config-file',
+        '/x.toml',
+      ]),
+    ).toEqual({
       command: 'list',
-      globals: { ...defaults, temporalAddress: 'h:7233', temporalNamespace: 'ops', temporalProfile: 'prod', temporalConfigFile: '/x.toml' },
+      globals: {
+        ...defaults,
+        temporalAddress: 'h:7233',
+        temporalNamespace: 'ops',
+        temporalProfile: 'prod',
+        temporalConfigFile: '/x.toml',
+      },
     });
   });
 
@@ -58,7 +112,10 @@ describe('parseInvocation', () => {
       expect(text).toMatch(/Exit codes:\n {2}0 {2}ok\n {2}1 {2}refused or failed/);
       expect(text).toContain('3  not found');
     }
-    expect(await parseInvocation(['help', 'promote'])).toMatchObject({ command: 'help', text: expect.stringContaining('--full') });
+    expect(await parseInvocation(['help', 'promote'])).toMatchObject({
+      command: 'help',
+      text: expect.stringContaining('--full'),
+    });
     const overview = await parseInvocation([]);
     expect((overview as { text: string }).text).toMatch(/Commands:[\s\S]*status[\s\S]*rollback/);
   });
@@ -87,7 +144,11 @@ describe('parseResourceRef / parseWorkflowId', () => {
   });
 
   test('workflow IDs of rollouts, and only those', () => {
-    expect(parseWorkflowId('glidepath/1a2b3c4d/prod/orders')).toEqual({ installation: '1a2b3c4d', namespace: 'prod', name: 'orders' });
+    expect(parseWorkflowId('glidepath/1a2b3c4d/prod/orders')).toEqual({
+      installation: '1a2b3c4d',
+      namespace: 'prod',
+      name: 'orders',
+    });
     expect(parseWorkflowId('prod-orders-gate')).toBeUndefined();
     expect(parseWorkflowId('glidepath/prod/orders')).toBeUndefined();
     expect(parseWorkflowId('glidepath/i/prod/orders/x')).toBeUndefined();
@@ -97,7 +158,7 @@ describe('parseResourceRef / parseWorkflowId', () => {
 describe('programName', () => {
   test('kubectl glidepath when run as the kubectl plugin', () => {
     expect(programName('/usr/local/bin/kubectl-glidepath')).toBe('kubectl glidepath');
-    expect(programName('/repo/starter/cli.ts')).toBe('glidepath');
+    expect(programName('/repo/cli/main.ts')).toBe('glidepath');
     expect(programName(undefined)).toBe('glidepath');
   });
 });
@@ -132,7 +193,10 @@ describe('temporalSettings: envconfig profiles, then TEMPORAL_* variables, then 
   });
 
   test('the default profile of TEMPORAL_CONFIG_FILE; TEMPORAL_PROFILE picks another; an API key turns TLS on', () => {
-    expect(temporalSettings({}, { TEMPORAL_CONFIG_FILE: file })).toMatchObject({ connection: { address: 'localhost:7233' }, namespace: 'dev' });
+    expect(temporalSettings({}, { TEMPORAL_CONFIG_FILE: file })).toMatchObject({
+      connection: { address: 'localhost:7233' },
+      namespace: 'dev',
+    });
     const cloud = temporalSettings({}, { TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'cloud' });
     expect(cloud.connection).toEqual({ address: 'ops.a1b2c.tmprl.cloud:7233', apiKey: 'secret-key', tls: true });
     expect(cloud.namespace).toBe('ops.a1b2c');
@@ -141,7 +205,11 @@ describe('temporalSettings: envconfig profiles, then TEMPORAL_* variables, then 
 
   test('mTLS from the profile: certificates, key, CA and server name', () => {
     const s = temporalSettings({ temporalProfile: 'mtls', temporalConfigFile: file }, {});
-    const tls = s.connection.tls as { serverNameOverride?: string; serverRootCACertificate?: Uint8Array; clientCertPair?: { crt: Uint8Array; key: Uint8Array } };
+    const tls = s.connection.tls as {
+      serverNameOverride?: string;
+      serverRootCACertificate?: Uint8Array;
+      clientCertPair?: { crt: Uint8Array; key: Uint8Array };
+    };
     const text = (bytes: Uint8Array | undefined) => Buffer.from(bytes ?? []).toString();
     expect(tls.serverNameOverride).toBe('temporal.internal');
     expect(text(tls.serverRootCACertificate)).toBe('CA');
@@ -150,17 +218,34 @@ describe('temporalSettings: envconfig profiles, then TEMPORAL_* variables, then 
   });
 
   test('TEMPORAL_ADDRESS / TEMPORAL_NAMESPACE / TEMPORAL_API_KEY override the profile; the flags override them', () => {
-    const env = { TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'cloud', TEMPORAL_ADDRESS: 'other:7233', TEMPORAL_NAMESPACE: 'ns2', TEMPORAL_API_KEY: 'k2' };
-    expect(temporalSettings({}, env)).toMatchObject({ connection: { address: 'other:7233', apiKey: 'k2', tls: true }, namespace: 'ns2' });
-    expect(temporalSettings({ temporalAddress: 'flag:7233', temporalNamespace: 'ns3' }, env)).toMatchObject({ connection: { address: 'flag:7233' }, namespace: 'ns3' });
+    const env = {
+      TEMPORAL_CONFIG_FILE: file,
+      TEMPORAL_PROFILE: 'cloud',
+      TEMPORAL_ADDRESS: 'other:7233',
+      TEMPORAL_NAMESPACE: 'ns2',
+      TEMPORAL_API_KEY: 'k2',
+    };
+    expect(temporalSettings({}, env)).toMatchObject({
+      connection: { address: 'other:7233', apiKey: 'k2', tls: true },
+      namespace: 'ns2',
+    });
+    expect(temporalSettings({ temporalAddress: 'flag:7233', temporalNamespace: 'ns3' }, env)).toMatchObject({
+      connection: { address: 'flag:7233' },
+      namespace: 'ns3',
+    });
   });
 
   test('TEMPORAL_TLS=false turns TLS off even with an API key', () => {
-    expect(temporalSettings({}, { TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'cloud', TEMPORAL_TLS: 'false' }).connection.tls).toBe(false);
+    expect(
+      temporalSettings({}, { TEMPORAL_CONFIG_FILE: file, TEMPORAL_PROFILE: 'cloud', TEMPORAL_TLS: 'false' }).connection
+        .tls,
+    ).toBe(false);
   });
 
   test('a profile that is not in the file is a usage error', () => {
-    expect(() => temporalSettings({ temporalProfile: 'nope' }, { TEMPORAL_CONFIG_FILE: file })).toThrow(expect.objectContaining({ exitCode: ExitCode.Usage, message: expect.stringContaining("'nope'") }));
+    expect(() => temporalSettings({ temporalProfile: 'nope' }, { TEMPORAL_CONFIG_FILE: file })).toThrow(
+      expect.objectContaining({ exitCode: ExitCode.Usage, message: expect.stringContaining("'nope'") }),
+    );
   });
 });
 
@@ -182,10 +267,13 @@ describe('kubeSettings: the kubeconfig as kubectl reads it', () => {
     }),
   );
 
-  test("the current context and its namespace; -n wins; --context switches; a context without one means default", () => {
+  test('the current context and its namespace; -n wins; --context switches; a context without one means default', () => {
     expect(kubeSettings({ kubeconfig: file })).toMatchObject({ context: 'dev', namespace: 'team-a' });
     expect(kubeSettings({ kubeconfig: file, namespace: 'prod' })).toMatchObject({ context: 'dev', namespace: 'prod' });
-    expect(kubeSettings({ kubeconfig: file, context: 'bare' })).toMatchObject({ context: 'bare', namespace: 'default' });
+    expect(kubeSettings({ kubeconfig: file, context: 'bare' })).toMatchObject({
+      context: 'bare',
+      namespace: 'default',
+    });
   });
 
   test('$KUBECONFIG when there is no --kubeconfig', () => {
@@ -200,7 +288,11 @@ describe('kubeSettings: the kubeconfig as kubectl reads it', () => {
   });
 
   test('an unknown context or an unreadable file is a usage error', () => {
-    expect(() => kubeSettings({ kubeconfig: file, context: 'nope' })).toThrow(expect.objectContaining({ exitCode: ExitCode.Usage }));
-    expect(() => kubeSettings({ kubeconfig: join(dir, 'missing') })).toThrow(expect.objectContaining({ exitCode: ExitCode.Usage }));
+    expect(() => kubeSettings({ kubeconfig: file, context: 'nope' })).toThrow(
+      expect.objectContaining({ exitCode: ExitCode.Usage }),
+    );
+    expect(() => kubeSettings({ kubeconfig: join(dir, 'missing') })).toThrow(
+      expect.objectContaining({ exitCode: ExitCode.Usage }),
+    );
   });
 });

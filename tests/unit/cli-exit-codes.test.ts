@@ -2,7 +2,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import { CommanderError } from 'commander';
-import { CliError, ExitCode, errorMessage, exitCodeOf, exitCodesHelp } from '../../starter/cli/exit-codes.js';
+import { CliError, ExitCode, errorMessage, exitCodeOf, exitCodesHelp } from '../../cli/exit-codes.js';
 
 /** An error as @grpc/grpc-js makes it (what isGrpcServiceError recognizes). */
 function grpcError(code: number, details: string): Error {
@@ -25,9 +25,19 @@ describe('exitCodeOf', () => {
     ['Kubernetes 403', new k8s.ApiException(403, 'forbidden', {}, {}), 4],
     ['Kubernetes 401', new k8s.ApiException(401, 'unauthorized', {}, {}), 4],
     ['Kubernetes 500', new k8s.ApiException(500, 'oops', {}, {}), 1],
-    ['connection refused', Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' }), 4],
-    ['a wrapped network error', new Error('request failed', { cause: Object.assign(new Error('getaddrinfo ENOTFOUND x'), { code: 'ENOTFOUND' }) }), 4],
-    ["the SDK giving up connecting", new Error('Failed to connect before the deadline'), 4],
+    [
+      'connection refused',
+      Object.assign(new Error('connect ECONNREFUSED 127.0.0.1:6443'), { code: 'ECONNREFUSED' }),
+      4,
+    ],
+    [
+      'a wrapped network error',
+      new Error('request failed', {
+        cause: Object.assign(new Error('getaddrinfo ENOTFOUND x'), { code: 'ENOTFOUND' }),
+      }),
+      4,
+    ],
+    ['the SDK giving up connecting', new Error('Failed to connect before the deadline'), 4],
     ['anything else', new Error('something else'), 1],
     ['not even an Error', 'a string', 1],
   ])('%s → %d', (_what, err, code) => {

@@ -3,8 +3,17 @@
  * versions with traffic and open executions) and the lines a person reads in the terminal.
  */
 import type { RolloutStatus, Target, TemporalPlace } from '../../workflows/state.js';
-import { age, formatData, progressBar, renderHistory, renderList, renderRollout, stepLine, stepTrack } from '../../starter/cli/render.js';
-import { rolloutView, stepView, versionPlaces } from '../../starter/cli/view.js';
+import {
+  age,
+  formatData,
+  progressBar,
+  renderHistory,
+  renderList,
+  renderRollout,
+  stepLine,
+  stepTrack,
+} from '../../cli/render.js';
+import { rolloutView, stepView, versionPlaces } from '../../cli/view.js';
 
 const now = Date.parse('2026-11-23T12:00:00Z');
 const iso = (msBefore: number) => new Date(now - msBefore).toISOString();
@@ -23,7 +32,16 @@ function status(over: Partial<RolloutStatus> = {}, target: Partial<Target> = {})
     message: 'step 2/3: ramp 25% for 5m',
     paused: false,
     current: 'v1',
-    target: { buildId: 'v2', generation: 4, stepIndex: 1, rampPercentage: 25, rampingSince: iso(90_000), stepHeldMs: 60_000, stepHeldSince: iso(140_000), ...target },
+    target: {
+      buildId: 'v2',
+      generation: 4,
+      stepIndex: 1,
+      rampPercentage: 25,
+      rampingSince: iso(90_000),
+      stepHeldMs: 60_000,
+      stepHeldSince: iso(140_000),
+      ...target,
+    },
     deprecated: [{ buildId: 'v0', deprecatedSince: iso(3_600_000), status: 'Draining' }],
     generation: 4,
     strategy: 'Progressive',
@@ -35,17 +53,35 @@ function status(over: Partial<RolloutStatus> = {}, target: Partial<Target> = {})
 
 describe('stepView: the step in force and the time left in its pause', () => {
   test('held time so far plus the hold counting now: 5m − 1m − 2m20s = 1m40s left', () => {
-    expect(stepView(status(), now)).toEqual({ number: 2, count: 3, rampPercentage: 25, pauseMs: 300_000, leftMs: 100_000, counting: true });
+    expect(stepView(status(), now)).toEqual({
+      number: 2,
+      count: 3,
+      rampPercentage: 25,
+      pauseMs: 300_000,
+      leftMs: 100_000,
+      counting: true,
+    });
   });
 
   test('paused: the clock stands at what was held before the pause', () => {
-    expect(stepView(status({ paused: true, phase: 'Paused' }, { stepHeldSince: undefined }), now)).toMatchObject({ leftMs: 240_000, counting: false });
+    expect(stepView(status({ paused: true, phase: 'Paused' }, { stepHeldSince: undefined }), now)).toMatchObject({
+      leftMs: 240_000,
+      counting: false,
+    });
   });
 
   test('a pause that is over shows 0 left; a step without pauseDuration waits for promote; other strategies have no step', () => {
-    expect(stepView(status({}, { stepHeldSince: iso(10 * 60_000) }), now)).toMatchObject({ leftMs: 0, counting: false });
+    expect(stepView(status({}, { stepHeldSince: iso(10 * 60_000) }), now)).toMatchObject({
+      leftMs: 0,
+      counting: false,
+    });
     expect(stepView(status({}, { stepDone: true }), now)).toMatchObject({ leftMs: 0 });
-    expect(stepView(status({}, { stepIndex: 2, rampPercentage: 50 }), now)).toEqual({ number: 3, count: 3, rampPercentage: 50, counting: false });
+    expect(stepView(status({}, { stepIndex: 2, rampPercentage: 50 }), now)).toEqual({
+      number: 3,
+      count: 3,
+      rampPercentage: 50,
+      counting: false,
+    });
     expect(stepView(status({ strategy: 'AllAtOnce' }), now)).toBeUndefined();
     expect(stepView(status({}, { stepIndex: undefined }), now)).toBeUndefined();
   });
@@ -53,8 +89,21 @@ describe('stepView: the step in force and the time left in its pause', () => {
 
 describe('rolloutView', () => {
   test('versions: the target with its ramp, current with the rest, sunset ones with their drainage, each with its open executions', () => {
-    const view = rolloutView(ref, { ...status(), workflowId: 'glidepath/1a2b3c4d/prod/orders' }, { v2: 0, v1: 12, v0: null }, now);
-    expect(view).toMatchObject({ namespace: 'prod', name: 'orders', workflowId: 'glidepath/1a2b3c4d/prod/orders', phase: 'Ramping', strategy: 'Progressive', steps: [10, 25, 50], rampPercentage: 25 });
+    const view = rolloutView(
+      ref,
+      { ...status(), workflowId: 'glidepath/1a2b3c4d/prod/orders' },
+      { v2: 0, v1: 12, v0: null },
+      now,
+    );
+    expect(view).toMatchObject({
+      namespace: 'prod',
+      name: 'orders',
+      workflowId: 'glidepath/1a2b3c4d/prod/orders',
+      phase: 'Ramping',
+      strategy: 'Progressive',
+      steps: [10, 25, 50],
+      rampPercentage: 25,
+    });
     expect(view.versions).toEqual([
       { buildId: 'v2', role: 'target', status: 'Ramping', traffic: 25, openExecutions: 0, since: iso(90_000) },
       { buildId: 'v1', role: 'current', status: 'Current', traffic: 75, openExecutions: 12 },
@@ -64,9 +113,19 @@ describe('rolloutView', () => {
 
   test('the target is Ramping once it has a step with traffic; before that NotRegistered, then Inactive, with none', () => {
     const registration = { taskQueues: ['q'], unversionedPollers: false };
-    const early = rolloutView(ref, status({ phase: 'Deploying' }, { stepIndex: undefined, rampPercentage: undefined }), {}, now);
+    const early = rolloutView(
+      ref,
+      status({ phase: 'Deploying' }, { stepIndex: undefined, rampPercentage: undefined }),
+      {},
+      now,
+    );
     expect(early.versions[0]).toMatchObject({ status: 'NotRegistered', traffic: 0 });
-    const deploying = rolloutView(ref, status({ phase: 'WaitingForPollers' }, { stepIndex: undefined, rampPercentage: undefined, registration }), {}, now);
+    const deploying = rolloutView(
+      ref,
+      status({ phase: 'WaitingForPollers' }, { stepIndex: undefined, rampPercentage: undefined, registration }),
+      {},
+      now,
+    );
     expect(deploying.rampPercentage).toBe(0);
     expect(deploying.versions.slice(0, 2)).toEqual([
       { buildId: 'v2', role: 'target', status: 'Inactive', traffic: 0, since: iso(90_000) },
@@ -75,12 +134,31 @@ describe('rolloutView', () => {
   });
 
   test('nothing in flight: no ramp, current takes all; scaled down and blocked sunsets say so', () => {
-    const view = rolloutView(ref, status({ phase: 'Ready', target: undefined, deprecated: [{ buildId: 'v0', deprecatedSince: iso(0), status: 'Drained', scaledDown: true, blocked: 'Secret missing' }] }), {}, now);
+    const view = rolloutView(
+      ref,
+      status({
+        phase: 'Ready',
+        target: undefined,
+        deprecated: [
+          { buildId: 'v0', deprecatedSince: iso(0), status: 'Drained', scaledDown: true, blocked: 'Secret missing' },
+        ],
+      }),
+      {},
+      now,
+    );
     expect(view.rampPercentage).toBeUndefined();
     expect(view.step).toBeUndefined();
     expect(view.versions).toEqual([
       { buildId: 'v1', role: 'current', status: 'Current', traffic: 100 },
-      { buildId: 'v0', role: 'sunset', status: 'Drained', traffic: 0, since: iso(0), scaledDown: true, blocked: 'Secret missing' },
+      {
+        buildId: 'v0',
+        role: 'sunset',
+        status: 'Drained',
+        traffic: 0,
+        since: iso(0),
+        scaledDown: true,
+        blocked: 'Secret missing',
+      },
     ]);
   });
 
@@ -107,13 +185,19 @@ describe('progressBar / stepTrack / stepLine', () => {
   test('the step track marks done steps, the one in force, and ends at 100%', () => {
     const view = rolloutView(ref, status(), {}, now);
     expect(stepTrack(view)).toBe('10% ✔ › 25% ◀ › 50% › 100%');
-    expect(stepTrack(rolloutView(ref, status({}, { stepHeldSince: iso(10 * 60_000) }), {}, now))).toBe('10% ✔ › 25% ✔ › 50% › 100%');
+    expect(stepTrack(rolloutView(ref, status({}, { stepHeldSince: iso(10 * 60_000) }), {}, now))).toBe(
+      '10% ✔ › 25% ✔ › 50% › 100%',
+    );
   });
 
   test('the step line says the time left, the time left when paused, or that the step waits for promote', () => {
     expect(stepLine(rolloutView(ref, status(), {}, now))).toBe('step 2 of 3 · 1m40s left of 5m');
-    expect(stepLine(rolloutView(ref, status({ paused: true }, { stepHeldSince: undefined }), {}, now))).toBe('step 2 of 3 · paused with 4m left of 5m');
-    expect(stepLine(rolloutView(ref, status({}, { stepIndex: 2, rampPercentage: 50 }), {}, now))).toBe('step 3 of 3 · until promoted');
+    expect(stepLine(rolloutView(ref, status({ paused: true }, { stepHeldSince: undefined }), {}, now))).toBe(
+      'step 2 of 3 · paused with 4m left of 5m',
+    );
+    expect(stepLine(rolloutView(ref, status({}, { stepIndex: 2, rampPercentage: 50 }), {}, now))).toBe(
+      'step 3 of 3 · until promoted',
+    );
   });
 });
 
@@ -164,7 +248,14 @@ describe('renderRollout: what a person sees', () => {
 describe('history, list and data output', () => {
   test('history: aligned columns at, who, what, why; refused ones say so', () => {
     const text = renderHistory([
-      { at: '2026-11-23T12:00:00.000Z', kind: 'control', what: 'pause', who: 'alice (kube context dev)', why: 'looking at errors', buildId: 'v2' },
+      {
+        at: '2026-11-23T12:00:00.000Z',
+        kind: 'control',
+        what: 'pause',
+        who: 'alice (kube context dev)',
+        why: 'looking at errors',
+        buildId: 'v2',
+      },
       { at: '2026-11-23T12:01:00.000Z', kind: 'refused', what: 'resume', who: 'bob', why: 'not paused' },
       { at: '2026-11-23T12:02:00.000Z', kind: 'transition', what: 'Ramping', who: 'glidepath', why: '' },
     ]);
@@ -178,8 +269,14 @@ describe('history, list and data output', () => {
   });
 
   test('list: one row per rollout', () => {
-    const text = renderList([{ namespace: 'prod', name: 'orders', phase: 'Ready', current: 'v1', started: iso(2 * 3_600_000 + 5 * 60_000) }], { now });
-    expect(text.split('\n')).toEqual(['NAMESPACE   NAME     PHASE   CURRENT   TARGET   AGE', 'prod        orders   Ready   v1                 2h5m']);
+    const text = renderList(
+      [{ namespace: 'prod', name: 'orders', phase: 'Ready', current: 'v1', started: iso(2 * 3_600_000 + 5 * 60_000) }],
+      { now },
+    );
+    expect(text.split('\n')).toEqual([
+      'NAMESPACE   NAME     PHASE   CURRENT   TARGET   AGE',
+      'prod        orders   Ready   v1                 2h5m',
+    ]);
     expect(renderList([], { now })).toBe('no rollouts running');
   });
 

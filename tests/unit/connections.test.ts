@@ -1,6 +1,6 @@
 import type { Connection, ConnectionOptions } from '@temporalio/client';
 import { PermanentError, classifyFailure } from '../../activities/errors.js';
-import { TemporalConnections, type TemporalTarget } from '../../activities/temporal/connections.js';
+import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 
 /** A Connection as far as TemporalConnections uses one: opened with options, closed once. */
@@ -56,8 +56,15 @@ const target = (connection: TemporalConnectionSpec, k8sNamespace = 'shop'): Temp
   temporalNamespace: 'orders',
   deploymentName: `${k8sNamespace}/orders`,
 });
-const mtls = target({ hostPort: 'orders.tmprl.cloud:7233', mutualTLSSecretRef: { name: 'temporal-mtls' }, tls: { serverName: 'orders.example' } });
-const apiKey = target({ hostPort: 'orders.tmprl.cloud:7233', apiKeySecretRef: { name: 'temporal-api', key: 'apiKey' } });
+const mtls = target({
+  hostPort: 'orders.tmprl.cloud:7233',
+  mutualTLSSecretRef: { name: 'temporal-mtls' },
+  tls: { serverName: 'orders.example' },
+});
+const apiKey = target({
+  hostPort: 'orders.tmprl.cloud:7233',
+  apiKeySecretRef: { name: 'temporal-api', key: 'apiKey' },
+});
 const plain = target({ hostPort: 'temporal-frontend.temporal:7233' });
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -142,9 +149,21 @@ describe('TemporalConnections', () => {
   });
 
   test.each([
-    ['a missing Secret', {} as Record<string, Record<string, string>>, 'Secret shop/temporal-mtls not found (named by the TemporalConnection)'],
-    ['a missing key', { 'shop/temporal-mtls': { 'tls.crt': 'cert' } }, 'Secret shop/temporal-mtls has no key "tls.key"'],
-    ['an empty key', { 'shop/temporal-mtls': { 'tls.crt': 'cert', 'tls.key': '' } }, 'Secret shop/temporal-mtls has no key "tls.key"'],
+    [
+      'a missing Secret',
+      {} as Record<string, Record<string, string>>,
+      'Secret shop/temporal-mtls not found (named by the TemporalConnection)',
+    ],
+    [
+      'a missing key',
+      { 'shop/temporal-mtls': { 'tls.crt': 'cert' } },
+      'Secret shop/temporal-mtls has no key "tls.key"',
+    ],
+    [
+      'an empty key',
+      { 'shop/temporal-mtls': { 'tls.crt': 'cert', 'tls.key': '' } },
+      'Secret shop/temporal-mtls has no key "tls.key"',
+    ],
   ])('%s is a permanent error and opens nothing', async (_case, secrets, message) => {
     const w = world();
     for (const [name, data] of Object.entries(secrets)) w.secrets.set(name, data);

@@ -1,15 +1,14 @@
+import { isDrained } from '../../api/version-status.js';
 import { versionedDeploymentName } from '../../api/names.js';
 import {
   RolloutStep,
   TemporalWorkerDeploymentSpec,
-  TemporalWorkerDeploymentStatus,
-  type Phase,
   type TemporalWorkerDeploymentSpecInput,
 } from '../../api/temporal-worker-deployment.js';
+import { TemporalWorkerDeploymentStatus, type Phase } from '../../api/rollout-status.js';
 import {
   drainPollDelay,
   firstVersionRouting,
-  isDrained,
   newerObservation,
   nextRampStep,
   noPollersMessage,
@@ -24,7 +23,9 @@ import {
   versionsToMakeRoom,
   type SunsetAction,
 } from '../../workflows/decisions.js';
-import { defaultTimings, type Desired, type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+import { type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
+import { type Desired } from '../../api/resource.js';
 
 const now = new Date('2026-01-01T00:00:00Z');
 const t0 = now.getTime();
@@ -75,7 +76,11 @@ function state(overrides: Partial<RolloutState> = {}): RolloutState {
 }
 
 const earlier = iso(-2 * hour);
-const deprecated = (buildId: string, extra: Partial<SunsetVersion> = {}): SunsetVersion => ({ buildId, deprecatedSince: earlier, ...extra });
+const deprecated = (buildId: string, extra: Partial<SunsetVersion> = {}): SunsetVersion => ({
+  buildId,
+  deprecatedSince: earlier,
+  ...extra,
+});
 
 describe('placeChangeProblem', () => {
   const moved = (() => {
@@ -83,11 +88,20 @@ describe('placeChangeProblem', () => {
     return { ...d, connection: { hostPort: 'other:7233' } };
   })();
   test('a current build, or a target ramping, keeps the worker deployment where it is, saying why', () => {
-    expect(placeChangeProblem(state({ desired: desired('v1', 1), current: { buildId: 'v1', since: earlier } }), moved)).toMatch(/^the connection's hostPort changed from temporal-frontend.temporal:7233 to other:7233/);
-    expect(placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1, rampPercentage: 10 } }), moved)).toBeDefined();
+    expect(
+      placeChangeProblem(state({ desired: desired('v1', 1), current: { buildId: 'v1', since: earlier } }), moved),
+    ).toMatch(/^the connection's hostPort changed from temporal-frontend.temporal:7233 to other:7233/);
+    expect(
+      placeChangeProblem(
+        state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1, rampPercentage: 10 } }),
+        moved,
+      ),
+    ).toBeDefined();
   });
   test('a first target nothing routes to yet (a Temporal it cannot reach, say) moves freely', () => {
-    expect(placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1 } }), moved)).toBeUndefined();
+    expect(
+      placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1 } }), moved),
+    ).toBeUndefined();
   });
 });
 
@@ -135,7 +149,11 @@ describe('planSpecChange', () => {
     },
     {
       name: 'a replicas change on the in-flight target re-applies and keeps the target',
-      before: state({ desired: desired('v2', 3), current, target: { buildId: 'v2', generation: 3, rampPercentage: 10 } }),
+      before: state({
+        desired: desired('v2', 3),
+        current,
+        target: { buildId: 'v2', generation: 3, rampPercentage: 10 },
+      }),
       spec: desired('v2', 4, { replicas: 5 }),
       expected: { reapply: true, target: 'v2', targetGeneration: 3, deprecated: [] },
     },
@@ -153,9 +171,25 @@ describe('planSpecChange', () => {
     },
     {
       name: 'a new build while a target is in flight supersedes it and deprecates it',
-      before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 25 } }),
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        target: { buildId: 'v2', generation: 2, rampPercentage: 25 },
+      }),
       spec: desired('v3', 3),
-      expected: { reapply: false, superseded: 'v2', target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString(), place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' } }] },
+      expected: {
+        reapply: false,
+        superseded: 'v2',
+        target: 'v3',
+        targetGeneration: 3,
+        deprecated: [
+          {
+            buildId: 'v2',
+            deprecatedSince: now.toISOString(),
+            place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' },
+          },
+        ],
+      },
     },
     {
       name: 'a superseded target already deprecated keeps a single entry with its original deprecatedSince',
@@ -179,31 +213,74 @@ describe('planSpecChange', () => {
     },
     {
       name: 'the desired build equal to current clears the in-flight target (superseded); its Deployment needs no re-apply',
-      before: state({ desired: desired('v2', 2), current, target: { buildId: 'v2', generation: 2, rampPercentage: 50 } }),
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        target: { buildId: 'v2', generation: 2, rampPercentage: 50 },
+      }),
       spec: desired('v1', 3),
-      expected: { reapply: false, superseded: 'v2', deprecated: [{ buildId: 'v2', deprecatedSince: now.toISOString(), place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' } }] },
+      expected: {
+        reapply: false,
+        superseded: 'v2',
+        deprecated: [
+          {
+            buildId: 'v2',
+            deprecatedSince: now.toISOString(),
+            place: { connection: { hostPort: 'temporal-frontend.temporal:7233' }, temporalNamespace: 'orders' },
+          },
+        ],
+      },
     },
     {
       name: 'a deprecated build brought back leaves deprecated and becomes the target',
-      before: state({ desired: desired('v1', 4), current, deprecated: [deprecated('v0'), deprecated('v9', { drainedSince: earlier })] }),
+      before: state({
+        desired: desired('v1', 4),
+        current,
+        deprecated: [deprecated('v0'), deprecated('v9', { drainedSince: earlier })],
+      }),
       spec: desired('v0', 5),
-      expected: { reapply: false, target: 'v0', targetGeneration: 5, deprecated: [{ buildId: 'v9', deprecatedSince: earlier, drainedSince: earlier }] },
+      expected: {
+        reapply: false,
+        target: 'v0',
+        targetGeneration: 5,
+        deprecated: [{ buildId: 'v9', deprecatedSince: earlier, drainedSince: earlier }],
+      },
     },
     {
       name: 'the aborted build in a new generation is rolled out again (an edit is a new attempt)',
-      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        deprecated: [deprecated('v2')],
+        aborted: { buildId: 'v2', reason: 'gate failed' },
+      }),
       spec: desired('v2', 3, { replicas: 4 }),
       expected: { reapply: false, target: 'v2', targetGeneration: 3, deprecated: [] },
     },
     {
       name: 'a different build clears aborted and becomes the target',
-      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        deprecated: [deprecated('v2')],
+        aborted: { buildId: 'v2', reason: 'gate failed' },
+      }),
       spec: desired('v3', 3),
-      expected: { reapply: false, target: 'v3', targetGeneration: 3, deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
+      expected: {
+        reapply: false,
+        target: 'v3',
+        targetGeneration: 3,
+        deprecated: [{ buildId: 'v2', deprecatedSince: earlier }],
+      },
     },
     {
       name: 'going back to the current build clears aborted without a target',
-      before: state({ desired: desired('v2', 2), current, deprecated: [deprecated('v2')], aborted: { buildId: 'v2', reason: 'gate failed' } }),
+      before: state({
+        desired: desired('v2', 2),
+        current,
+        deprecated: [deprecated('v2')],
+        aborted: { buildId: 'v2', reason: 'gate failed' },
+      }),
       spec: desired('v1', 3),
       expected: { reapply: false, deprecated: [{ buildId: 'v2', deprecatedSince: earlier }] },
     },
@@ -225,8 +302,14 @@ describe('planSpecChange', () => {
   });
 
   test.each([
-    { name: 'a stale generation (even with a new build and connection)', spec: desired('v9', 4, { connectionVersion: 'c2' }) },
-    { name: 'the same generation and connectionVersion (even with other replicas)', spec: desired('v9', 5, { replicas: 7 }) },
+    {
+      name: 'a stale generation (even with a new build and connection)',
+      spec: desired('v9', 4, { connectionVersion: 'c2' }),
+    },
+    {
+      name: 'the same generation and connectionVersion (even with other replicas)',
+      spec: desired('v9', 5, { replicas: 7 }),
+    },
   ])('ignores $name', ({ spec: next }) => {
     const before = state({ desired: desired('v1', 5), current: { buildId: 'v1', since: earlier } });
     const decision = planSpecChange(before, next, now);
@@ -241,7 +324,11 @@ describe('rolloutPending', () => {
     ['no target: nothing to roll out', {}, false],
     ['a target: roll it out', { target }, true],
     ['the target is the aborted build: not again', { target, aborted: { buildId: 'v2', reason: 'x' } }, false],
-    ['an older build was aborted: the target still rolls out', { target, aborted: { buildId: 'v1', reason: 'x' } }, true],
+    [
+      'an older build was aborted: the target still rolls out',
+      { target, aborted: { buildId: 'v1', reason: 'x' } },
+      true,
+    ],
     ['deleting: no rollout even with a target', { target, deleting: true }, false],
   ])('%s', (_name, overrides, expected) => {
     expect(rolloutPending(state(overrides))).toBe(expected);
@@ -276,10 +363,30 @@ describe('stepSummary', () => {
     ['a timed step with hours', { rampPercentage: 10, pauseDuration: '1h30m' }, undefined, 'ramp 10% for 1h30m'],
     ['an untimed step', { rampPercentage: 25 }, undefined, 'ramp 25% until promoted'],
     ['an untimed step ignores the remaining time', { rampPercentage: 50 }, 30_000, 'ramp 50% until promoted'],
-    ['a resumed step shows what remains', { rampPercentage: 25, pauseDuration: '2m' }, 45_000, 'ramp 25% for 45s more (resumed)'],
-    ['a resumed step with minutes left', { rampPercentage: 25, pauseDuration: '10m' }, 90_000, 'ramp 25% for 1m30s more (resumed)'],
-    ['remaining equal to the full duration is not a resume', { rampPercentage: 25, pauseDuration: '2m' }, 120_000, 'ramp 25% for 2m'],
-    ['remaining longer than the step is not a resume', { rampPercentage: 25, pauseDuration: '2m' }, 300_000, 'ramp 25% for 2m'],
+    [
+      'a resumed step shows what remains',
+      { rampPercentage: 25, pauseDuration: '2m' },
+      45_000,
+      'ramp 25% for 45s more (resumed)',
+    ],
+    [
+      'a resumed step with minutes left',
+      { rampPercentage: 25, pauseDuration: '10m' },
+      90_000,
+      'ramp 25% for 1m30s more (resumed)',
+    ],
+    [
+      'remaining equal to the full duration is not a resume',
+      { rampPercentage: 25, pauseDuration: '2m' },
+      120_000,
+      'ramp 25% for 2m',
+    ],
+    [
+      'remaining longer than the step is not a resume',
+      { rampPercentage: 25, pauseDuration: '2m' },
+      300_000,
+      'ramp 25% for 2m',
+    ],
   ])('%s', (_name, step, remainingMs, expected) => {
     expect(stepSummary(RolloutStep.parse(step), remainingMs)).toBe(expected);
   });
@@ -301,18 +408,55 @@ describe('drainPollDelay', () => {
 
 describe('sunsetAction', () => {
   const standard = { scaledownDelay: '1h', deleteDelay: '24h' };
-  const drained = (extra: Partial<SunsetVersion> = {}) => deprecated('v1', { drainedSince: now.toISOString(), ...extra });
+  const drained = (extra: Partial<SunsetVersion> = {}) =>
+    deprecated('v1', { drainedSince: now.toISOString(), ...extra });
 
   test.each<[string, SunsetVersion, { scaledownDelay: string; deleteDelay: string }, Date, SunsetAction]>([
-    ['not drained: wait for it (never an early scale-down)', deprecated('v1', { status: 'Draining' }), standard, at(48 * hour), { kind: 'waitForDrained' }],
-    ['not drained with zero delays: still wait', deprecated('v1'), { scaledownDelay: '0s', deleteDelay: '0s' }, now, { kind: 'waitForDrained' }],
-    ['drained, before scaledownDelay: wait until scale-down time', drained(), standard, at(30 * minute), { kind: 'waitUntil', atMs: t0 + hour, then: 'scaleDown' }],
+    [
+      'not drained: wait for it (never an early scale-down)',
+      deprecated('v1', { status: 'Draining' }),
+      standard,
+      at(48 * hour),
+      { kind: 'waitForDrained' },
+    ],
+    [
+      'not drained with zero delays: still wait',
+      deprecated('v1'),
+      { scaledownDelay: '0s', deleteDelay: '0s' },
+      now,
+      { kind: 'waitForDrained' },
+    ],
+    [
+      'drained, before scaledownDelay: wait until scale-down time',
+      drained(),
+      standard,
+      at(30 * minute),
+      { kind: 'waitUntil', atMs: t0 + hour, then: 'scaleDown' },
+    ],
     ['drained, exactly at scaledownDelay: scale down', drained(), standard, at(hour), { kind: 'scaleDown' }],
     ['drained, after scaledownDelay: scale down', drained(), standard, at(2 * hour), { kind: 'scaleDown' }],
-    ['not scaled down yet although past deleteDelay: scale down first', drained(), standard, at(48 * hour), { kind: 'scaleDown' }],
-    ['scaled down, before deleteDelay: wait until delete time', drained({ scaledDown: true }), standard, at(2 * hour), { kind: 'waitUntil', atMs: t0 + 24 * hour, then: 'delete' }],
+    [
+      'not scaled down yet although past deleteDelay: scale down first',
+      drained(),
+      standard,
+      at(48 * hour),
+      { kind: 'scaleDown' },
+    ],
+    [
+      'scaled down, before deleteDelay: wait until delete time',
+      drained({ scaledDown: true }),
+      standard,
+      at(2 * hour),
+      { kind: 'waitUntil', atMs: t0 + 24 * hour, then: 'delete' },
+    ],
     ['scaled down, at deleteDelay: delete', drained({ scaledDown: true }), standard, at(24 * hour), { kind: 'delete' }],
-    ['scaled down, after deleteDelay: delete', drained({ scaledDown: true }), standard, at(30 * hour), { kind: 'delete' }],
+    [
+      'scaled down, after deleteDelay: delete',
+      drained({ scaledDown: true }),
+      standard,
+      at(30 * hour),
+      { kind: 'delete' },
+    ],
     [
       'deleteDelay shorter than scaledownDelay: delete waits for the scale-down time',
       drained({ scaledDown: true }),
@@ -327,7 +471,13 @@ describe('sunsetAction', () => {
       at(30 * minute),
       { kind: 'waitUntil', atMs: t0 + hour, then: 'scaleDown' },
     ],
-    ['zero scaledownDelay: scale down as soon as drained', drained(), { scaledownDelay: '0s', deleteDelay: '24h' }, now, { kind: 'scaleDown' }],
+    [
+      'zero scaledownDelay: scale down as soon as drained',
+      drained(),
+      { scaledownDelay: '0s', deleteDelay: '24h' },
+      now,
+      { kind: 'scaleDown' },
+    ],
   ])('%s', (_name, version, sunset, when, expected) => {
     expect(sunsetAction(version, sunset, when)).toEqual(expected);
   });
@@ -352,7 +502,13 @@ describe('versionsToMakeRoom', () => {
 
   test.each<[string, { buildId: string; status: string }[], string[], number, { remove: string[]; atCap: boolean }]>([
     ['well under the cap: nothing', [v('a', 'Drained'), v('b', 'Drained')], [], 5, { remove: [], atCap: false }],
-    ['one below the cap (room for exactly one more): nothing', [v('a', 'Drained'), v('b', 'Drained'), v('c', 'Current')], [], 4, { remove: [], atCap: false }],
+    [
+      'one below the cap (room for exactly one more): nothing',
+      [v('a', 'Drained'), v('b', 'Drained'), v('c', 'Current')],
+      [],
+      4,
+      { remove: [], atCap: false },
+    ],
     [
       'at the cap: removes one drained version',
       [v('cur', 'Current'), v('old', 'Drained'), v('idle', 'Inactive'), v('dr', 'Draining')],
@@ -367,7 +523,13 @@ describe('versionsToMakeRoom', () => {
       4,
       { remove: ['old1', 'old2'], atCap: false },
     ],
-    ['never removes a kept version even if drained', [v('kept', 'Drained'), v('other', 'Drained')], ['kept'], 2, { remove: ['other'], atCap: false }],
+    [
+      'never removes a kept version even if drained',
+      [v('kept', 'Drained'), v('other', 'Drained')],
+      ['kept'],
+      2,
+      { remove: ['other'], atCap: false },
+    ],
     [
       'never removes Current, Ramping or Draining even if not kept; not enough room → atCap',
       [v('a', 'Current'), v('b', 'Ramping'), v('c', 'Draining'), v('d', 'Drained')],
@@ -376,22 +538,46 @@ describe('versionsToMakeRoom', () => {
       { remove: ['d'], atCap: true },
     ],
     ['nothing removable → atCap', [v('a', 'Current'), v('b', 'Ramping')], [], 2, { remove: [], atCap: true }],
-    ['only kept versions are drained → atCap', [v('a', 'Inactive'), v('b', 'Drained')], ['a', 'b'], 2, { remove: [], atCap: true }],
+    [
+      'only kept versions are drained → atCap',
+      [v('a', 'Inactive'), v('b', 'Drained')],
+      ['a', 'b'],
+      2,
+      { remove: [], atCap: true },
+    ],
   ])('%s', (_name, versions, keep, maxVersions, expected) => {
     expect(versionsToMakeRoom(versions, keep, maxVersions)).toEqual(expected);
   });
 });
 
 describe('renderStatus', () => {
-  const conditionStatus = (s: ReturnType<typeof renderStatus>, type: string) => s.conditions?.find((c) => c.type === type)?.status;
+  const conditionStatus = (s: ReturnType<typeof renderStatus>, type: string) =>
+    s.conditions?.find((c) => c.type === type)?.status;
 
   test('a newer generation that could not be taken: said as the watcher says it, the versions as they run', () => {
-    const specProblem = { generation: 4, phase: 'Pending' as const, reason: 'ConnectionNotFound' as const, message: 'TemporalConnection shop/missing not found' };
-    const s = renderStatus(state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier }, specProblem }));
-    expect(s).toMatchObject({ observedGeneration: 4, phase: 'Pending', message: specProblem.message, currentVersion: { buildID: 'v1' } });
-    expect(s.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([['Ready', 'False', 'ConnectionNotFound'], ['Progressing', 'False', 'ConnectionNotFound']]);
+    const specProblem = {
+      generation: 4,
+      phase: 'Pending' as const,
+      reason: 'ConnectionNotFound' as const,
+      message: 'TemporalConnection shop/missing not found',
+    };
+    const s = renderStatus(
+      state({ desired: desired('v1', 3), current: { buildId: 'v1', since: earlier }, specProblem }),
+    );
+    expect(s).toMatchObject({
+      observedGeneration: 4,
+      phase: 'Pending',
+      message: specProblem.message,
+      currentVersion: { buildID: 'v1' },
+    });
+    expect(s.conditions?.map((c) => [c.type, c.status, c.reason])).toEqual([
+      ['Ready', 'False', 'ConnectionNotFound'],
+      ['Progressing', 'False', 'ConnectionNotFound'],
+    ]);
     // Once a newer spec is in force, it is not said any more.
-    expect(renderStatus(state({ desired: desired('v1', 5), current: { buildId: 'v1', since: earlier }, specProblem })).phase).toBe('Ready');
+    expect(
+      renderStatus(state({ desired: desired('v1', 5), current: { buildId: 'v1', since: earlier }, specProblem })).phase,
+    ).toBe('Ready');
   });
 
   test.each<[Phase, 'True' | 'False', 'True' | 'False']>([
@@ -416,11 +602,31 @@ describe('renderStatus', () => {
 
   test('conditions carry reason, message, lastTransitionTime and observedGeneration', () => {
     const status = renderStatus(
-      state({ phase: 'Ramping', reason: 'Ramping', message: 'ramp 25% for 2m', since: iso(-minute), desired: desired('v2', 7) }),
+      state({
+        phase: 'Ramping',
+        reason: 'Ramping',
+        message: 'ramp 25% for 2m',
+        since: iso(-minute),
+        desired: desired('v2', 7),
+      }),
     );
     expect(status.conditions).toEqual([
-      { type: 'Ready', status: 'False', reason: 'Ramping', message: 'ramp 25% for 2m', lastTransitionTime: iso(-minute), observedGeneration: 7 },
-      { type: 'Progressing', status: 'True', reason: 'Ramping', message: 'ramp 25% for 2m', lastTransitionTime: iso(-minute), observedGeneration: 7 },
+      {
+        type: 'Ready',
+        status: 'False',
+        reason: 'Ramping',
+        message: 'ramp 25% for 2m',
+        lastTransitionTime: iso(-minute),
+        observedGeneration: 7,
+      },
+      {
+        type: 'Progressing',
+        status: 'True',
+        reason: 'Ramping',
+        message: 'ramp 25% for 2m',
+        lastTransitionTime: iso(-minute),
+        observedGeneration: 7,
+      },
     ]);
     expect(status.observedGeneration).toBe(7);
     expect(status.message).toBe('ramp 25% for 2m');
@@ -436,14 +642,36 @@ describe('renderStatus', () => {
     expect(status.lastAbortReason).toBeUndefined();
   });
 
-  test.each<[string, RolloutState['target'], { status: 'Ramping' | 'Inactive'; rampPercentage?: number; stepIndex?: number; rampingSince?: string }]>([
-    ['a ramping target is Ramping', { buildId: 'v2', generation: 2, rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }, { status: 'Ramping', rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) }],
+  test.each<
+    [
+      string,
+      RolloutState['target'],
+      { status: 'Ramping' | 'Inactive'; rampPercentage?: number; stepIndex?: number; rampingSince?: string },
+    ]
+  >([
+    [
+      'a ramping target is Ramping',
+      { buildId: 'v2', generation: 2, rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) },
+      { status: 'Ramping', rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) },
+    ],
     ['a target without a ramp is Inactive', { buildId: 'v2', generation: 2 }, { status: 'Inactive' }],
-    ['a ramp without a step index (not Progressive) is Ramping', { buildId: 'v2', generation: 2, rampPercentage: 100 }, { status: 'Ramping', rampPercentage: 100 }],
-    ['a step index without a ramp is Inactive', { buildId: 'v2', generation: 2, stepIndex: 0 }, { status: 'Inactive', stepIndex: 0 }],
+    [
+      'a ramp without a step index (not Progressive) is Ramping',
+      { buildId: 'v2', generation: 2, rampPercentage: 100 },
+      { status: 'Ramping', rampPercentage: 100 },
+    ],
+    [
+      'a step index without a ramp is Inactive',
+      { buildId: 'v2', generation: 2, stepIndex: 0 },
+      { status: 'Inactive', stepIndex: 0 },
+    ],
   ])('targetVersion: %s', (_name, target, expected) => {
     const status = renderStatus(state({ desired: desired('v2', 2), target }));
-    expect(status.targetVersion).toEqual({ buildID: 'v2', deploymentName: versionedDeploymentName('orders', 'v2'), ...expected });
+    expect(status.targetVersion).toEqual({
+      buildID: 'v2',
+      deploymentName: versionedDeploymentName('orders', 'v2'),
+      ...expected,
+    });
   });
 
   test('versions: current, target and deprecated with their Deployment names, and the abort reason', () => {
@@ -455,15 +683,38 @@ describe('renderStatus', () => {
         desired: desired('v3', 4),
         current: { buildId: 'v1', since: earlier },
         target: { buildId: 'v3', generation: 4 },
-        deprecated: [deprecated('V2.0_rc', { status: 'Drained', drainedSince: iso(-hour) }), deprecated('v0', { status: 'Draining' })],
+        deprecated: [
+          deprecated('V2.0_rc', { status: 'Drained', drainedSince: iso(-hour) }),
+          deprecated('v0', { status: 'Draining' }),
+        ],
         aborted: { buildId: 'V2.0_rc', reason: 'gate Smoke failed', cause: 'GateFailed' },
       }),
     );
-    expect(status.currentVersion).toEqual({ buildID: 'v1', deploymentName: versionedDeploymentName('orders', 'v1'), status: 'Current', since: earlier });
-    expect(status.targetVersion).toEqual({ buildID: 'v3', deploymentName: versionedDeploymentName('orders', 'v3'), status: 'Inactive' });
+    expect(status.currentVersion).toEqual({
+      buildID: 'v1',
+      deploymentName: versionedDeploymentName('orders', 'v1'),
+      status: 'Current',
+      since: earlier,
+    });
+    expect(status.targetVersion).toEqual({
+      buildID: 'v3',
+      deploymentName: versionedDeploymentName('orders', 'v3'),
+      status: 'Inactive',
+    });
     expect(status.deprecatedVersions).toEqual([
-      { buildID: 'V2.0_rc', deploymentName: versionedDeploymentName('orders', 'V2.0_rc'), status: 'Drained', deprecatedSince: earlier, drainedSince: iso(-hour) },
-      { buildID: 'v0', deploymentName: versionedDeploymentName('orders', 'v0'), status: 'Draining', deprecatedSince: earlier },
+      {
+        buildID: 'V2.0_rc',
+        deploymentName: versionedDeploymentName('orders', 'V2.0_rc'),
+        status: 'Drained',
+        deprecatedSince: earlier,
+        drainedSince: iso(-hour),
+      },
+      {
+        buildID: 'v0',
+        deploymentName: versionedDeploymentName('orders', 'v0'),
+        status: 'Draining',
+        deprecatedSince: earlier,
+      },
     ]);
     // A build ID that is not DNS-safe gets a hashed, valid Deployment name, not the raw one.
     expect(status.deprecatedVersions?.[0]?.deploymentName).not.toBe('orders-V2.0_rc');
@@ -474,8 +725,14 @@ describe('renderStatus', () => {
 });
 
 test('planSpecChange: the same generation with an older connectionVersion (by order, not by inequality) is ignored', () => {
-  const before = state({ desired: desired('v1', 3, { connectionVersion: '120' }), current: { buildId: 'v1', since: earlier } });
-  expect(planSpecChange(before, desired('v1', 3, { connectionVersion: '99' }), now)).toMatchObject({ ignored: true, reapply: false });
+  const before = state({
+    desired: desired('v1', 3, { connectionVersion: '120' }),
+    current: { buildId: 'v1', since: earlier },
+  });
+  expect(planSpecChange(before, desired('v1', 3, { connectionVersion: '99' }), now)).toMatchObject({
+    ignored: true,
+    reapply: false,
+  });
   expect(planSpecChange(before, desired('v1', 3, { connectionVersion: '120' }), now)).toMatchObject({ ignored: true });
 });
 
@@ -493,24 +750,80 @@ describe('planSpecChange keeps each build’s own pod template', () => {
 });
 
 describe('nextRampStep: edits mid-rollout continue from the live ramp', () => {
-  const steps = [{ rampPercentage: 10 }, { rampPercentage: 40 }, { rampPercentage: 70 }].map((s) => ({ ...s, pauseDuration: '1m' }));
-  test.each<[string, Parameters<typeof nextRampStep>[0], Parameters<typeof nextRampStep>[1], ReturnType<typeof nextRampStep>]>([
-    ['not ramping yet: the first step', { strategy: 'Progressive', steps }, {}, { kind: 'step', index: 0, rampNow: true }],
-    ['at a step not done: hold it', { strategy: 'Progressive', steps }, { rampPercentage: 40 }, { kind: 'step', index: 1, rampNow: false }],
-    ['at a step done: the next one', { strategy: 'Progressive', steps }, { rampPercentage: 40, stepDone: true }, { kind: 'step', index: 2, rampNow: true }],
-    ['the last step done: current', { strategy: 'Progressive', steps }, { rampPercentage: 70, stepDone: true }, { kind: 'current' }],
-    ['steps edited, the live ramp between two: the first step above it', { strategy: 'Progressive', steps }, { rampPercentage: 25 }, { kind: 'step', index: 1, rampNow: true }],
-    ['steps edited, every step below the live ramp: current', { strategy: 'Progressive', steps }, { rampPercentage: 80 }, { kind: 'current' }],
-    ['steps edited to fewer: never backwards', { strategy: 'Progressive', steps: [{ rampPercentage: 5 }, { rampPercentage: 50 }] }, { rampPercentage: 40, stepDone: true }, { kind: 'step', index: 1, rampNow: true }],
-    ['switched to Manual mid-ramp: wait for promote where it is', { strategy: 'Manual' }, { rampPercentage: 40 }, { kind: 'awaitPromotion' }],
-    ['switched to AllAtOnce mid-ramp: current now', { strategy: 'AllAtOnce' }, { rampPercentage: 40 }, { kind: 'current' }],
+  const steps = [{ rampPercentage: 10 }, { rampPercentage: 40 }, { rampPercentage: 70 }].map((s) => ({
+    ...s,
+    pauseDuration: '1m',
+  }));
+  test.each<
+    [string, Parameters<typeof nextRampStep>[0], Parameters<typeof nextRampStep>[1], ReturnType<typeof nextRampStep>]
+  >([
+    [
+      'not ramping yet: the first step',
+      { strategy: 'Progressive', steps },
+      {},
+      { kind: 'step', index: 0, rampNow: true },
+    ],
+    [
+      'at a step not done: hold it',
+      { strategy: 'Progressive', steps },
+      { rampPercentage: 40 },
+      { kind: 'step', index: 1, rampNow: false },
+    ],
+    [
+      'at a step done: the next one',
+      { strategy: 'Progressive', steps },
+      { rampPercentage: 40, stepDone: true },
+      { kind: 'step', index: 2, rampNow: true },
+    ],
+    [
+      'the last step done: current',
+      { strategy: 'Progressive', steps },
+      { rampPercentage: 70, stepDone: true },
+      { kind: 'current' },
+    ],
+    [
+      'steps edited, the live ramp between two: the first step above it',
+      { strategy: 'Progressive', steps },
+      { rampPercentage: 25 },
+      { kind: 'step', index: 1, rampNow: true },
+    ],
+    [
+      'steps edited, every step below the live ramp: current',
+      { strategy: 'Progressive', steps },
+      { rampPercentage: 80 },
+      { kind: 'current' },
+    ],
+    [
+      'steps edited to fewer: never backwards',
+      { strategy: 'Progressive', steps: [{ rampPercentage: 5 }, { rampPercentage: 50 }] },
+      { rampPercentage: 40, stepDone: true },
+      { kind: 'step', index: 1, rampNow: true },
+    ],
+    [
+      'switched to Manual mid-ramp: wait for promote where it is',
+      { strategy: 'Manual' },
+      { rampPercentage: 40 },
+      { kind: 'awaitPromotion' },
+    ],
+    [
+      'switched to AllAtOnce mid-ramp: current now',
+      { strategy: 'AllAtOnce' },
+      { rampPercentage: 40 },
+      { kind: 'current' },
+    ],
   ])('%s', (_name, rollout, target, plan) => {
     expect(nextRampStep(rollout, target)).toEqual(plan);
   });
 });
 
 describe('newerObservation: an older observation never overwrites a newer one', () => {
-  const obs = (resourceVersion?: string, observedGeneration?: number) => ({ buildId: 'v1', name: 'd', exists: true, resourceVersion, observedGeneration });
+  const obs = (resourceVersion?: string, observedGeneration?: number) => ({
+    buildId: 'v1',
+    name: 'd',
+    exists: true,
+    resourceVersion,
+    observedGeneration,
+  });
   test.each([
     ['newer resourceVersion wins, whatever the order', obs('12', 1), obs('9', 2), '12'],
     ['numbers, not strings, are compared', obs('9'), obs('10'), '10'],
@@ -529,7 +842,9 @@ describe('noPollersMessage', () => {
   });
   test('when the last check failed, it says so and blames nobody’s settings', () => {
     const m = noPollersMessage('v2', 600, '4 DEADLINE_EXCEEDED: Deadline exceeded');
-    expect(m).toBe('Temporal could not tell within 600s whether workers of v2 poll: the last check failed: 4 DEADLINE_EXCEEDED: Deadline exceeded (the wait goes on)');
+    expect(m).toBe(
+      'Temporal could not tell within 600s whether workers of v2 poll: the last check failed: 4 DEADLINE_EXCEEDED: Deadline exceeded (the wait goes on)',
+    );
   });
 });
 
@@ -549,7 +864,10 @@ describe('planSpecChange: identity, custom build IDs, Unknown drainage', () => {
     before.current = { buildId: 'custom', since: earlier };
     before.target = undefined;
     const changed = desired('custom', 2);
-    changed.spec = { ...changed.spec, template: { spec: { containers: [{ name: 'worker', image: 'orders:1.0.1' }] } } as never };
+    changed.spec = {
+      ...changed.spec,
+      template: { spec: { containers: [{ name: 'worker', image: 'orders:1.0.1' }] } } as never,
+    };
     const decision = planSpecChange(before, changed, now);
     expect(decision.reapply).toBe(true);
     expect(decision.state.templates?.custom).toBe(changed.spec.template);

@@ -5,7 +5,14 @@
  * when the system workflow is not running either. The service is a fake that answers from a script.
  */
 import proto from '@temporalio/proto';
-import { deploymentWorkflowId, describeDeploymentSettled, registrationPollDelay, settledRead, versionWorkflowId, type DescribeService } from '../../activities/temporal/describe.js';
+import {
+  deploymentWorkflowId,
+  describeDeploymentSettled,
+  registrationPollDelay,
+  settledRead,
+  versionWorkflowId,
+  type DescribeService,
+} from '../../temporal/describe.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { temporal } = proto;
@@ -52,16 +59,37 @@ test('an answer is returned at once', async () => {
 });
 
 test('a NOT_FOUND while the system workflow runs is the window: read again until it answers', async () => {
-  const { svc, calls } = fakeService([() => { throw notFound(); }, () => { throw notFound(); }, () => answer], running);
+  const { svc, calls } = fakeService(
+    [
+      () => {
+        throw notFound();
+      },
+      () => {
+        throw notFound();
+      },
+      () => answer,
+    ],
+    running,
+  );
   expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBe(answer);
   expect(calls.describe).toBe(3);
-  expect(calls.describeWorkflow).toEqual(['temporal-sys-worker-deployment:ns/orders', 'temporal-sys-worker-deployment:ns/orders']);
+  expect(calls.describeWorkflow).toEqual([
+    'temporal-sys-worker-deployment:ns/orders',
+    'temporal-sys-worker-deployment:ns/orders',
+  ]);
   expect(sleeps).toEqual([20, 40]);
 });
 
 test('a NOT_FOUND with no system workflow, or a closed one, is the truth: undefined at once', async () => {
   for (const status of [undefined, completed]) {
-    const { svc, calls } = fakeService([() => { throw notFound(); }], status);
+    const { svc, calls } = fakeService(
+      [
+        () => {
+          throw notFound();
+        },
+      ],
+      status,
+    );
     expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBeUndefined();
     expect(calls.describe).toBe(1);
   }
@@ -69,34 +97,75 @@ test('a NOT_FOUND with no system workflow, or a closed one, is the truth: undefi
 });
 
 test('"Workflow task is not scheduled yet" is the window too, without asking about the workflow', async () => {
-  const { svc, calls } = fakeService([() => { throw betweenRuns(); }, () => answer]);
+  const { svc, calls } = fakeService([
+    () => {
+      throw betweenRuns();
+    },
+    () => answer,
+  ]);
   expect(await describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep })).toBe(answer);
   expect(calls).toEqual({ describe: 2, describeWorkflow: [] });
 });
 
 test('a window that outlasts the attempts throws its refusal (the activity retries); the waits are capped at 1 s', async () => {
-  const { svc, calls } = fakeService([() => { throw betweenRuns(); }]);
-  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 9 })).rejects.toMatchObject({ code: 9 });
+  const { svc, calls } = fakeService([
+    () => {
+      throw betweenRuns();
+    },
+  ]);
+  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 9 })).rejects.toMatchObject({
+    code: 9,
+  });
   expect(calls.describe).toBe(9);
   expect(sleeps).toEqual([20, 40, 80, 160, 320, 640, 1000, 1000]);
 });
 
 test('a NOT_FOUND that outlasts the attempts while the workflow runs is thrown, not read as none', async () => {
-  const { svc, calls } = fakeService([() => { throw notFound(); }], running);
-  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 3 })).rejects.toMatchObject({ code: 5 });
+  const { svc, calls } = fakeService(
+    [
+      () => {
+        throw notFound();
+      },
+    ],
+    running,
+  );
+  await expect(describeDeploymentSettled(svc, 'default', 'ns/orders', { sleep, attempts: 3 })).rejects.toMatchObject({
+    code: 5,
+  });
   expect(calls.describe).toBe(3);
 });
 
 test('when the workflow cannot be described either, that error is thrown (the activity retries)', async () => {
-  const { svc } = fakeService([() => { throw notFound(); }], running);
+  const { svc } = fakeService(
+    [
+      () => {
+        throw notFound();
+      },
+    ],
+    running,
+  );
   const unavailable = grpcError(14, 'unavailable');
-  const failing = { ...(svc as object), describeWorkflowExecution: async () => { throw unavailable; } } as unknown as DescribeService;
+  const failing = {
+    ...(svc as object),
+    describeWorkflowExecution: async () => {
+      throw unavailable;
+    },
+  } as unknown as DescribeService;
   await expect(describeDeploymentSettled(failing, 'default', 'ns/orders', { sleep })).rejects.toBe(unavailable);
 });
 
 test('any other refusal is thrown at once', async () => {
-  const { svc, calls } = fakeService([() => { throw grpcError(14, 'unavailable'); }], running);
-  await expect(settledRead(svc, 'default', 'x', () => svc.describeWorkerDeployment({}), { sleep })).rejects.toMatchObject({ code: 14 });
+  const { svc, calls } = fakeService(
+    [
+      () => {
+        throw grpcError(14, 'unavailable');
+      },
+    ],
+    running,
+  );
+  await expect(
+    settledRead(svc, 'default', 'x', () => svc.describeWorkerDeployment({}), { sleep }),
+  ).rejects.toMatchObject({ code: 14 });
   expect(calls.describe).toBe(1);
 });
 

@@ -30,14 +30,23 @@ function lookup(connections: Record<string, string>) {
   const fn: ConnectionLookup = (ref, namespace) => {
     calls.push({ ...ref, namespace });
     const resourceVersion = connections[`${ref.kind} ${namespace}/${ref.name}`];
-    return resourceVersion === undefined ? { ok: false, problem: `${ref.kind} ${namespace}/${ref.name} not found` } : { ok: true, spec: connectionSpec, resourceVersion };
+    return resourceVersion === undefined
+      ? { ok: false, problem: `${ref.kind} ${namespace}/${ref.name} not found` }
+      : { ok: true, spec: connectionSpec, resourceVersion };
   };
   return { fn, calls };
 }
 
 const buildId = computeBuildId(template);
 
-test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<string, string>; expected: DesiredResult; lookedUp: ConnectionKind[] }>([
+test.each<{
+  name: string;
+  obj: unknown;
+  kind: ResourceKind;
+  connections: Record<string, string>;
+  expected: DesiredResult;
+  lookedUp: ConnectionKind[];
+}>([
   {
     name: 'a valid TemporalWorkerDeployment: its TemporalConnection by default',
     obj: twd(),
@@ -53,7 +62,11 @@ test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<
         buildId,
         connection: connectionSpec,
         connectionVersion: '11',
-        spec: expect.objectContaining({ replicas: 2, template, workerOptions: { ...workerOptions, connectionRef: { kind: 'TemporalConnection', name: 'temporal' } } }),
+        spec: expect.objectContaining({
+          replicas: 2,
+          template,
+          workerOptions: { ...workerOptions, connectionRef: { kind: 'TemporalConnection', name: 'temporal' } },
+        }),
       },
     },
   },
@@ -72,7 +85,11 @@ test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<
         buildId,
         connection: connectionSpec,
         connectionVersion: '12',
-        spec: expect.objectContaining({ replicas: 2, template, workerOptions: { ...workerOptions, connectionRef: { kind: 'Connection', name: 'temporal' } } }),
+        spec: expect.objectContaining({
+          replicas: 2,
+          template,
+          workerOptions: { ...workerOptions, connectionRef: { kind: 'Connection', name: 'temporal' } },
+        }),
       },
     },
   },
@@ -82,15 +99,25 @@ test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<
     kind: 'TemporalWorkerDeployment',
     connections: { 'TemporalConnection shop/temporal': '11' },
     lookedUp: [],
-    expected: { ok: false, phase: 'InvalidSpec', reason: 'InvalidSpec', problem: expect.stringMatching(/^spec\.replicas: /) },
+    expected: {
+      ok: false,
+      phase: 'InvalidSpec',
+      reason: 'InvalidSpec',
+      problem: expect.stringMatching(/^spec\.replicas: /),
+    },
   },
   {
-    name: 'a missing connection: Pending, ConnectionNotFound with the lookup\'s problem',
+    name: "a missing connection: Pending, ConnectionNotFound with the lookup's problem",
     obj: twd(),
     kind: 'TemporalWorkerDeployment',
     connections: { 'Connection shop/temporal': '12' },
     lookedUp: ['TemporalConnection'],
-    expected: { ok: false, phase: 'Pending', reason: 'ConnectionNotFound', problem: 'TemporalConnection shop/temporal not found' },
+    expected: {
+      ok: false,
+      phase: 'Pending',
+      reason: 'ConnectionNotFound',
+      problem: 'TemporalConnection shop/temporal not found',
+    },
   },
   {
     name: 'a bad unsafeCustomBuildID: InvalidSpec naming the field',
@@ -98,7 +125,12 @@ test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<
     kind: 'TemporalWorkerDeployment',
     connections: { 'TemporalConnection shop/temporal': '11' },
     lookedUp: [],
-    expected: { ok: false, phase: 'InvalidSpec', reason: 'InvalidSpec', problem: expect.stringMatching(/^spec\.workerOptions\.unsafeCustomBuildID: /) },
+    expected: {
+      ok: false,
+      phase: 'InvalidSpec',
+      reason: 'InvalidSpec',
+      problem: expect.stringMatching(/^spec\.workerOptions\.unsafeCustomBuildID: /),
+    },
   },
 ])('$name', async ({ obj, kind, connections, expected, lookedUp }) => {
   const { fn, calls } = lookup(connections);
@@ -108,7 +140,11 @@ test.each<{ name: string; obj: unknown; kind: ResourceKind; connections: Record<
 
 test('a good unsafeCustomBuildID is the build ID, as it is', async () => {
   const { fn } = lookup({ 'TemporalConnection shop/temporal': '11' });
-  const result = await desiredOf(twd({ workerOptions: { ...workerOptions, unsafeCustomBuildID: 'v2.0_rc1' } }), 'TemporalWorkerDeployment', fn);
+  const result = await desiredOf(
+    twd({ workerOptions: { ...workerOptions, unsafeCustomBuildID: 'v2.0_rc1' } }),
+    'TemporalWorkerDeployment',
+    fn,
+  );
   expect(result.ok && result.desired.buildId).toBe('v2.0_rc1');
 });
 
@@ -124,5 +160,10 @@ test('an asynchronous lookup is awaited, and an explicit connectionRef kind (a C
     },
   );
   expect(calls).toEqual(['ClusterConnection shared']);
-  expect(result).toEqual({ ok: false, phase: 'Pending', reason: 'ConnectionNotFound', problem: 'ClusterConnection shared: forbidden' });
+  expect(result).toEqual({
+    ok: false,
+    phase: 'Pending',
+    reason: 'ConnectionNotFound',
+    problem: 'ClusterConnection shared: forbidden',
+  });
 });

@@ -2,9 +2,20 @@
  * The words the Temporal Web UI shows for a RolloutWorkflow (workflows/details.ts): where a rollout stands, from
  * its state and the time, in the order people ask (the version coming, the one serving, the ones leaving).
  */
-import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput } from '../../api/temporal-worker-deployment.js';
-import { currentDetails, headline, maxSummaryLength, staticDetails, staticSummary, summaryLine } from '../../workflows/details.js';
-import { defaultTimings, type RolloutState, type SunsetVersion, type Target } from '../../workflows/state.js';
+import {
+  TemporalWorkerDeploymentSpec,
+  type TemporalWorkerDeploymentSpecInput,
+} from '../../api/temporal-worker-deployment.js';
+import {
+  currentDetails,
+  headline,
+  maxSummaryLength,
+  staticDetails,
+  staticSummary,
+  summaryLine,
+} from '../../workflows/details.js';
+import { type RolloutState, type SunsetVersion, type Target } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
 
 const now = new Date('2026-11-23T14:01:40Z');
 const ago = (ms: number) => new Date(now.getTime() - ms).toISOString();
@@ -12,7 +23,14 @@ const second = 1000;
 const minute = 60 * second;
 
 type RolloutInput = TemporalWorkerDeploymentSpecInput['rollout'];
-const progressive: RolloutInput = { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '2m' }, { rampPercentage: 50, pauseDuration: '5m' }, { rampPercentage: 75 }] };
+const progressive: RolloutInput = {
+  strategy: 'Progressive',
+  steps: [
+    { rampPercentage: 25, pauseDuration: '2m' },
+    { rampPercentage: 50, pauseDuration: '5m' },
+    { rampPercentage: 75 },
+  ],
+};
 
 function state(over: Partial<RolloutState> = {}, rollout: RolloutInput = progressive): RolloutState {
   const spec = TemporalWorkerDeploymentSpec.parse({
@@ -38,7 +56,11 @@ function state(over: Partial<RolloutState> = {}, rollout: RolloutInput = progres
 
 const current = { buildId: 'v1', since: '2026-11-20T09:00:00Z' };
 const target = (t: Partial<Target> = {}): Target => ({ buildId: 'v2', generation: 2, ...t });
-const sunset = (v: Partial<SunsetVersion>): SunsetVersion => ({ buildId: 'v0', deprecatedSince: ago(10 * minute), ...v });
+const sunset = (v: Partial<SunsetVersion>): SunsetVersion => ({
+  buildId: 'v0',
+  deprecatedSince: ago(10 * minute),
+  ...v,
+});
 
 describe('headline: where the rollout stands, in one sentence', () => {
   test.each<[string, Partial<RolloutState>, RolloutInput | undefined, string]>([
@@ -54,7 +76,10 @@ describe('headline: where the rollout stands, in one sentence', () => {
     ],
     [
       'a step resumed after a pause: the time held before counts',
-      { target: target({ stepIndex: 1, rampPercentage: 50, stepHeldMs: 3 * minute, stepHeldSince: ago(minute) }), current },
+      {
+        target: target({ stepIndex: 1, rampPercentage: 50, stepHeldMs: 3 * minute, stepHeldSince: ago(minute) }),
+        current,
+      },
       undefined,
       'v2 ramping 50 % — step 2 of 3, 1m left (until 14:02:40 UTC); v1 current',
     ],
@@ -66,48 +91,144 @@ describe('headline: where the rollout stands, in one sentence', () => {
     ],
     [
       'a paused step: its clock stands still',
-      { phase: 'Paused', reason: 'Paused', target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 78 * second }), current },
+      {
+        phase: 'Paused',
+        reason: 'Paused',
+        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 78 * second }),
+        current,
+      },
       undefined,
       'v2 paused at 25 % — step 1 of 3, 42s left when resumed; v1 current',
     ],
     [
       'a step without a pause waits for promote',
-      { phase: 'AwaitingPromotion', reason: 'AwaitingPromotion', target: target({ stepIndex: 2, rampPercentage: 75 }), current },
+      {
+        phase: 'AwaitingPromotion',
+        reason: 'AwaitingPromotion',
+        target: target({ stepIndex: 2, rampPercentage: 75 }),
+        current,
+      },
       undefined,
       'v2 at 75 % awaiting promote — step 3 of 3; v1 current',
     ],
-    ['Manual: waits for promote', { phase: 'AwaitingPromotion', reason: 'AwaitingPromotion', target: target(), current }, { strategy: 'Manual' }, 'v2 awaiting promote; v1 current'],
+    [
+      'Manual: waits for promote',
+      { phase: 'AwaitingPromotion', reason: 'AwaitingPromotion', target: target(), current },
+      { strategy: 'Manual' },
+      'v2 awaiting promote; v1 current',
+    ],
     [
       'the analysis window of AllAtOnce counts down',
       { phase: 'Gating', reason: 'Gating', target: target({ stepHeldMs: 0, stepHeldSince: ago(minute) }), current },
       { strategy: 'AllAtOnce', analysis: { window: '5m', maxFailurePercentage: 5 } },
       'v2 being checked — 4m left (until 14:05:40 UTC); v1 current',
     ],
-    ['a gate workflow runs', { phase: 'Gating', reason: 'Gating', target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 2 * minute }), current }, undefined, 'v2 at 25 % being checked — step 1 of 3; v1 current'],
-    ['deploying', { phase: 'Deploying', reason: 'Deploying', target: target(), current }, undefined, 'v2 deploying: waiting for its Deployment to be available; v1 current'],
-    ['the version cap', { phase: 'Deploying', reason: 'VersionLimitReached', target: target(), current }, undefined, 'v2 waiting for room under the version cap; v1 current'],
-    ['waiting for pollers', { phase: 'WaitingForPollers', reason: 'WaitingForPollers', target: target(), current }, undefined, 'v2 waiting for its workers to poll Temporal; v1 current'],
-    ['no pollers within the deadline', { phase: 'Failed', reason: 'NoPollers', target: target(), current }, undefined, 'v2 failed (NoPollers); v1 current'],
-    ['a rollback', { phase: 'Deploying', reason: 'Deploying', target: target({ buildId: 'v1', rollback: { reason: 'p99 doubled', who: 'alice' } }), current: { buildId: 'v2', since: ago(minute) } }, undefined, 'v1 becoming current again (rollback: p99 doubled); v2 current'],
+    [
+      'a gate workflow runs',
+      {
+        phase: 'Gating',
+        reason: 'Gating',
+        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 2 * minute }),
+        current,
+      },
+      undefined,
+      'v2 at 25 % being checked — step 1 of 3; v1 current',
+    ],
+    [
+      'deploying',
+      { phase: 'Deploying', reason: 'Deploying', target: target(), current },
+      undefined,
+      'v2 deploying: waiting for its Deployment to be available; v1 current',
+    ],
+    [
+      'the version cap',
+      { phase: 'Deploying', reason: 'VersionLimitReached', target: target(), current },
+      undefined,
+      'v2 waiting for room under the version cap; v1 current',
+    ],
+    [
+      'waiting for pollers',
+      { phase: 'WaitingForPollers', reason: 'WaitingForPollers', target: target(), current },
+      undefined,
+      'v2 waiting for its workers to poll Temporal; v1 current',
+    ],
+    [
+      'no pollers within the deadline',
+      { phase: 'Failed', reason: 'NoPollers', target: target(), current },
+      undefined,
+      'v2 failed (NoPollers); v1 current',
+    ],
+    [
+      'a rollback',
+      {
+        phase: 'Deploying',
+        reason: 'Deploying',
+        target: target({ buildId: 'v1', rollback: { reason: 'p99 doubled', who: 'alice' } }),
+        current: { buildId: 'v2', since: ago(minute) },
+      },
+      undefined,
+      'v1 becoming current again (rollback: p99 doubled); v2 current',
+    ],
     [
       'done: current since, the old version drained and waiting for its scale-down',
-      { phase: 'Ready', reason: 'RolloutComplete', current: { buildId: 'v2', since: ago(2 * minute) }, deprecated: [sunset({ buildId: 'v1', status: 'Drained', drainedSince: ago(20 * second) })] },
+      {
+        phase: 'Ready',
+        reason: 'RolloutComplete',
+        current: { buildId: 'v2', since: ago(2 * minute) },
+        deprecated: [sunset({ buildId: 'v1', status: 'Drained', drainedSince: ago(20 * second) })],
+      },
       undefined,
       'v2 current since 13:59:40 UTC; v1 drained, scaling to 0 in 40s',
     ],
     [
       'scaled to 0, waiting for its deletion; a version current since another day shows the date',
-      { phase: 'Ready', reason: 'RolloutComplete', current, deprecated: [sunset({ status: 'Drained', drainedSince: ago(2 * minute), scaledDown: true })] },
+      {
+        phase: 'Ready',
+        reason: 'RolloutComplete',
+        current,
+        deprecated: [sunset({ status: 'Drained', drainedSince: ago(2 * minute), scaledDown: true })],
+      },
       undefined,
       'v1 current since 2026-11-20 09:00 UTC; v0 scaled to 0, deleting in 8m',
     ],
-    ['a sunset just begun, one with no pinned executions, one blocked', {
-      phase: 'Ready', reason: 'RolloutComplete', current,
-      deprecated: [sunset({ buildId: 'va' }), sunset({ buildId: 'vb', status: 'Draining', openExecutions: { count: 0, at: ago(0) } }), sunset({ buildId: 'vc', blocked: 'forbidden' })],
-    }, undefined, 'v1 current since 2026-11-20 09:00 UTC; va retiring; vb draining, no pinned executions open at 14:01:40 UTC; vc sunset blocked'],
-    ['aborted', { phase: 'Aborted', reason: 'Aborted', current, aborted: { buildId: 'v2', reason: 'p99 doubled', cause: 'Aborted' } }, undefined, 'v2 aborted; v1 current since 2026-11-20 09:00 UTC'],
-    ['nothing yet', { phase: 'Pending', reason: 'Deploying', desired: undefined }, undefined, 'no version yet: waiting for a spec'],
-    ['deleting', { phase: 'Deleting', reason: 'Deleting', deleting: true, current }, undefined, 'deleting: Deployments and versions are cleaned up'],
+    [
+      'a sunset just begun, one with no pinned executions, one blocked',
+      {
+        phase: 'Ready',
+        reason: 'RolloutComplete',
+        current,
+        deprecated: [
+          sunset({ buildId: 'va' }),
+          sunset({ buildId: 'vb', status: 'Draining', openExecutions: { count: 0, at: ago(0) } }),
+          sunset({ buildId: 'vc', blocked: 'forbidden' }),
+        ],
+      },
+      undefined,
+      'v1 current since 2026-11-20 09:00 UTC; va retiring; vb draining, no pinned executions open at 14:01:40 UTC; vc sunset blocked',
+    ],
+    [
+      'aborted',
+      {
+        phase: 'Aborted',
+        reason: 'Aborted',
+        current,
+        aborted: { buildId: 'v2', reason: 'p99 doubled', cause: 'Aborted' },
+      },
+      undefined,
+      'v2 aborted; v1 current since 2026-11-20 09:00 UTC',
+    ],
+    [
+      'nothing yet',
+      { phase: 'Pending', reason: 'Deploying', desired: undefined },
+      undefined,
+      'no version yet: waiting for a spec',
+    ],
+    [
+      'deleting',
+      { phase: 'Deleting', reason: 'Deleting', deleting: true, current },
+      undefined,
+      'deleting: Deployments and versions are cleaned up',
+    ],
   ])('%s', (_, over, rollout, expected) => {
     const s = state(over, rollout);
     if (over.desired === undefined && 'desired' in over) delete s.desired;
@@ -140,12 +261,26 @@ describe('currentDetails', () => {
   });
 
   test('a phase whose reason is its name says it once; an abort says why', () => {
-    const details = currentDetails(state({ phase: 'Aborted', reason: 'Aborted', message: 'p99 doubled', current, aborted: { buildId: 'v2', reason: 'p99 doubled' } }), now);
-    expect(details).toBe('**v2 aborted; v1 current since 2026-11-20 09:00 UTC**\n\nAborted: p99 doubled\n\naborted: v2: p99 doubled');
+    const details = currentDetails(
+      state({
+        phase: 'Aborted',
+        reason: 'Aborted',
+        message: 'p99 doubled',
+        current,
+        aborted: { buildId: 'v2', reason: 'p99 doubled' },
+      }),
+      now,
+    );
+    expect(details).toBe(
+      '**v2 aborted; v1 current since 2026-11-20 09:00 UTC**\n\nAborted: p99 doubled\n\naborted: v2: p99 doubled',
+    );
   });
 
   test('the time left follows the clock it is given (the same state later says less is left)', () => {
-    const s = state({ target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 0, stepHeldSince: ago(20 * second) }), current });
+    const s = state({
+      target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 0, stepHeldSince: ago(20 * second) }),
+      current,
+    });
     expect(headline(s, new Date(now.getTime() + 90 * second))).toContain('10s left (until 14:03:20 UTC)');
     expect(headline(s, new Date(now.getTime() + 5 * minute))).toContain('0s left (until 14:03:20 UTC)');
   });

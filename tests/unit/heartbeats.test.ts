@@ -17,8 +17,15 @@ describe('chargedHeartbeat', () => {
     const ctx = { info: { heartbeatTimeoutMs: 20_000 }, heartbeat: (d: unknown) => sent.push(d) } as unknown as Context;
     let now = 0;
     let charged = 0;
-    const heartbeat = chargedHeartbeat(ctx, () => charged++, () => now);
-    for (now of beatsAt.length ? beatsAt : Array.from({ length: Math.floor(untilMs / paceMs) + 1 }, (_, i) => i * paceMs)) heartbeat(now);
+    const heartbeat = chargedHeartbeat(
+      ctx,
+      () => charged++,
+      () => now,
+    );
+    for (now of beatsAt.length
+      ? beatsAt
+      : Array.from({ length: Math.floor(untilMs / paceMs) + 1 }, (_, i) => i * paceMs))
+      heartbeat(now);
     return { sent, charged };
   };
 

@@ -6,7 +6,14 @@ import type { ResourceRead } from '../../activities/index.js';
 
 const owner = { namespace: 'shop', name: 'orders', uid: 'u1', kind: 'TemporalWorkerDeployment' as const };
 const found = (extra: Partial<Extract<ResourceRead, { found: true }>> = {}): ResourceRead => ({
-  found: true, uid: 'u1', kind: 'TemporalWorkerDeployment', resourceVersion: '7', generation: 1, deleting: false, installation: 'one', ...extra,
+  found: true,
+  uid: 'u1',
+  kind: 'TemporalWorkerDeployment',
+  resourceVersion: '7',
+  generation: 1,
+  deleting: false,
+  installation: 'one',
+  ...extra,
 });
 
 describe('notThisInstallations', () => {
@@ -17,7 +24,9 @@ describe('notThisInstallations', () => {
     expect(notThisInstallations(ours, owner, { found: false, installation: 'one' })).toBeUndefined();
   });
   test('another installation claimed the resource: touch nothing, and say who has it', () => {
-    expect(notThisInstallations(ours, owner, found({ claimedBy: 'two' }))).toBe('installation two rolls out shop/orders');
+    expect(notThisInstallations(ours, owner, found({ claimedBy: 'two' }))).toBe(
+      'installation two rolls out shop/orders',
+    );
   });
   test.each([
     ['another installation', rolloutWorkflowId('two', 'shop', 'orders')],
@@ -30,19 +39,29 @@ describe('notThisInstallations', () => {
     expect(notThisInstallations(ours, owner, found({ uid: 'u2', claimedBy: 'two' }))).toBeUndefined();
   });
   test('a read that names no installation decides nothing', () => {
-    expect(notThisInstallations(ours, owner, found({ installation: undefined }))).toBe('the controller named no installation');
+    expect(notThisInstallations(ours, owner, found({ installation: undefined }))).toBe(
+      'the controller named no installation',
+    );
   });
 });
 
 describe('controllerNamespace', () => {
   const kc = new k8s.KubeConfig();
-  kc.loadFromOptions({ clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ctx-ns' }], currentContext: 'x' });
+  kc.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u', namespace: 'ctx-ns' }],
+    currentContext: 'x',
+  });
   const noFile = () => {
     throw new Error('ENOENT');
   };
   test("in a pod on its own cluster the pod's namespace, else the first watched one (a namespaced Role covers only those), then the context's", () => {
     const inCluster = new k8s.KubeConfig();
-    inCluster.loadFromClusterAndUser({ name: 'inCluster', server: 'https://10.0.0.1:443', skipTLSVerify: false }, { name: 'inClusterUser' });
+    inCluster.loadFromClusterAndUser(
+      { name: 'inCluster', server: 'https://10.0.0.1:443', skipTLSVerify: false },
+      { name: 'inClusterUser' },
+    );
     expect(controllerNamespace(inCluster, ['team-a', 'team-b'], () => 'glidepath-system\n')).toBe('glidepath-system');
     // A kubeconfig of another cluster, even from inside a pod: the pod's namespace says nothing there.
     expect(controllerNamespace(kc, ['team-a', 'team-b'], () => 'glidepath-system\n')).toBe('team-a');
@@ -51,17 +70,26 @@ describe('controllerNamespace', () => {
   });
   test('default when nothing says', () => {
     const bare = new k8s.KubeConfig();
-    bare.loadFromOptions({ clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    bare.loadFromOptions({
+      clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
     expect(controllerNamespace(bare, undefined, noFile)).toBe('default');
   });
 });
 
 describe('idOfConfigMap', () => {
   test('data.id when set, else the first 8 hex digits of the uid', () => {
-    expect(idOfConfigMap({ metadata: { uid: 'AB12cd34-0000-4000-8000-000000000000' }, data: { id: 'team-a' } })).toEqual({ id: 'team-a' });
+    expect(
+      idOfConfigMap({ metadata: { uid: 'AB12cd34-0000-4000-8000-000000000000' }, data: { id: 'team-a' } }),
+    ).toEqual({ id: 'team-a' });
     expect(idOfConfigMap({ metadata: { uid: 'AB12cd34-0000-4000-8000-000000000000' } })).toEqual({ id: 'ab12cd34' });
   });
   test('a data.id that cannot go into names is refused, naming the field', () => {
-    expect(idOfConfigMap({ metadata: { uid: 'ab12cd34-0000' }, data: { id: 'Team A' } })).toEqual({ problem: expect.stringContaining('data.id "Team A"') });
+    expect(idOfConfigMap({ metadata: { uid: 'ab12cd34-0000' }, data: { id: 'Team A' } })).toEqual({
+      problem: expect.stringContaining('data.id "Team A"'),
+    });
   });
 });

@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { asApply, withinAttempt } from '../../activities/kubernetes/client.js';
+import { asApply, withinAttempt } from '../../kube/client.js';
 import { eventually } from '../harness/eventually.js';
 
 let server: Server;
@@ -25,7 +25,9 @@ beforeAll(async () => {
   await once(server, 'listening');
   const kc = new k8s.KubeConfig();
   kc.loadFromOptions({
-    clusters: [{ name: 'test', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+    clusters: [
+      { name: 'test', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true },
+    ],
     users: [{ name: 'test' }],
     contexts: [{ name: 'test', cluster: 'test', user: 'test' }],
     currentContext: 'test',
@@ -39,7 +41,16 @@ afterAll(async () => {
 
 const writeStatus = () =>
   custom.patchNamespacedCustomObjectStatus(
-    { group: 'glidepath.dev', version: 'v1alpha1', namespace: 'shop', plural: 'temporalworkerdeployments', name: 'orders', body: {}, fieldManager: 'glidepath', force: true },
+    {
+      group: 'glidepath.dev',
+      version: 'v1alpha1',
+      namespace: 'shop',
+      plural: 'temporalworkerdeployments',
+      name: 'orders',
+      body: {},
+      fieldManager: 'glidepath',
+      force: true,
+    },
     withinAttempt(asApply),
   );
 

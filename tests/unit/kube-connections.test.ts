@@ -8,7 +8,7 @@ import { createServer, type Server } from 'node:http';
 import https from 'node:https';
 import type { AddressInfo } from 'node:net';
 import * as k8s from '@kubernetes/client-node';
-import { SharedConnectionsKubeConfig } from '../../activities/kubernetes/client.js';
+import { SharedConnectionsKubeConfig } from '../../kube/client.js';
 
 let server: Server;
 let connections = 0;
@@ -41,7 +41,9 @@ test.each([
   ['client-node as it is: a connection per call', () => new k8s.KubeConfig(), 3],
   ['shared: one connection for calls one after another', () => new SharedConnectionsKubeConfig(), 1],
 ])('%s', async (_, make, expected) => {
-  const api = configAt(make(), `http://127.0.0.1:${(server.address() as AddressInfo).port}`).makeApiClient(k8s.CoreV1Api);
+  const api = configAt(make(), `http://127.0.0.1:${(server.address() as AddressInfo).port}`).makeApiClient(
+    k8s.CoreV1Api,
+  );
   connections = 0;
   for (let i = 0; i < 3; i++) expect((await api.listNamespace()).items).toEqual([]);
   expect(connections).toBe(expected);
@@ -53,8 +55,16 @@ test('one agent per TLS identity: the same client certificate shares it, another
     await kc.applySecurityAuthentication(context);
     return context.getAgent();
   };
-  const alice: k8s.User = { name: 'alice', certData: Buffer.from('alice cert').toString('base64'), keyData: Buffer.from('alice key').toString('base64') };
-  const bob: k8s.User = { name: 'bob', certData: Buffer.from('bob cert').toString('base64'), keyData: Buffer.from('bob key').toString('base64') };
+  const alice: k8s.User = {
+    name: 'alice',
+    certData: Buffer.from('alice cert').toString('base64'),
+    keyData: Buffer.from('alice key').toString('base64'),
+  };
+  const bob: k8s.User = {
+    name: 'bob',
+    certData: Buffer.from('bob cert').toString('base64'),
+    keyData: Buffer.from('bob key').toString('base64'),
+  };
   const kc = configAt(new SharedConnectionsKubeConfig(), 'https://10.0.0.1:6443', alice);
   const first = await agentOf(kc);
   expect(first).toBeInstanceOf(https.Agent);

@@ -2,7 +2,7 @@ import { latin1Source } from '../../worker/controller.js';
 
 describe('latin1Source', () => {
   const source = [
-    "// a step's pause: 90_000 → \"1m30s\" — as people read it",
+    '// a step\'s pause: 90_000 → "1m30s" — as people read it',
     'const message = `ramp ≤ 50 % — next → ${"v2"} 😀`;',
     "const quoted = 'a → b';",
     'const pattern = /→+/u;',

@@ -2,17 +2,37 @@ import { JsonLogger, logRecord, resourceOfWorkflowId } from '../../worker/loggin
 
 const at = new Date('2026-11-23T10:00:00.000Z');
 
-test('a rollout\'s workflow ID names its resource; other IDs name none', () => {
+test("a rollout's workflow ID names its resource; other IDs name none", () => {
   expect(resourceOfWorkflowId('glidepath/1a2b3c4d/team-a/orders')).toBe('team-a/orders');
   expect(resourceOfWorkflowId('gate-123')).toBeUndefined();
   expect(resourceOfWorkflowId(undefined)).toBeUndefined();
 });
 
 test.each<[string, Record<string, unknown> | undefined, Record<string, unknown>]>([
-  ['time, level and message first, then resource, build and workflow', { workflowId: 'glidepath/i1/ns/app', buildId: 'b1', namespace: 'default', runId: 'r' },
-    { ts: at.toISOString(), level: 'info', msg: 'm', resource: 'ns/app', buildId: 'b1', workflowId: 'glidepath/i1/ns/app', namespace: 'default', runId: 'r' }],
-  ['a watcher line about a resource by its namespace and name', { namespace: 'ns', name: 'app' }, { ts: at.toISOString(), level: 'info', msg: 'm', resource: 'ns/app', namespace: 'ns', name: 'app' }],
-  ['an error as its message', { error: new Error('boom') }, { ts: at.toISOString(), level: 'info', msg: 'm', error: 'boom' }],
+  [
+    'time, level and message first, then resource, build and workflow',
+    { workflowId: 'glidepath/i1/ns/app', buildId: 'b1', namespace: 'default', runId: 'r' },
+    {
+      ts: at.toISOString(),
+      level: 'info',
+      msg: 'm',
+      resource: 'ns/app',
+      buildId: 'b1',
+      workflowId: 'glidepath/i1/ns/app',
+      namespace: 'default',
+      runId: 'r',
+    },
+  ],
+  [
+    'a watcher line about a resource by its namespace and name',
+    { namespace: 'ns', name: 'app' },
+    { ts: at.toISOString(), level: 'info', msg: 'm', resource: 'ns/app', namespace: 'ns', name: 'app' },
+  ],
+  [
+    'an error as its message',
+    { error: new Error('boom') },
+    { ts: at.toISOString(), level: 'info', msg: 'm', error: 'boom' },
+  ],
   ['no metadata', undefined, { ts: at.toISOString(), level: 'info', msg: 'm' }],
 ])('%s', (_, meta, expected) => {
   const record = logRecord('INFO', 'm', meta, at);

@@ -12,13 +12,15 @@ import {
   templateCheckDeployment,
   userPartOfTemplate,
   type RawDeployment,
-} from '../../activities/kubernetes/foreign-deployments.js';
-import { caMountPath, renderVersionedDeployment, type Owner } from '../../activities/kubernetes/versioned-deployment.js';
+} from '../../kube/foreign-deployments.js';
+import { caMountPath, renderVersionedDeployment, type Owner } from '../../kube/versioned-deployment.js';
 import { PermanentError } from '../../activities/errors.js';
-import { TemporalConnections } from '../../activities/temporal/connections.js';
+import { TemporalConnections } from '../../temporal/connections.js';
 import { planAdoption, withAlias, withAliasedControl } from '../../workflows/adoption.js';
 import { planSpecChange } from '../../workflows/decisions.js';
-import { defaultTimings, type Desired, type RolloutState } from '../../workflows/state.js';
+import { type RolloutState } from '../../workflows/state.js';
+import { defaultTimings } from '../../api/timings.js';
+import { type Desired } from '../../api/resource.js';
 
 const owner: Owner = { namespace: 'shop', name: 'orders', uid: 'uid-wd', kind: 'WorkerDeployment' };
 
@@ -65,7 +67,10 @@ function liveTwcTemplate(t = userTemplate(), buildId = '1.0.0-bb22') {
   const d = defaulted(t, { 'temporal.io/build-id': buildId, 'temporal.io/deployment-name': 'orders' });
   return {
     ...d,
-    metadata: { ...d.metadata, annotations: { 'temporal.io/connection-spec-hash': 'abc', 'temporal.io/pod-template-spec-hash': 'def' } },
+    metadata: {
+      ...d.metadata,
+      annotations: { 'temporal.io/connection-spec-hash': 'abc', 'temporal.io/pod-template-spec-hash': 'def' },
+    },
     spec: {
       ...d.spec,
       containers: d.spec.containers.map((c) => ({
@@ -91,7 +96,7 @@ function liveTwcTemplate(t = userTemplate(), buildId = '1.0.0-bb22') {
 const dryRun = (t = userTemplate()) => defaulted(t, { 'glidepath.dev/template-check': 'true' });
 
 describe('"unchanged": the live template against the spec\'s, both as kube-apiserver stores them', () => {
-  test('the same template, with the other controller\'s env, TLS volume, labels and annotations: unchanged', () => {
+  test("the same template, with the other controller's env, TLS volume, labels and annotations: unchanged", () => {
     expect(sameUserTemplate(liveTwcTemplate(), dryRun())).toBe(true);
   });
 
@@ -116,20 +121,25 @@ describe('"unchanged": the live template against the spec\'s, both as kube-apise
     expect(sameUserTemplate(live, dryRun(spec))).toBe(true);
   });
 
-  test('userPartOfTemplate keeps the user\'s volumes and mounts, drops only the controllers\'', () => {
+  test("userPartOfTemplate keeps the user's volumes and mounts, drops only the controllers'", () => {
     const spec = userTemplate();
     const live = liveTwcTemplate();
     live.spec.volumes.push({ name: 'cache', emptyDir: {} } as never);
     live.spec.containers[0]!.volumeMounts.push({ name: 'cache', mountPath: '/cache' });
-    const part = userPartOfTemplate(live) as { spec: { volumes: unknown[]; containers: { volumeMounts: unknown[]; env: { name: string }[] }[] } };
+    const part = userPartOfTemplate(live) as {
+      spec: { volumes: unknown[]; containers: { volumeMounts: unknown[]; env: { name: string }[] }[] };
+    };
     expect(part.spec.volumes).toEqual([{ name: 'cache' }]); // (emptyDir: {} is empty)
     expect(part.spec.containers[0]!.volumeMounts).toEqual([{ name: 'cache', mountPath: '/cache' }]);
     expect(part.spec.containers[0]!.env.map((e) => e.name)).toEqual(['LOG_LEVEL']);
     expect(sameUserTemplate(live, dryRun(spec))).toBe(false);
   });
 
-  test('the dry-run Deployment: the user\'s template under a throwaway selector, never replicas', () => {
-    const d = templateCheckDeployment(owner, userTemplate()) as { metadata: Record<string, string>; spec: { replicas: number; selector: unknown; template: { metadata: { labels: Record<string, string> } } } };
+  test("the dry-run Deployment: the user's template under a throwaway selector, never replicas", () => {
+    const d = templateCheckDeployment(owner, userTemplate()) as {
+      metadata: Record<string, string>;
+      spec: { replicas: number; selector: unknown; template: { metadata: { labels: Record<string, string> } } };
+    };
     expect(d.metadata.generateName).toBe('orders-template-check-');
     expect(d.spec.replicas).toBe(0);
     expect(d.spec.selector).toEqual({ matchLabels: { 'glidepath.dev/template-check': 'true' } });
@@ -138,22 +148,64 @@ describe('"unchanged": the live template against the spec\'s, both as kube-apise
 });
 
 describe("recognising the other controller's Deployments of this worker deployment", () => {
-  const deployment = (over: { labels?: Record<string, string>; pollsAs?: string; deleting?: boolean } = {}): RawDeployment => ({
+  const deployment = (
+    over: { labels?: Record<string, string>; pollsAs?: string; deleting?: boolean } = {},
+  ): RawDeployment => ({
     metadata: {
       name: 'orders-1-0-0-bb22',
       namespace: 'shop',
       labels: over.labels ?? { 'temporal.io/build-id': '1.0.0-bb22', 'temporal.io/deployment-name': 'orders' },
       ...(over.deleting ? { deletionTimestamp: '2026-11-22T10:00:00Z' } : {}),
     },
-    spec: { template: { spec: { containers: [{ name: 'worker', env: [{ name: 'TEMPORAL_DEPLOYMENT_NAME', value: over.pollsAs ?? 'shop/orders' }] }] } } },
+    spec: {
+      template: {
+        spec: {
+          containers: [
+            { name: 'worker', env: [{ name: 'TEMPORAL_DEPLOYMENT_NAME', value: over.pollsAs ?? 'shop/orders' }] },
+          ],
+        },
+      },
+    },
   });
   test.each([
     { name: 'its labels, its pods polling as shop/orders', d: deployment(), expected: true },
-    { name: 'adopted by this resource already', d: deployment({ labels: { 'temporal.io/build-id': 'b', 'temporal.io/deployment-name': 'orders', 'glidepath.dev/owner-uid': 'uid-wd' } }), expected: true },
-    { name: 'adopted by another incarnation', d: deployment({ labels: { 'temporal.io/build-id': 'b', 'temporal.io/deployment-name': 'orders', 'glidepath.dev/owner-uid': 'uid-old' } }), expected: false },
-    { name: 'of another resource', d: deployment({ labels: { 'temporal.io/build-id': 'b', 'temporal.io/deployment-name': 'payments' } }), expected: false },
-    { name: 'without a build ID', d: deployment({ labels: { 'temporal.io/deployment-name': 'orders' } }), expected: false },
-    { name: 'pods polling as another worker deployment (an old "<name>/<namespace>" name)', d: deployment({ pollsAs: 'orders/shop' }), expected: false },
+    {
+      name: 'adopted by this resource already',
+      d: deployment({
+        labels: {
+          'temporal.io/build-id': 'b',
+          'temporal.io/deployment-name': 'orders',
+          'glidepath.dev/owner-uid': 'uid-wd',
+        },
+      }),
+      expected: true,
+    },
+    {
+      name: 'adopted by another incarnation',
+      d: deployment({
+        labels: {
+          'temporal.io/build-id': 'b',
+          'temporal.io/deployment-name': 'orders',
+          'glidepath.dev/owner-uid': 'uid-old',
+        },
+      }),
+      expected: false,
+    },
+    {
+      name: 'of another resource',
+      d: deployment({ labels: { 'temporal.io/build-id': 'b', 'temporal.io/deployment-name': 'payments' } }),
+      expected: false,
+    },
+    {
+      name: 'without a build ID',
+      d: deployment({ labels: { 'temporal.io/deployment-name': 'orders' } }),
+      expected: false,
+    },
+    {
+      name: 'pods polling as another worker deployment (an old "<name>/<namespace>" name)',
+      d: deployment({ pollsAs: 'orders/shop' }),
+      expected: false,
+    },
     { name: 'being deleted', d: deployment({ deleting: true }), expected: false },
   ])('$name: $expected', ({ d, expected }) => {
     expect(isForeignVersionOf(d, owner)).toBe(expected);
@@ -161,15 +213,40 @@ describe("recognising the other controller's Deployments of this worker deployme
 });
 
 describe('the patch that takes a Deployment over', () => {
-  const twcRef = { apiVersion: 'temporal.io/v1alpha1', kind: 'WorkerDeployment', name: 'orders', uid: 'uid-twc', controller: true };
+  const twcRef = {
+    apiVersion: 'temporal.io/v1alpha1',
+    kind: 'WorkerDeployment',
+    name: 'orders',
+    uid: 'uid-twc',
+    controller: true,
+  };
   const other = { apiVersion: 'example.com/v1', kind: 'Thing', name: 'x', uid: 'uid-x' };
 
   test("Glidepath's labels beside the other controller's, our owner reference instead of its, others kept", () => {
-    const patch = adoptionPatch({ metadata: { labels: { 'temporal.io/build-id': 'b' }, ownerReferences: [twcRef, other] } }, owner, '1.0.0-bb22');
+    const patch = adoptionPatch(
+      { metadata: { labels: { 'temporal.io/build-id': 'b' }, ownerReferences: [twcRef, other] } },
+      owner,
+      '1.0.0-bb22',
+    );
     expect(patch).toEqual({
       metadata: {
-        labels: { 'app.kubernetes.io/managed-by': 'glidepath', 'glidepath.dev/worker-deployment': 'orders', 'glidepath.dev/build-id': '1.0.0-bb22', 'glidepath.dev/owner-uid': 'uid-wd' },
-        ownerReferences: [other, { apiVersion: 'glidepath.dev/v1alpha1', kind: 'WorkerDeployment', name: 'orders', uid: 'uid-wd', controller: true, blockOwnerDeletion: true }],
+        labels: {
+          'app.kubernetes.io/managed-by': 'glidepath',
+          'glidepath.dev/worker-deployment': 'orders',
+          'glidepath.dev/build-id': '1.0.0-bb22',
+          'glidepath.dev/owner-uid': 'uid-wd',
+        },
+        ownerReferences: [
+          other,
+          {
+            apiVersion: 'glidepath.dev/v1alpha1',
+            kind: 'WorkerDeployment',
+            name: 'orders',
+            uid: 'uid-wd',
+            controller: true,
+            blockOwnerDeletion: true,
+          },
+        ],
       },
     });
   });
@@ -181,7 +258,11 @@ describe('the patch that takes a Deployment over', () => {
 });
 
 describe('planAdoption: what becomes of each adopted build', () => {
-  const v = (buildId: string, matchesTemplate: boolean) => ({ buildId, deploymentName: `orders-${buildId}`, matchesTemplate });
+  const v = (buildId: string, matchesTemplate: boolean) => ({
+    buildId,
+    deploymentName: `orders-${buildId}`,
+    matchesTemplate,
+  });
   test.each([
     {
       name: 'current runs the template, an old version drains: current is the build, the old one is sunset',
@@ -218,7 +299,7 @@ describe('planAdoption: what becomes of each adopted build', () => {
     expect(plan).toEqual({ foreign: Object.fromEntries(found.map((f) => [f.buildId, f.deploymentName])), ...expected });
   });
 
-  test('an alias maps the spec\'s computed build, and a control naming it, to the adopted build; nothing else', () => {
+  test("an alias maps the spec's computed build, and a control naming it, to the adopted build; nothing else", () => {
     const state = { aliases: { 'g1-0123456789ab': 'v1' } };
     const d = { buildId: 'g1-0123456789ab' } as Desired;
     expect(withAlias(state, d).buildId).toBe('v1');
@@ -229,21 +310,50 @@ describe('planAdoption: what becomes of each adopted build', () => {
 });
 
 describe('tls.caCertSecretRef', () => {
-  const connection = { hostPort: 'temporal.internal:7233', tls: { serverName: 'temporal.internal', caCertSecretRef: { name: 'temporal-ca' } } };
+  const connection = {
+    hostPort: 'temporal.internal:7233',
+    tls: { serverName: 'temporal.internal', caCertSecretRef: { name: 'temporal-ca' } },
+  };
 
-  test('the pods: the CA mounted (its ca.crt only), TLS on, its path in Temporal\'s envconfig name', () => {
+  test("the pods: the CA mounted (its ca.crt only), TLS on, its path in Temporal's envconfig name", () => {
     const d = renderVersionedDeployment({
       owner,
-      spec: { replicas: 1, minReadySeconds: 0, progressDeadlineSeconds: 600, workerOptions: { connectionRef: { name: 't' }, temporalNamespace: 'orders' }, template: userTemplate() },
+      spec: {
+        replicas: 1,
+        minReadySeconds: 0,
+        progressDeadlineSeconds: 600,
+        workerOptions: { connectionRef: { name: 't' }, temporalNamespace: 'orders' },
+        template: userTemplate(),
+      },
       connection,
       buildId: '1.0.0-0123456789ab',
     });
     const pod = d.spec!.template.spec!;
-    expect(pod.volumes).toContainEqual({ name: 'temporal-tls-ca', secret: { secretName: 'temporal-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] } });
-    expect(pod.containers[0]!.volumeMounts).toContainEqual({ name: 'temporal-tls-ca', mountPath: caMountPath, readOnly: true });
+    expect(pod.volumes).toContainEqual({
+      name: 'temporal-tls-ca',
+      secret: { secretName: 'temporal-ca', items: [{ key: 'ca.crt', path: 'ca.crt' }] },
+    });
+    expect(pod.containers[0]!.volumeMounts).toContainEqual({
+      name: 'temporal-tls-ca',
+      mountPath: caMountPath,
+      readOnly: true,
+    });
     const env = Object.fromEntries((pod.containers[0]!.env ?? []).map((e) => [e.name, e.value]));
-    expect(env).toMatchObject({ TEMPORAL_TLS: 'true', TEMPORAL_TLS_SERVER_NAME: 'temporal.internal', TEMPORAL_TLS_SERVER_CA_CERT_PATH: `${caMountPath}/ca.crt` });
-    expect(d.metadata!.ownerReferences).toEqual([{ apiVersion: 'glidepath.dev/v1alpha1', kind: 'WorkerDeployment', name: 'orders', uid: 'uid-wd', controller: true, blockOwnerDeletion: true }]);
+    expect(env).toMatchObject({
+      TEMPORAL_TLS: 'true',
+      TEMPORAL_TLS_SERVER_NAME: 'temporal.internal',
+      TEMPORAL_TLS_SERVER_CA_CERT_PATH: `${caMountPath}/ca.crt`,
+    });
+    expect(d.metadata!.ownerReferences).toEqual([
+      {
+        apiVersion: 'glidepath.dev/v1alpha1',
+        kind: 'WorkerDeployment',
+        name: 'orders',
+        uid: 'uid-wd',
+        controller: true,
+        blockOwnerDeletion: true,
+      },
+    ]);
   });
 
   test("Glidepath's own connection trusts it (read in the resource's namespace, a ClusterConnection's too); a rotated CA reconnects; a missing one is permanent", async () => {
@@ -256,38 +366,79 @@ describe('tls.caCertSecretRef', () => {
         return { close: async () => {} } as unknown as Connection;
       },
     });
-    const target = (k8sNamespace: string) => ({ connection, k8sNamespace, temporalNamespace: 'orders', deploymentName: `${k8sNamespace}/orders` });
+    const target = (k8sNamespace: string) => ({
+      connection,
+      k8sNamespace,
+      temporalNamespace: 'orders',
+      deploymentName: `${k8sNamespace}/orders`,
+    });
     await connections.get(target('shop'));
-    expect(opened[0]!.options).toEqual({ connectTimeout: '5s', address: 'temporal.internal:7233', tls: { serverNameOverride: 'temporal.internal', serverRootCACertificate: Buffer.from('CA-1') } });
+    expect(opened[0]!.options).toEqual({
+      connectTimeout: '5s',
+      address: 'temporal.internal:7233',
+      tls: { serverNameOverride: 'temporal.internal', serverRootCACertificate: Buffer.from('CA-1') },
+    });
     secrets.set('shop/temporal-ca', { 'ca.crt': Buffer.from('CA-2') });
     await connections.get(target('shop'));
     expect(opened).toHaveLength(2);
-    await expect(connections.get(target('billing'))).rejects.toThrow(new PermanentError('Secret billing/temporal-ca not found (named by the TemporalConnection)'));
+    await expect(connections.get(target('billing'))).rejects.toThrow(
+      new PermanentError('Secret billing/temporal-ca not found (named by the TemporalConnection)'),
+    );
     secrets.set('shop/temporal-ca', {});
-    await expect(connections.get(target('shop'))).rejects.toThrow(new PermanentError('Secret shop/temporal-ca has no key "ca.crt"'));
+    await expect(connections.get(target('shop'))).rejects.toThrow(
+      new PermanentError('Secret shop/temporal-ca has no key "ca.crt"'),
+    );
     await connections.closeAll();
   });
 
   test('with an API key, the CA is trusted too', async () => {
     const opened: unknown[] = [];
-    const secrets: Record<string, Record<string, Buffer>> = { ca: { 'ca.crt': Buffer.from('CA') }, api: { key: Buffer.from('secret-key\n') } };
+    const secrets: Record<string, Record<string, Buffer>> = {
+      ca: { 'ca.crt': Buffer.from('CA') },
+      api: { key: Buffer.from('secret-key\n') },
+    };
     const connections = new TemporalConnections(async (_ns, name) => secrets[name], {
       connect: async (options) => {
         opened.push(options);
         return { close: async () => {} } as unknown as Connection;
       },
     });
-    await connections.get({ connection: { hostPort: 'x:7233', tls: { caCertSecretRef: { name: 'ca' } }, apiKeySecretRef: { name: 'api', key: 'key' } }, k8sNamespace: 'shop', temporalNamespace: 'n', deploymentName: 'shop/o' });
-    expect(opened[0]).toEqual({ connectTimeout: '5s', address: 'x:7233', tls: { serverNameOverride: undefined, serverRootCACertificate: Buffer.from('CA') }, apiKey: 'secret-key' });
+    await connections.get({
+      connection: {
+        hostPort: 'x:7233',
+        tls: { caCertSecretRef: { name: 'ca' } },
+        apiKeySecretRef: { name: 'api', key: 'key' },
+      },
+      k8sNamespace: 'shop',
+      temporalNamespace: 'n',
+      deploymentName: 'shop/o',
+    });
+    expect(opened[0]).toEqual({
+      connectTimeout: '5s',
+      address: 'x:7233',
+      tls: { serverNameOverride: undefined, serverRootCACertificate: Buffer.from('CA') },
+      apiKey: 'secret-key',
+    });
     await connections.closeAll();
   });
 });
 
 describe("spec.deployment's own settings reach every versioned Deployment", () => {
   test('revisionHistoryLimit and strategy are rendered when given, absent otherwise', () => {
-    const spec = { replicas: 2, minReadySeconds: 0, progressDeadlineSeconds: 600, workerOptions: { connectionRef: { name: 't' }, temporalNamespace: 'orders' }, template: userTemplate() };
+    const spec = {
+      replicas: 2,
+      minReadySeconds: 0,
+      progressDeadlineSeconds: 600,
+      workerOptions: { connectionRef: { name: 't' }, temporalNamespace: 'orders' },
+      template: userTemplate(),
+    };
     const strategy = { type: 'RollingUpdate' as const, rollingUpdate: { maxSurge: '25%', maxUnavailable: 0 } };
-    const rendered = renderVersionedDeployment({ owner, spec: { ...spec, revisionHistoryLimit: 3, strategy }, connection: { hostPort: 't:7233' }, buildId: 'b' });
+    const rendered = renderVersionedDeployment({
+      owner,
+      spec: { ...spec, revisionHistoryLimit: 3, strategy },
+      connection: { hostPort: 't:7233' },
+      buildId: 'b',
+    });
     expect(rendered.spec).toMatchObject({ revisionHistoryLimit: 3, strategy });
     const plain = renderVersionedDeployment({ owner, spec, connection: { hostPort: 't:7233' }, buildId: 'b' });
     expect(plain.spec).not.toHaveProperty('revisionHistoryLimit');
@@ -298,22 +449,59 @@ describe("spec.deployment's own settings reach every versioned Deployment", () =
 describe('a new strategy or revisionHistoryLimit in spec.deployment re-applies the live Deployments', () => {
   const spec = (extra: Record<string, unknown>) => ({ ...desiredSpec(), ...extra });
   const desiredSpec = () => ({
-    replicas: 1, minReadySeconds: 0, progressDeadlineSeconds: 600, template: userTemplate(), rollout: { strategy: 'AllAtOnce' as const, gateFailurePolicy: 'Abort' as const, rollbackWindow: '1h' },
-    sunset: { scaledownDelay: '1h', deleteDelay: '24h' }, workerOptions: { connectionRef: { name: 't', kind: 'Connection' as const }, temporalNamespace: 'orders' },
+    replicas: 1,
+    minReadySeconds: 0,
+    progressDeadlineSeconds: 600,
+    template: userTemplate(),
+    rollout: { strategy: 'AllAtOnce' as const, gateFailurePolicy: 'Abort' as const, rollbackWindow: '1h' },
+    sunset: { scaledownDelay: '1h', deleteDelay: '24h' },
+    workerOptions: { connectionRef: { name: 't', kind: 'Connection' as const }, temporalNamespace: 'orders' },
   });
   const at = new Date('2026-11-22T10:00:00Z');
   const state = (extra: Record<string, unknown>): RolloutState => ({
-    owner, deprecated: [], phase: 'Ready', reason: 'RolloutComplete', message: '', since: at.toISOString(), deleting: false, deployments: {}, timings: defaultTimings,
+    owner,
+    deprecated: [],
+    phase: 'Ready',
+    reason: 'RolloutComplete',
+    message: '',
+    since: at.toISOString(),
+    deleting: false,
+    deployments: {},
+    timings: defaultTimings,
     current: { buildId: 'b', since: at.toISOString() },
-    desired: { generation: 1, spec: spec(extra), buildId: 'b', connection: { hostPort: 't:7233' }, connectionVersion: '1', uid: owner.uid },
+    desired: {
+      generation: 1,
+      spec: spec(extra),
+      buildId: 'b',
+      connection: { hostPort: 't:7233' },
+      connectionVersion: '1',
+      uid: owner.uid,
+    },
   });
   test.each([
     { name: 'strategy added', before: {}, after: { strategy: { type: 'Recreate' } }, reapply: true },
-    { name: 'revisionHistoryLimit changed', before: { revisionHistoryLimit: 2 }, after: { revisionHistoryLimit: 5 }, reapply: true },
+    {
+      name: 'revisionHistoryLimit changed',
+      before: { revisionHistoryLimit: 2 },
+      after: { revisionHistoryLimit: 5 },
+      reapply: true,
+    },
     { name: 'strategy removed', before: { strategy: { type: 'Recreate' } }, after: {}, reapply: true },
-    { name: 'nothing of it changed', before: { revisionHistoryLimit: 2 }, after: { revisionHistoryLimit: 2 }, reapply: false },
+    {
+      name: 'nothing of it changed',
+      before: { revisionHistoryLimit: 2 },
+      after: { revisionHistoryLimit: 2 },
+      reapply: false,
+    },
   ])('$name: re-apply $reapply', ({ before, after, reapply }) => {
-    const next: Desired = { generation: 2, spec: spec(after), buildId: 'b', connection: { hostPort: 't:7233' }, connectionVersion: '1', uid: owner.uid };
+    const next: Desired = {
+      generation: 2,
+      spec: spec(after),
+      buildId: 'b',
+      connection: { hostPort: 't:7233' },
+      connectionVersion: '1',
+      uid: owner.uid,
+    };
     expect(planSpecChange(state(before), next, at).reapply).toBe(reapply);
   });
 });

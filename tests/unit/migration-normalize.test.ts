@@ -5,15 +5,30 @@
  */
 import { describeIssues } from '../../api/common.js';
 import { parseConnection, parseWorkerResource, type ConnectionKind, type ResourceKind } from '../../api/kinds.js';
-import { WorkerDeploymentSpec, movedFieldProblems, normalizeWorkerDeploymentSpec, type WorkerDeploymentSpecInput } from '../../api/worker-deployment.js';
+import {
+  WorkerDeploymentSpec,
+  movedFieldProblems,
+  normalizeWorkerDeploymentSpec,
+  type WorkerDeploymentSpecInput,
+} from '../../api/worker-deployment.js';
 
 const template = (image = 'orders:1.0.0') => ({ spec: { containers: [{ name: 'worker', image }] } });
 const policy = {
   rollout: { strategy: 'AllAtOnce' as const },
   workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'orders' },
 };
-const wd = (spec: Record<string, unknown>, name = 'orders') => ({ apiVersion: 'glidepath.dev/v1alpha1', kind: 'WorkerDeployment', metadata: { name, namespace: 'shop' }, spec: { ...policy, ...spec } });
-const twd = (spec: Record<string, unknown>) => ({ apiVersion: 'glidepath.dev/v1alpha1', kind: 'TemporalWorkerDeployment', metadata: { name: 'orders', namespace: 'shop' }, spec: { ...policy, ...spec } });
+const wd = (spec: Record<string, unknown>, name = 'orders') => ({
+  apiVersion: 'glidepath.dev/v1alpha1',
+  kind: 'WorkerDeployment',
+  metadata: { name, namespace: 'shop' },
+  spec: { ...policy, ...spec },
+});
+const twd = (spec: Record<string, unknown>) => ({
+  apiVersion: 'glidepath.dev/v1alpha1',
+  kind: 'TemporalWorkerDeployment',
+  metadata: { name: 'orders', namespace: 'shop' },
+  spec: { ...policy, ...spec },
+});
 
 function normalized(obj: unknown, kind: ResourceKind = 'WorkerDeployment') {
   const parsed = parseWorkerResource(obj, kind);
@@ -76,26 +91,35 @@ describe('a WorkerDeployment normalized into the spec the workflow gets', () => 
 
 describe('refused, naming the fields', () => {
   test.each<{ name: string; spec: WorkerDeploymentSpecInput | Record<string, unknown>; problem: string }>([
-    { name: 'no template anywhere', spec: { deployment: { replicas: 1 } }, problem: 'spec.deployment.template: a pod template is required: set spec.deployment.template (or the deprecated spec.template)' },
+    {
+      name: 'no template anywhere',
+      spec: { deployment: { replicas: 1 } },
+      problem:
+        'spec.deployment.template: a pod template is required: set spec.deployment.template (or the deprecated spec.template)',
+    },
     {
       name: 'replicas in both places, different',
       spec: { replicas: 2, deployment: { replicas: 3, template: template() } },
-      problem: 'spec.replicas: spec.replicas (deprecated) and spec.deployment.replicas differ: set only spec.deployment.replicas',
+      problem:
+        'spec.replicas: spec.replicas (deprecated) and spec.deployment.replicas differ: set only spec.deployment.replicas',
     },
     {
       name: 'templates in both places, different',
       spec: { template: template('orders:1.0.0'), deployment: { template: template('orders:2.0.0') } },
-      problem: 'spec.template: spec.template (deprecated) and spec.deployment.template differ: set only spec.deployment.template',
+      problem:
+        'spec.template: spec.template (deprecated) and spec.deployment.template differ: set only spec.deployment.template',
     },
     {
       name: 'minReadySeconds in both places, different',
       spec: { minReadySeconds: 1, deployment: { minReadySeconds: 2, template: template() } },
-      problem: 'spec.minReadySeconds: spec.minReadySeconds (deprecated) and spec.deployment.minReadySeconds differ: set only spec.deployment.minReadySeconds',
+      problem:
+        'spec.minReadySeconds: spec.minReadySeconds (deprecated) and spec.deployment.minReadySeconds differ: set only spec.deployment.minReadySeconds',
     },
     {
       name: 'progressDeadlineSeconds in both places, different',
       spec: { progressDeadlineSeconds: 60, deployment: { progressDeadlineSeconds: 90, template: template() } },
-      problem: 'spec.progressDeadlineSeconds: spec.progressDeadlineSeconds (deprecated) and spec.deployment.progressDeadlineSeconds differ: set only spec.deployment.progressDeadlineSeconds',
+      problem:
+        'spec.progressDeadlineSeconds: spec.progressDeadlineSeconds (deprecated) and spec.deployment.progressDeadlineSeconds differ: set only spec.deployment.progressDeadlineSeconds',
     },
     {
       name: 'the deadline in spec.deployment not after minReadySeconds (from the top level)',
@@ -124,8 +148,15 @@ describe('refused, naming the fields', () => {
     },
     {
       name: 'a connectionRef.kind Glidepath does not serve',
-      spec: { deployment: { template: template() }, workerOptions: { connectionRef: { name: 'temporal', kind: 'TemporalCloudConnection' }, temporalNamespace: 'orders' } },
-      problem: 'spec.workerOptions.connectionRef.kind: Invalid option: expected one of "TemporalConnection"|"Connection"|"ClusterConnection"',
+      spec: {
+        deployment: { template: template() },
+        workerOptions: {
+          connectionRef: { name: 'temporal', kind: 'TemporalCloudConnection' },
+          temporalNamespace: 'orders',
+        },
+      },
+      problem:
+        'spec.workerOptions.connectionRef.kind: Invalid option: expected one of "TemporalConnection"|"Connection"|"ClusterConnection"',
     },
   ])('$name', ({ spec, problem }) => {
     const parsed = parseWorkerResource(wd(spec), 'WorkerDeployment');
@@ -133,7 +164,9 @@ describe('refused, naming the fields', () => {
   });
 
   test('movedFieldProblems agrees with the schema on a consistent spec: no problem', () => {
-    expect(movedFieldProblems({ replicas: 2, template: template(), deployment: { replicas: 2, template: template() } })).toEqual([]);
+    expect(
+      movedFieldProblems({ replicas: 2, template: template(), deployment: { replicas: 2, template: template() } }),
+    ).toEqual([]);
     const parsed = WorkerDeploymentSpec.safeParse({ ...policy, deployment: { template: template() } });
     expect(parsed.success ? '' : describeIssues(parsed.error)).toBe('');
   });
@@ -143,10 +176,17 @@ describe('connectionRef.kind: the default depends on the resource kind', () => {
   test.each<{ kind: ResourceKind; ref: Record<string, string>; expected: ConnectionKind }>([
     { kind: 'TemporalWorkerDeployment', ref: { name: 'temporal' }, expected: 'TemporalConnection' },
     { kind: 'WorkerDeployment', ref: { name: 'temporal' }, expected: 'Connection' },
-    { kind: 'TemporalWorkerDeployment', ref: { name: 'temporal', kind: 'ClusterConnection' }, expected: 'ClusterConnection' },
+    {
+      kind: 'TemporalWorkerDeployment',
+      ref: { name: 'temporal', kind: 'ClusterConnection' },
+      expected: 'ClusterConnection',
+    },
     { kind: 'WorkerDeployment', ref: { name: 'temporal', kind: 'TemporalConnection' }, expected: 'TemporalConnection' },
   ])('$kind with $ref names a $expected', ({ kind, ref, expected }) => {
-    const spec = { workerOptions: { connectionRef: ref, temporalNamespace: 'orders' }, ...(kind === 'WorkerDeployment' ? { deployment: { template: template() } } : { template: template() }) };
+    const spec = {
+      workerOptions: { connectionRef: ref, temporalNamespace: 'orders' },
+      ...(kind === 'WorkerDeployment' ? { deployment: { template: template() } } : { template: template() }),
+    };
     const resource = normalized(kind === 'WorkerDeployment' ? wd(spec) : twd(spec), kind);
     expect(resource.connectionRef).toEqual({ kind: expected, name: 'temporal' });
     // The workflow's spec says it too.
@@ -155,7 +195,12 @@ describe('connectionRef.kind: the default depends on the resource kind', () => {
 
   test('a TemporalWorkerDeployment reads as before (top-level fields, its defaults)', () => {
     const resource = normalized(twd({ template: template(), replicas: 3 }), 'TemporalWorkerDeployment');
-    expect(resource.spec).toMatchObject({ replicas: 3, minReadySeconds: 0, progressDeadlineSeconds: 600, template: template() });
+    expect(resource.spec).toMatchObject({
+      replicas: 3,
+      minReadySeconds: 0,
+      progressDeadlineSeconds: 600,
+      template: template(),
+    });
   });
 
   test('a WorkerDeployment whose name is not a DNS-1123 label is refused, naming metadata.name', () => {
@@ -165,17 +210,44 @@ describe('connectionRef.kind: the default depends on the resource kind', () => {
 });
 
 describe('connections: one spec for TemporalConnection, Connection and ClusterConnection', () => {
-  const conn = (kind: ConnectionKind, spec: Record<string, unknown>) => ({ apiVersion: 'glidepath.dev/v1alpha1', kind, metadata: { name: 'temporal' }, spec });
-
-  test.each<ConnectionKind>(['TemporalConnection', 'Connection', 'ClusterConnection'])('%s takes tls.caCertSecretRef', (kind) => {
-    const spec = { hostPort: 'temporal.internal:7233', tls: { serverName: 'temporal.internal', caCertSecretRef: { name: 'temporal-ca' } }, apiKeySecretRef: { name: 'temporal-api', key: 'key' } };
-    expect(parseConnection(conn(kind, spec), kind)).toEqual({ ok: true, spec });
+  const conn = (kind: ConnectionKind, spec: Record<string, unknown>) => ({
+    apiVersion: 'glidepath.dev/v1alpha1',
+    kind,
+    metadata: { name: 'temporal' },
+    spec,
   });
 
+  test.each<ConnectionKind>(['TemporalConnection', 'Connection', 'ClusterConnection'])(
+    '%s takes tls.caCertSecretRef',
+    (kind) => {
+      const spec = {
+        hostPort: 'temporal.internal:7233',
+        tls: { serverName: 'temporal.internal', caCertSecretRef: { name: 'temporal-ca' } },
+        apiKeySecretRef: { name: 'temporal-api', key: 'key' },
+      };
+      expect(parseConnection(conn(kind, spec), kind)).toEqual({ ok: true, spec });
+    },
+  );
+
   test.each([
-    { spec: { hostPort: 'temporal:7233', mutualTLSSecretRef: { name: 'mtls' }, tls: { caCertSecretRef: { name: 'ca' } } }, problem: "spec.tls.caCertSecretRef: tls.caCertSecretRef cannot be combined with mutualTLSSecretRef: put the CA in that Secret's ca.crt key instead" },
-    { spec: { hostPort: 'temporal:7233', tls: { caCertSecretRef: { name: 'Temporal_CA' } } }, problem: 'spec.tls.caCertSecretRef.name: must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric' },
-    { spec: { hostPort: 'temporal' }, problem: 'spec.hostPort: must be host:port, e.g. "temporal-frontend.temporal:7233"' },
+    {
+      spec: {
+        hostPort: 'temporal:7233',
+        mutualTLSSecretRef: { name: 'mtls' },
+        tls: { caCertSecretRef: { name: 'ca' } },
+      },
+      problem:
+        "spec.tls.caCertSecretRef: tls.caCertSecretRef cannot be combined with mutualTLSSecretRef: put the CA in that Secret's ca.crt key instead",
+    },
+    {
+      spec: { hostPort: 'temporal:7233', tls: { caCertSecretRef: { name: 'Temporal_CA' } } },
+      problem:
+        'spec.tls.caCertSecretRef.name: must be a DNS-1123 label: lower-case letters, digits and "-", starting and ending alphanumeric',
+    },
+    {
+      spec: { hostPort: 'temporal' },
+      problem: 'spec.hostPort: must be host:port, e.g. "temporal-frontend.temporal:7233"',
+    },
   ])('refused: $problem', ({ spec, problem }) => {
     const parsed = parseConnection(conn('Connection', spec), 'Connection');
     expect(parsed.ok ? '' : parsed.problem).toBe(problem);

@@ -1,4 +1,11 @@
-import { installationIdPattern, shortHash, rolloutWorkflowId, sanitizeBuildId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
+import {
+  installationIdPattern,
+  shortHash,
+  rolloutWorkflowId,
+  sanitizeBuildId,
+  versionedDeploymentName,
+  workerDeploymentName,
+} from '../../api/names.js';
 
 const dns1123Label = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const labelValue = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
@@ -33,7 +40,9 @@ describe('rolloutWorkflowId', () => {
 
 describe('installationIdPattern', () => {
   test.each(['1a2b3c4d', 'team-a', 'a'])('takes %s', (id) => expect(installationIdPattern.test(id)).toBe(true));
-  test.each(['', 'Team', '-a', 'a-', 'a/b', 'x'.repeat(33)])('refuses "%s"', (id) => expect(installationIdPattern.test(id)).toBe(false));
+  test.each(['', 'Team', '-a', 'a-', 'a/b', 'x'.repeat(33)])('refuses "%s"', (id) =>
+    expect(installationIdPattern.test(id)).toBe(false),
+  );
 });
 
 describe('versionedDeploymentName', () => {
@@ -130,7 +139,10 @@ describe('sanitizeBuildId', () => {
     expect(sanitizeBuildId(a)).toBe(sanitizeBuildId(a));
   });
 
-  test.each(['', '-', '...', '_-_', '///', '   ', '¿¡'])('"%s" has no letters or digits and is refused with a clear message', (input) => {
-    expect(() => sanitizeBuildId(input)).toThrow(`build ID "${input}" has no letters or digits`);
-  });
+  test.each(['', '-', '...', '_-_', '///', '   ', '¿¡'])(
+    '"%s" has no letters or digits and is refused with a clear message',
+    (input) => {
+      expect(() => sanitizeBuildId(input)).toThrow(`build ID "${input}" has no letters or digits`);
+    },
+  );
 });

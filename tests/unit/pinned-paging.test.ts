@@ -3,10 +3,14 @@
  * this module's paging alone), asks only for pinned ones, and stops when its activity is cancelled.
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createPinnedActivities } from '../../activities/temporal/pinned.js';
-import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
+import { createPinnedActivities } from '../../temporal/pinned.js';
+import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
 
-const t = { connection: { hostPort: 'temporal.test:7233' }, temporalNamespace: 'ns', deploymentName: 'shop/orders' } as unknown as TemporalTarget;
+const t = {
+  connection: { hostPort: 'temporal.test:7233' },
+  temporalNamespace: 'ns',
+  deploymentName: 'shop/orders',
+} as unknown as TemporalTarget;
 
 /** A visibility store of `total` executions, answered `perPage` at a time; records every terminate. */
 function fakeService(total: number, perPage: number) {
@@ -17,7 +21,9 @@ function fakeService(total: number, perPage: number) {
       queries.push(req.query);
       const from = req.nextPageToken?.length ? Number(Buffer.from(req.nextPageToken).toString()) : 0;
       const to = Math.min(from + perPage, total);
-      const executions = Array.from({ length: to - from }, (_, i) => ({ execution: { workflowId: `wf-${from + i}`, runId: `run-${from + i}` } }));
+      const executions = Array.from({ length: to - from }, (_, i) => ({
+        execution: { workflowId: `wf-${from + i}`, runId: `run-${from + i}` },
+      }));
       return { executions, nextPageToken: to < total ? Buffer.from(String(to)) : new Uint8Array() };
     },
     async terminateWorkflowExecution(req: { workflowExecution: { workflowId: string } }) {
@@ -31,7 +37,13 @@ function fakeService(total: number, perPage: number) {
 
 test('every page is acted on, beyond ten thousand executions', async () => {
   const { pinned, queries, terminated } = fakeService(12_345, 1000);
-  const result = await new MockActivityEnvironment().run(pinned.actOnPinned, t, 'v1', { kind: 'Terminate' as const }, 'bad');
+  const result = await new MockActivityEnvironment().run(
+    pinned.actOnPinned,
+    t,
+    'v1',
+    { kind: 'Terminate' as const },
+    'bad',
+  );
   expect(result).toEqual({ matched: 12_345, acted: 12_345 });
   expect(new Set(terminated).size).toBe(12_345);
   expect(queries).toHaveLength(13);

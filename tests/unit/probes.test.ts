@@ -5,10 +5,14 @@ test.each<[string, { host: string; port: number } | undefined]>([
   ['127.0.0.1:9000', { host: '127.0.0.1', port: 9000 }],
   ['[::1]:0', { host: '::1', port: 0 }],
   ['0', undefined],
-])('bind address %s', (value, expected) => expect(parseBindAddress('health-probe-bind-address', value)).toEqual(expected));
+])('bind address %s', (value, expected) =>
+  expect(parseBindAddress('health-probe-bind-address', value)).toEqual(expected),
+);
 
 test.each(['8081', 'localhost', ':99999', 'a:b:c:1', ''])('"%s" is refused, naming the flag', (value) => {
-  expect(() => parseBindAddress('metrics-bind-address', value)).toThrow(/^--metrics-bind-address: ".*" is not an address/);
+  expect(() => parseBindAddress('metrics-bind-address', value)).toThrow(
+    /^--metrics-bind-address: ".*" is not an address/,
+  );
 });
 
 test('the probes answer 200 ok, or 503 with the reason', async () => {

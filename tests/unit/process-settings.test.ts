@@ -10,8 +10,15 @@ describe('the controller process settings', () => {
     const dockerfile = read('Dockerfile');
     const entrypoint = /^ENTRYPOINT (\[.*\])$/m.exec(dockerfile)?.[1];
     expect(entrypoint).toBeDefined();
-    expect(JSON.parse(entrypoint!)).toEqual(['/usr/bin/tini', '--', 'node', ...controllerNodeOptions, 'dist/worker/main.js']);
-    for (const [name, value] of Object.entries(controllerEnvironment)) expect(dockerfile).toMatch(new RegExp(`^ENV ${name}=${value}$`, 'm'));
+    expect(JSON.parse(entrypoint!)).toEqual([
+      '/usr/bin/tini',
+      '--',
+      'node',
+      ...controllerNodeOptions,
+      'dist/worker/main.js',
+    ]);
+    for (const [name, value] of Object.entries(controllerEnvironment))
+      expect(dockerfile).toMatch(new RegExp(`^ENV ${name}=${value}$`, 'm'));
   });
 
   test('`npm start` runs node with them, and sets their environment', () => {

@@ -187,7 +187,10 @@ describe('RateBudget', () => {
       const sent: string[] = [];
       await budget.take(); // the second's call
       const polls = [budget.takeWaiting(never).then(() => sent.push(`poll ${clock()}`))];
-      const completions = [budget.turnWithin(1_500).then(() => sent.push(`completion ${clock()}`)), budget.turnWithin(1_500).then(() => sent.push(`late completion ${clock()}`))];
+      const completions = [
+        budget.turnWithin(1_500).then(() => sent.push(`completion ${clock()}`)),
+        budget.turnWithin(1_500).then(() => sent.push(`late completion ${clock()}`)),
+      ];
       await jest.advanceTimersByTimeAsync(3_000);
       await Promise.all([...polls, ...completions]);
       // The first completion at the next second, ahead of the poll that asked before it; the second had 1.5 s to
@@ -202,7 +205,9 @@ describe('RateBudget', () => {
       await budget.take(); // the burst
       const done: number[] = [];
       const queued = [1, 2].map((i) => budget.take().then(() => done.push(i))); // at 1 s and 2 s: within the wait
-      await expect(budget.take()).rejects.toThrow("the controller's Temporal budget (--temporal-qps) is spent for the next 3 s: try again later");
+      await expect(budget.take()).rejects.toThrow(
+        "the controller's Temporal budget (--temporal-qps) is spent for the next 3 s: try again later",
+      );
       await expect(budget.take()).rejects.toThrow('spent for the next 3 s'); // the refusal took nothing
       await jest.advanceTimersByTimeAsync(1_000);
       expect(done).toEqual([1]);
@@ -230,7 +235,13 @@ describe('RateBudget', () => {
     fc.assert(
       fc.asyncProperty(
         fc.integer({ min: 1, max: 8 }),
-        fc.array(fc.record({ at: fc.integer({ min: 0, max: 4_000 }), kind: fc.constantFrom('take', 'wait', 'finish', 'charge') }), { maxLength: 60 }),
+        fc.array(
+          fc.record({
+            at: fc.integer({ min: 0, max: 4_000 }),
+            kind: fc.constantFrom('take', 'wait', 'finish', 'charge'),
+          }),
+          { maxLength: 60 },
+        ),
         (rate, asks) =>
           onFakeTime(async (clock) => {
             const counted: number[] = [];
@@ -272,8 +283,19 @@ describe('RateBudget.retriesPaid', () => {
       const clock = () => jest.now();
       const budget = new RateBudget(1, 1, 5_000, clock);
       const started: number[] = [];
-      const nextCall = () => ({ start: () => void started.push(clock()), cancelWithStatus() {}, getPeer: () => '', sendMessageWithContext() {}, sendMessage() {}, startRead() {}, halfClose() {} }) as unknown as ConstructorParameters<typeof InterceptingCall>[0];
-      const options = { method_definition: { path: '/temporal.api.workflowservice.v1.WorkflowService/DescribeWorkerDeployment' } } as InterceptorOptions;
+      const nextCall = () =>
+        ({
+          start: () => void started.push(clock()),
+          cancelWithStatus() {},
+          getPeer: () => '',
+          sendMessageWithContext() {},
+          sendMessage() {},
+          startRead() {},
+          halfClose() {},
+        }) as unknown as ConstructorParameters<typeof InterceptingCall>[0];
+      const options = {
+        method_definition: { path: '/temporal.api.workflowservice.v1.WorkflowService/DescribeWorkerDeployment' },
+      } as InterceptorOptions;
       const interceptor = budget.retriesPaid();
       expect(budget.tryTake()).toBe(true); // the first attempt's call, paid by the budget's own interceptor
       interceptor(options, nextCall).start(new Metadata(), {});

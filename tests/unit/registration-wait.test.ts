@@ -7,8 +7,8 @@ import { jest } from '@jest/globals';
 import proto from '@temporalio/proto';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { createTemporalActivities } from '../../activities/temporal/activities.js';
-import type { TemporalConnections, TemporalTarget } from '../../activities/temporal/connections.js';
+import { createTemporalActivities } from '../../activities/temporal.js';
+import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { TaskQueueType } = proto.temporal.api.enums.v1;
@@ -25,7 +25,9 @@ function busyServer(answers: ((signal?: AbortSignal) => unknown)[]) {
   const calls = { v2: 0 };
   let signal: AbortSignal | undefined;
   const workflowService = {
-    describeWorkerDeployment: async () => ({ workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } } }),
+    describeWorkerDeployment: async () => ({
+      workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } },
+    }),
     describeWorkerDeploymentVersion: async (req: { deploymentVersion: { buildId: string } }) => {
       if (req.deploymentVersion.buildId === 'v1') return registered;
       return answers[Math.min(calls.v2++, answers.length - 1)]!(signal);
@@ -36,7 +38,12 @@ function busyServer(answers: ((signal?: AbortSignal) => unknown)[]) {
   return { activities: createTemporalActivities(connections, 'glidepath', async () => undefined), calls };
 }
 
-const target: TemporalTarget = { connection: { hostPort: 'localhost:7233' }, k8sNamespace: 'ns', temporalNamespace: 'default', deploymentName: 'ns/orders' };
+const target: TemporalTarget = {
+  connection: { hostPort: 'localhost:7233' },
+  k8sNamespace: 'ns',
+  temporalNamespace: 'default',
+  deploymentName: 'ns/orders',
+};
 /** Runs the wait on jest's clock, 100 ms at a time (cancelled after `cancelAfterMs`); returns its outcome and the time it took. */
 async function wait(activities: ReturnType<typeof busyServer>['activities'], cancelAfterMs = Infinity) {
   jest.useFakeTimers();
@@ -46,10 +53,12 @@ async function wait(activities: ReturnType<typeof busyServer>['activities'], can
     const env = new MockActivityEnvironment();
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
-    env.run(() => activities.awaitVersionRegistered(target, 'v2')).then(
-      (value) => (outcome = { value }),
-      (error: unknown) => (outcome = { error }),
-    );
+    env
+      .run(() => activities.awaitVersionRegistered(target, 'v2'))
+      .then(
+        (value) => (outcome = { value }),
+        (error: unknown) => (outcome = { error }),
+      );
     while (!outcome && Date.now() - started < 600_000) {
       await jest.advanceTimersByTimeAsync(100);
       if (Date.now() - started >= cancelAfterMs) env.cancel();
@@ -86,7 +95,11 @@ test('the third busy refusal in a row fails the attempt with it (the retry polic
 });
 
 test('a refusal that is no slow answer fails the attempt at once', async () => {
-  const { activities, calls } = busyServer([() => { throw permissionDenied(); }]);
+  const { activities, calls } = busyServer([
+    () => {
+      throw permissionDenied();
+    },
+  ]);
   const { error, tookMs } = await wait(activities);
   expect(error).toMatchObject({ code: 7 });
   expect(calls.v2).toBe(1);
@@ -95,7 +108,8 @@ test('a refusal that is no slow answer fails the attempt at once', async () => {
 
 test('a cancellation ends a describe in flight: a busy server’s late answer is not waited for', async () => {
   // The describe of v2 answers only when its call is aborted (a real connection rejects it then).
-  const hung = (signal?: AbortSignal) => new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('call aborted'))));
+  const hung = (signal?: AbortSignal) =>
+    new Promise((_, reject) => signal?.addEventListener('abort', () => reject(new Error('call aborted'))));
   const { activities, calls } = busyServer([hung]);
   const { error, tookMs } = await wait(activities, 1_000);
   expect(calls.v2).toBe(1);
@@ -108,6 +122,9 @@ test('the heartbeats carry the last check’s refusal until an answer clears it 
   const { value, heartbeats } = await wait(activities);
   expect(value).toMatchObject({ taskQueues: ['orders'] });
   // Refused at 0 s, asked again at 5 s: the beats at 2 and 4 s say the refusal, the one at 6 s no longer does.
-  expect(heartbeats.slice(0, 2)).toEqual([{ lastCheckFailure: expect.stringContaining('context deadline exceeded') }, { lastCheckFailure: expect.stringContaining('context deadline exceeded') }]);
+  expect(heartbeats.slice(0, 2)).toEqual([
+    { lastCheckFailure: expect.stringContaining('context deadline exceeded') },
+    { lastCheckFailure: expect.stringContaining('context deadline exceeded') },
+  ]);
   expect(heartbeats.at(-1)).toEqual({});
 });

@@ -3,7 +3,13 @@ import type { SlotReserveContext, WorkflowSlotInfo } from '@temporalio/worker';
 import { RateBudget } from '../../worker/rate-budget.js';
 import { budgetedSlots, completionsPaid, completionWaitCap, HistoryFetchCredits } from '../../worker/task-slots.js';
 
-const ctx = { slotType: 'workflow', taskQueue: 'glidepath', workerIdentity: 'test', workerBuildId: '', isSticky: false } as SlotReserveContext;
+const ctx = {
+  slotType: 'workflow',
+  taskQueue: 'glidepath',
+  workerIdentity: 'test',
+  workerBuildId: '',
+  isSticky: false,
+} as SlotReserveContext;
 const settled = async () => {
   for (let i = 0; i < 5; i++) await Promise.resolve();
 };
@@ -20,7 +26,9 @@ describe('budgetedSlots', () => {
     const budget = new RateBudget(2, 1, 5_000, () => now); // one poll now, then one every 0.5 s
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10);
     const granted: number[] = [];
-    const reservations = [0, 1, 2].map((i) => slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(i)));
+    const reservations = [0, 1, 2].map((i) =>
+      slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(i)),
+    );
     await settled();
     expect(granted).toEqual([0]);
     now = 500;
@@ -38,7 +46,9 @@ describe('budgetedSlots', () => {
     const first = await slots.reserveSlot(ctx, new AbortController().signal);
     const second = await slots.reserveSlot(ctx, new AbortController().signal);
     const granted: string[] = [];
-    const waiting = ['third', 'fourth'].map((name) => slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(name)));
+    const waiting = ['third', 'fourth'].map((name) =>
+      slots.reserveSlot(ctx, new AbortController().signal).then(() => granted.push(name)),
+    );
     expect(slots.tryReserveSlot(ctx)).toBeNull();
     await settled();
     expect(granted).toEqual([]);
@@ -143,11 +153,17 @@ describe('HistoryFetchCredits', () => {
 describe('budgetedSlots with history fetches paid ahead', () => {
   afterEach(() => jest.useRealTimers());
 
-  test('while most tasks fetch, a poll pays two calls and the fetch after it none: the budget\'s seconds hold the fetches too', async () => {
+  test("while most tasks fetch, a poll pays two calls and the fetch after it none: the budget's seconds hold the fetches too", async () => {
     jest.useFakeTimers();
     const now = 0;
     const counted: Array<'paid' | 'unheld'> = [];
-    const budget = new RateBudget(100, 100, 5_000, () => now, (how) => counted.push(how));
+    const budget = new RateBudget(
+      100,
+      100,
+      5_000,
+      () => now,
+      (how) => counted.push(how),
+    );
     const credits = new HistoryFetchCredits(budget, () => now, 60_000, 10_000, 2);
     const slots = budgetedSlots<WorkflowSlotInfo>(budget, 10, credits);
     const task = async () => {
@@ -166,7 +182,10 @@ describe('budgetedSlots with history fetches paid ahead', () => {
     expect(counted.slice(6)).toEqual(['paid', 'paid']);
     slots.releaseSlot({ permit: empty });
     const unpaid = await slots.tryReserveSlot(ctx); // an eager task pays its poll only
-    slots.markSlotUsed({ slotInfo: { type: 'workflow', workflowType: 'RolloutWorkflow', isSticky: false }, permit: unpaid! });
+    slots.markSlotUsed({
+      slotInfo: { type: 'workflow', workflowType: 'RolloutWorkflow', isSticky: false },
+      permit: unpaid!,
+    });
     credits.fetched();
     expect(counted.slice(8)).toEqual(['paid', 'unheld']);
   });
@@ -199,8 +218,17 @@ describe('completionsPaid', () => {
   afterEach(() => jest.useRealTimers());
 
   const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
-  const run = (budget: RateBudget, isLocal: boolean, outcome: () => Promise<unknown>, signal = new AbortController().signal) => {
-    const { inbound } = completionsPaid(budget, 2_000, () => now)({ info: { ...info, isLocal }, cancellationSignal: signal });
+  const run = (
+    budget: RateBudget,
+    isLocal: boolean,
+    outcome: () => Promise<unknown>,
+    signal = new AbortController().signal,
+  ) => {
+    const { inbound } = completionsPaid(
+      budget,
+      2_000,
+      () => now,
+    )({ info: { ...info, isLocal }, cancellationSignal: signal });
     return inbound.execute!({ args: [], headers: {} }, outcome);
   };
 
@@ -235,8 +263,14 @@ describe('completionsPaid', () => {
     const sent: string[] = [];
     const second = run(budget, false, async () => 'b').then((r) => sent.push(`${r as string} ${now}`)); // may wait 2 s
     // A heartbeat timeout of 7.5 s: it may wait a fifth of it less a second, 0.5 s.
-    const { inbound } = completionsPaid(budget, 2_000, () => now)({ info: { ...info, heartbeatTimeoutMs: 7_500 }, cancellationSignal: new AbortController().signal });
-    const third = inbound.execute!({ args: [], headers: {} }, async () => 'c').then((r) => sent.push(`${r as string} ${now}`));
+    const { inbound } = completionsPaid(
+      budget,
+      2_000,
+      () => now,
+    )({ info: { ...info, heartbeatTimeoutMs: 7_500 }, cancellationSignal: new AbortController().signal });
+    const third = inbound.execute!({ args: [], headers: {} }, async () => 'c').then((r) =>
+      sent.push(`${r as string} ${now}`),
+    );
     const local = run(budget, true, async () => 'local').then((r) => sent.push(`${r as string} ${now}`));
     await settled();
     expect(sent).toEqual(['local 0']);
@@ -269,7 +303,14 @@ describe('completionWaitCap: waiting to report never times an attempt out', () =
     expect(completionWaitCap(info, 0, 1_000, 2_000)).toBe(2_000); // far from its 30 s
     expect(completionWaitCap(info, 0, 28_500, 2_000)).toBe(500); // its start-to-close is 1.5 s away
     expect(completionWaitCap(info, 0, 29_500, 2_000)).toBe(0);
-    expect(completionWaitCap({ ...info, startToCloseTimeoutMs: 600_000, scheduledTimestampMs: 10_000, scheduleToCloseTimeoutMs: 60_000 }, 10_000, 69_000, 2_000)).toBe(0); // schedule-to-close 1 s away
+    expect(
+      completionWaitCap(
+        { ...info, startToCloseTimeoutMs: 600_000, scheduledTimestampMs: 10_000, scheduleToCloseTimeoutMs: 60_000 },
+        10_000,
+        69_000,
+        2_000,
+      ),
+    ).toBe(0); // schedule-to-close 1 s away
     expect(completionWaitCap({ ...info, heartbeatTimeoutMs: 10_000 }, 0, 1_000, 2_000)).toBe(1_000); // a fifth of 10 s, less a second
   });
 });
@@ -280,15 +321,29 @@ describe('completionsPaid: a cancelled attempt', () => {
     try {
       const clock = () => jest.now();
       const budget = new RateBudget(1, 1, 5_000, clock);
-      const info = { isLocal: false, startToCloseTimeoutMs: 30_000, scheduledTimestampMs: 0, scheduleToCloseTimeoutMs: 0 };
-      const attempt = (signal: AbortSignal) => completionsPaid(budget, 2_000, clock)({ info: { ...info, scheduledTimestampMs: clock() }, cancellationSignal: signal }).inbound;
+      const info = {
+        isLocal: false,
+        startToCloseTimeoutMs: 30_000,
+        scheduledTimestampMs: 0,
+        scheduleToCloseTimeoutMs: 0,
+      };
+      const attempt = (signal: AbortSignal) =>
+        completionsPaid(
+          budget,
+          2_000,
+          clock,
+        )({ info: { ...info, scheduledTimestampMs: clock() }, cancellationSignal: signal }).inbound;
       await attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'first'); // the second's one call
       const cancelled = new AbortController();
       cancelled.abort(new Error('cancelled'));
       let done = false;
-      const second = attempt(cancelled.signal).execute!({ args: [], headers: {} }, () => Promise.reject(new Error('cancelled'))).catch(() => (done = true));
+      const second = attempt(cancelled.signal).execute!({ args: [], headers: {} }, () =>
+        Promise.reject(new Error('cancelled')),
+      ).catch(() => (done = true));
       let waiting = true;
-      const third = attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'third').then(() => (waiting = false));
+      const third = attempt(new AbortController().signal).execute!({ args: [], headers: {} }, async () => 'third').then(
+        () => (waiting = false),
+      );
       await settled();
       expect(done).toBe(true); // room would have been 1 s away
       expect(waiting).toBe(true); // the third's is

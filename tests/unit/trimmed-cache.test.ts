@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { jest } from '@jest/globals';
-import { observeDeployment } from '../../activities/kubernetes/activities.js';
-import { Labels, renderVersionedDeployment } from '../../activities/kubernetes/versioned-deployment.js';
+import { observeDeployment } from '../../kube/versioned-deployment.js';
+import { Labels, renderVersionedDeployment } from '../../kube/versioned-deployment.js';
 import { annotationSetter } from '../../starter/annotations.js';
 import { holdsProblemStatus } from '../../starter/condition-ownership.js';
 import { makeTrimmedInformer, trimDeployment, trimManagedFields, trimResource } from '../../starter/trimmed-cache.js';
@@ -15,7 +15,9 @@ function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1O
       minReadySeconds: 0,
       progressDeadlineSeconds: 600,
       workerOptions: { connectionRef: { name: 'temporal' }, temporalNamespace: 'orders-ns' },
-      template: { spec: { containers: [{ name: 'worker', image: 'orders:2', env: [{ name: 'A', value: 'x'.repeat(500) }] }] } },
+      template: {
+        spec: { containers: [{ name: 'worker', image: 'orders:2', env: [{ name: 'A', value: 'x'.repeat(500) }] }] },
+      },
     },
     buildId: 'v2',
     connection: { hostPort: 'temporal:7233' },
@@ -29,7 +31,14 @@ function storedDeployment(status: k8s.V1DeploymentStatus, extra: Partial<k8s.V1O
       generation: 3,
       annotations: { 'deployment.kubernetes.io/revision': '3' },
       creationTimestamp: new Date('2026-11-25T00:00:00Z'),
-      managedFields: [{ manager: 'glidepath', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': {} } } } } }],
+      managedFields: [
+        {
+          manager: 'glidepath',
+          operation: 'Apply',
+          fieldsType: 'FieldsV1',
+          fieldsV1: { 'f:spec': { 'f:template': { 'f:spec': { 'f:containers': {} } } } },
+        },
+      ],
       ...extra,
     },
     status,
@@ -47,18 +56,42 @@ describe('trimDeployment', () => {
       unavailableReplicas: 0,
       replicas: 3,
       conditions: [
-        { type: 'Available', status: 'True', reason: 'MinimumReplicasAvailable', message: 'Deployment has minimum availability.' },
-        { type: 'Progressing', status: 'True', reason: 'NewReplicaSetAvailable', message: 'ReplicaSet "orders-v2" has successfully progressed.' },
+        {
+          type: 'Available',
+          status: 'True',
+          reason: 'MinimumReplicasAvailable',
+          message: 'Deployment has minimum availability.',
+        },
+        {
+          type: 'Progressing',
+          status: 'True',
+          reason: 'NewReplicaSetAvailable',
+          message: 'ReplicaSet "orders-v2" has successfully progressed.',
+        },
       ],
     },
-    { observedGeneration: 3, availableReplicas: 1, readyReplicas: 2, updatedReplicas: 3, unavailableReplicas: 2, replicas: 3, conditions: [{ type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable' }] },
-    { observedGeneration: 2, conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }] },
+    {
+      observedGeneration: 3,
+      availableReplicas: 1,
+      readyReplicas: 2,
+      updatedReplicas: 3,
+      unavailableReplicas: 2,
+      replicas: 3,
+      conditions: [{ type: 'Available', status: 'False', reason: 'MinimumReplicasUnavailable' }],
+    },
+    {
+      observedGeneration: 2,
+      conditions: [{ type: 'Progressing', status: 'False', reason: 'ProgressDeadlineExceeded' }],
+    },
   ];
 
-  test.each(statuses.map((s, i) => [i, s] as const))('the watcher observes a trimmed Deployment as the whole one (status %i)', (_, status) => {
-    const whole = storedDeployment(status);
-    expect(observeDeployment(trimDeployment(whole))).toEqual(observeDeployment(whole));
-  });
+  test.each(statuses.map((s, i) => [i, s] as const))(
+    'the watcher observes a trimmed Deployment as the whole one (status %i)',
+    (_, status) => {
+      const whole = storedDeployment(status);
+      expect(observeDeployment(trimDeployment(whole))).toEqual(observeDeployment(whole));
+    },
+  );
 
   test('a Deployment being deleted stays one being deleted', () => {
     const whole = storedDeployment({}, { deletionTimestamp: new Date('2026-11-26T00:00:00Z') });
@@ -71,7 +104,9 @@ describe('trimDeployment', () => {
     expect(trimmed.metadata?.labels?.[Labels.buildId]).toBe('v2');
     expect(trimmed.spec?.template).toBeUndefined();
     expect(trimmed.metadata?.managedFields).toBeUndefined();
-    expect(JSON.stringify(trimmed).length).toBeLessThan(JSON.stringify(storedDeployment({ availableReplicas: 3 })).length / 2);
+    expect(JSON.stringify(trimmed).length).toBeLessThan(
+      JSON.stringify(storedDeployment({ availableReplicas: 3 })).length / 2,
+    );
   });
 });
 
@@ -82,38 +117,75 @@ describe('trimManagedFields', () => {
       operation: 'Update',
       time: new Date('2026-11-26T10:00:00Z'),
       fieldsType: 'FieldsV1',
-      fieldsV1: { 'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} }, 'f:labels': { 'f:app': {} } }, 'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': {} } } },
+      fieldsV1: {
+        'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} }, 'f:labels': { 'f:app': {} } },
+        'f:spec': { 'f:replicas': {}, 'f:template': { 'f:spec': {} } },
+      },
     },
-    { manager: 'kubectl-annotate', operation: 'Update', time: new Date('2026-11-26T11:00:00Z'), fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:glidepath.dev/promote': {} } } } },
+    {
+      manager: 'kubectl-annotate',
+      operation: 'Update',
+      time: new Date('2026-11-26T11:00:00Z'),
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:metadata': { 'f:annotations': { 'f:glidepath.dev/promote': {} } } },
+    },
     {
       manager: 'glidepath',
       operation: 'Apply',
       subresource: 'status',
       fieldsType: 'FieldsV1',
-      fieldsV1: { 'f:status': { 'f:targetVersion': { 'f:buildID': {}, 'f:rampPercentage': {} }, 'f:deprecatedVersions': { 'k:{"buildID":"v1"}': { 'f:drainedSince': {} } }, 'f:observedGeneration': {} } },
+      fieldsV1: {
+        'f:status': {
+          'f:targetVersion': { 'f:buildID': {}, 'f:rampPercentage': {} },
+          'f:deprecatedVersions': { 'k:{"buildID":"v1"}': { 'f:drainedSince': {} } },
+          'f:observedGeneration': {},
+        },
+      },
     },
-    { manager: 'glidepath-watcher', operation: 'Apply', subresource: 'status', fieldsType: 'FieldsV1', fieldsV1: { 'f:status': { 'f:conditions': {}, 'f:phase': {}, 'f:observedGeneration': {} } } },
-    { manager: 'glidepath-watcher', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: { 'f:metadata': { 'f:finalizers': { 'v:"glidepath.dev/cleanup"': {} } } } },
+    {
+      manager: 'glidepath-watcher',
+      operation: 'Apply',
+      subresource: 'status',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:status': { 'f:conditions': {}, 'f:phase': {}, 'f:observedGeneration': {} } },
+    },
+    {
+      manager: 'glidepath-watcher',
+      operation: 'Apply',
+      fieldsType: 'FieldsV1',
+      fieldsV1: { 'f:metadata': { 'f:finalizers': { 'v:"glidepath.dev/cleanup"': {} } } },
+    },
   ];
 
   test('who set an annotation and who holds a status field read the same off the trimmed entries', () => {
     const trimmed = trimManagedFields(entries);
-    for (const key of ['glidepath.dev/promote', 'glidepath.dev/pause']) expect(annotationSetter(trimmed, key)).toEqual(annotationSetter(entries, key));
+    for (const key of ['glidepath.dev/promote', 'glidepath.dev/pause'])
+      expect(annotationSetter(trimmed, key)).toEqual(annotationSetter(entries, key));
     expect(annotationSetter(trimmed, 'glidepath.dev/promote')?.manager).toBe('kubectl-annotate');
-    for (const manager of ['glidepath-watcher', 'glidepath', 'kubectl-annotate']) expect(holdsProblemStatus(trimmed, manager)).toBe(holdsProblemStatus(entries, manager));
+    for (const manager of ['glidepath-watcher', 'glidepath', 'kubectl-annotate'])
+      expect(holdsProblemStatus(trimmed, manager)).toBe(holdsProblemStatus(entries, manager));
     expect(holdsProblemStatus(trimmed, 'glidepath-watcher')).toBe(true);
   });
 
   test('the rest of each field set goes; the entry itself stays', () => {
     const trimmed = trimManagedFields(entries)!;
     expect(trimmed.map((e) => e.manager)).toEqual(entries.map((e) => e.manager));
-    expect(trimmed[0]!.fieldsV1).toEqual({ 'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} } } });
-    expect(trimmed[2]!.fieldsV1).toEqual({ 'f:status': { 'f:targetVersion': {}, 'f:deprecatedVersions': {}, 'f:observedGeneration': {} } });
+    expect(trimmed[0]!.fieldsV1).toEqual({
+      'f:metadata': { 'f:annotations': { '.': {}, 'f:glidepath.dev/promote': {} } },
+    });
+    expect(trimmed[2]!.fieldsV1).toEqual({
+      'f:status': { 'f:targetVersion': {}, 'f:deprecatedVersions': {}, 'f:observedGeneration': {} },
+    });
     expect(trimmed[4]!.fieldsV1).toEqual({});
   });
 
   test('a resource without managedFields is cached as it is; its spec and status are never trimmed', () => {
-    const plain = { apiVersion: 'glidepath.dev/v1alpha1', kind: 'TemporalWorkerDeployment', metadata: { name: 'a' }, spec: { replicas: 1 } };
+    const plain = {
+      apiVersion: 'glidepath.dev/v1alpha1',
+      kind: 'TemporalWorkerDeployment',
+      metadata: { name: 'a' },
+      spec: { replicas: 1 },
+    };
     expect(trimResource(plain)).toBe(plain);
     const withFields = { ...plain, metadata: { name: 'a', managedFields: entries }, status: { phase: 'Ready' } };
     const trimmed = trimResource(withFields);
@@ -125,7 +197,12 @@ describe('trimManagedFields', () => {
 
 describe('makeTrimmedInformer', () => {
   const kubeConfig = new k8s.KubeConfig();
-  kubeConfig.loadFromOptions({ clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+  kubeConfig.loadFromOptions({
+    clusters: [{ name: 'c', server: 'https://127.0.0.1:1' }],
+    users: [{ name: 'u' }],
+    contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+    currentContext: 'x',
+  });
   type Callback = (phase: string, obj: unknown, raw?: unknown) => void;
   /** The watch requests the informer made: each with its query and the callbacks kube-apiserver's answer goes to. */
   let watches: { params: Record<string, unknown>; callback: Callback; done: (err: unknown) => void }[];
@@ -139,7 +216,8 @@ describe('makeTrimmedInformer', () => {
   });
   afterEach(() => jest.restoreAllMocks());
 
-  const deployment = (name: string, resourceVersion: string) => storedDeployment({ availableReplicas: 3 }, { name, resourceVersion });
+  const deployment = (name: string, resourceVersion: string) =>
+    storedDeployment({ availableReplicas: 3 }, { name, resourceVersion });
 
   test('listed and watched objects are cached and handed on trimmed; BOOKMARK and ERROR pass as they are; a 410 relists', async () => {
     const lists: number[] = [];
@@ -148,7 +226,12 @@ describe('makeTrimmedInformer', () => {
       '/apis/apps/v1/deployments',
       async () => {
         lists.push(Date.now());
-        return { apiVersion: 'v1', kind: 'DeploymentList', metadata: { resourceVersion: '10' }, items: [deployment('a', '5')] };
+        return {
+          apiVersion: 'v1',
+          kind: 'DeploymentList',
+          metadata: { resourceVersion: '10' },
+          items: [deployment('a', '5')],
+        };
       },
       trimDeployment,
     );
@@ -171,7 +254,12 @@ describe('makeTrimmedInformer', () => {
       expect(d?.spec?.template).toBeUndefined();
       expect(d?.metadata?.managedFields).toBeUndefined();
     }
-    expect(handed.map((d) => `${d.metadata?.name}@${d.metadata?.resourceVersion}`)).toEqual(['a@5', 'b@11', 'a@12', 'b@14']);
+    expect(handed.map((d) => `${d.metadata?.name}@${d.metadata?.resourceVersion}`)).toEqual([
+      'a@5',
+      'b@11',
+      'a@12',
+      'b@14',
+    ]);
     expect(informer.get('b', 'shop')).toBeUndefined();
     expect((informer as k8s.ListWatch<k8s.V1Deployment>).latestResourceVersion()).toBe('14');
 
@@ -196,7 +284,10 @@ describe('makeTrimmedInformer', () => {
     const handed: k8s.KubernetesObject[] = [];
     informer.on('add', (o) => handed.push(o));
     await informer.start();
-    const odd = { kind: 'TemporalWorkerDeployment', metadata: { name: 'odd', namespace: 'shop', resourceVersion: '2' } };
+    const odd = {
+      kind: 'TemporalWorkerDeployment',
+      metadata: { name: 'odd', namespace: 'shop', resourceVersion: '2' },
+    };
     watches[0]!.callback('ADDED', odd);
     expect(handed).toEqual([odd]);
     expect(informer.get('odd', 'shop')).toEqual(odd);

@@ -5,13 +5,16 @@ import {
   renderVersionedDeployment,
   tlsMountPath,
   type VersionedDeploymentInput,
-} from '../../activities/kubernetes/versioned-deployment.js';
+} from '../../kube/versioned-deployment.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 import { versionedDeploymentName } from '../../api/names.js';
 
 const plain: TemporalConnectionSpec = { hostPort: 'temporal-frontend.temporal:7233' };
 const mtls: TemporalConnectionSpec = { hostPort: 'ns.tmprl.cloud:7233', mutualTLSSecretRef: { name: 'worker-mtls' } };
-const apiKey: TemporalConnectionSpec = { hostPort: 'ns.tmprl.cloud:7233', apiKeySecretRef: { name: 'temporal-api', key: 'apiKey' } };
+const apiKey: TemporalConnectionSpec = {
+  hostPort: 'ns.tmprl.cloud:7233',
+  apiKeySecretRef: { name: 'temporal-api', key: 'apiKey' },
+};
 
 function input(overrides: Partial<VersionedDeploymentInput> = {}): VersionedDeploymentInput {
   return {
@@ -144,7 +147,10 @@ describe('renderVersionedDeployment', () => {
 
   test('the selector is per build and matches the pod template labels, which keep the user labels', () => {
     const d = renderVersionedDeployment(input());
-    expect(d.spec!.selector.matchLabels).toEqual({ [Labels.workerDeployment]: 'orders', [Labels.buildId]: '1.2.3-0123456789ab' });
+    expect(d.spec!.selector.matchLabels).toEqual({
+      [Labels.workerDeployment]: 'orders',
+      [Labels.buildId]: '1.2.3-0123456789ab',
+    });
     expect(d.spec!.template.metadata!.labels).toEqual({ app: 'orders', ...d.spec!.selector.matchLabels });
     expect(d.spec!.template.metadata!.annotations).toEqual({ team: 'payments' });
   });
@@ -189,7 +195,11 @@ describe('renderVersionedDeployment', () => {
   test('keeps user container fields and volumes', () => {
     const d = renderVersionedDeployment(input());
     const [worker, sidecar] = containers(d);
-    expect(worker).toMatchObject({ name: 'worker', image: 'orders:1.2.3', volumeMounts: [{ name: 'cache', mountPath: '/cache' }] });
+    expect(worker).toMatchObject({
+      name: 'worker',
+      image: 'orders:1.2.3',
+      volumeMounts: [{ name: 'cache', mountPath: '/cache' }],
+    });
     expect(sidecar).toMatchObject({ name: 'sidecar', image: 'sidecar:1' });
     expect(d.spec!.template.spec!.volumes).toEqual([{ name: 'cache', emptyDir: {} }]);
   });
@@ -231,7 +241,10 @@ describe('renderVersionedDeployment', () => {
 
   test('a TLS server name override is passed on', () => {
     const d = renderVersionedDeployment(input({ connection: { ...apiKey, tls: { serverName: 'ns.example' } } }));
-    expect(envOf(containers(d)[0]!).TEMPORAL_TLS_SERVER_NAME).toEqual({ name: 'TEMPORAL_TLS_SERVER_NAME', value: 'ns.example' });
+    expect(envOf(containers(d)[0]!).TEMPORAL_TLS_SERVER_NAME).toEqual({
+      name: 'TEMPORAL_TLS_SERVER_NAME',
+      value: 'ns.example',
+    });
   });
 
   test('no TLS: adds no volumes, mounts or TLS env', () => {
@@ -282,7 +295,12 @@ describe('isOwnedBy', () => {
     metadata: {
       name: 'orders-v1',
       labels: { [Labels.workerDeployment]: 'orders', [Labels.managedBy]: 'glidepath', ...labels },
-      ownerReferences: ownerUids.map((uid) => ({ apiVersion: 'glidepath.dev/v1alpha1', kind: 'TemporalWorkerDeployment', name: 'orders', uid })),
+      ownerReferences: ownerUids.map((uid) => ({
+        apiVersion: 'glidepath.dev/v1alpha1',
+        kind: 'TemporalWorkerDeployment',
+        name: 'orders',
+        uid,
+      })),
     },
   });
 

@@ -8,7 +8,9 @@ describe('backoffMs', () => {
     [7, 25_600],
     [8, 30_000],
     [1000, 30_000],
-  ])('retry %d waits %d ms before jitter', (attempt, ms) => expect(backoffMs(attempt, signalBackoff, () => 0)).toBe(ms));
+  ])('retry %d waits %d ms before jitter', (attempt, ms) =>
+    expect(backoffMs(attempt, signalBackoff, () => 0)).toBe(ms),
+  );
 
   test('jitter only shortens a delay, by at most its share', () => {
     expect(backoffMs(3, signalBackoff, () => 0.999999)).toBe(1280);
@@ -43,7 +45,11 @@ describe('RetryScheduler', () => {
   const make = () => {
     const clock = manualTimers();
     const retries: string[] = [];
-    const scheduler = new RetryScheduler({ timers: clock.timers, random: () => 0, onRetry: (key, err, ms) => retries.push(`${key} ${ms} ${(err as Error).message}`) });
+    const scheduler = new RetryScheduler({
+      timers: clock.timers,
+      random: () => 0,
+      onRetry: (key, err, ms) => retries.push(`${key} ${ms} ${(err as Error).message}`),
+    });
     return { clock, retries, scheduler };
   };
 

@@ -10,11 +10,20 @@ import type { Client, WorkflowHandle } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
-import type { Desired, RolloutStatus } from '../../workflows/state.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld, testInstallation } from './fake-world.js';
+import type { RolloutStatus } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
+import {
+  FakeWorlds,
+  desired,
+  startFakeRig,
+  type FakeRig,
+  routingCalls,
+  type FakeWorld,
+  testInstallation,
+} from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory, summaryOf } from './fixtures.js';
 
@@ -39,8 +48,6 @@ afterAll(async () => {
 });
 
 // ---- helpers ----
-
-
 
 interface Rollout {
   world: FakeWorld;
@@ -90,12 +97,17 @@ async function startRollout(label: string, limits = timings): Promise<Rollout> {
       }),
     pushedPastLimit: async () => {
       const before = await runId();
-      return eventually(`a ContinueAsNew after run ${before}`, async () => {
-        const now = await runId();
-        if (now !== before) return now;
-        await latest().signal(messages.resync);
-        return undefined;
-      }, 30_000, 200);
+      return eventually(
+        `a ContinueAsNew after run ${before}`,
+        async () => {
+          const now = await runId();
+          if (now !== before) return now;
+          await latest().signal(messages.resync);
+          return undefined;
+        },
+        30_000,
+        200,
+      );
     },
   };
 }
@@ -140,7 +152,10 @@ test('1. past its history limit it continues as new, and the new run knows what 
 
   // The first run ended by continuing as new.
   const first = client.workflow.getHandle(r.latest().workflowId, r.firstRunId);
-  await eventually('the first run to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
+  await eventually(
+    'the first run to continue as new',
+    async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW',
+  );
   const history = await first.fetchHistory();
   const last = history.events?.at(-1);
   expect(last?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
@@ -171,11 +186,19 @@ test('1. past its history limit it continues as new, and the new run knows what 
   // continues as new fails that task, and on the replay that follows a local report's marker would resolve before
   // the signal, so the run would continue without it (seen under load: a new spec lost).
   const lateLocalReports: string[] = [];
-  for (let run: string | undefined = r.firstRunId; run; ) {
-    const events: HistoryEvent[] = (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
-    for (const m of events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && (summaryOf(e) ?? '').startsWith('write the status'))) {
-      const taskStarted = events.filter((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) < Number(m.eventId)).at(-1)!;
-      if (Number(taskStarted.eventId) > timings.historyLimit) lateLocalReports.push(`${run} event ${m.eventId}: ${summaryOf(m)}`);
+  for (let run: string | undefined = r.firstRunId; run;) {
+    const events: HistoryEvent[] =
+      (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+    for (const m of events.filter(
+      (e) =>
+        e.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+        (summaryOf(e) ?? '').startsWith('write the status'),
+    )) {
+      const taskStarted = events
+        .filter((e) => e.workflowTaskStartedEventAttributes && Number(e.eventId) < Number(m.eventId))
+        .at(-1)!;
+      if (Number(taskStarted.eventId) > timings.historyLimit)
+        lateLocalReports.push(`${run} event ${m.eventId}: ${summaryOf(m)}`);
     }
     run = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
   }
@@ -207,7 +230,9 @@ test('2. a new spec after continuing as new rolls out, and a sunset in progress 
     return w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2').length > checks;
   });
   // Its answer folded in (the check counted above may still be in flight when the count moves).
-  s = await r.until('v2 draining in the later run', (st) => st.deprecated.some((v) => v.buildId === 'v2' && v.status === 'Draining'));
+  s = await r.until('v2 draining in the later run', (st) =>
+    st.deprecated.some((v) => v.buildId === 'v2' && v.status === 'Draining'),
+  );
   expect(s.deprecated).toEqual([expect.objectContaining({ buildId: 'v2', status: 'Draining' })]);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v2')).toEqual([]);
   expect(w.deployments.get('v2')?.replicas).toBe(2);
@@ -218,7 +243,11 @@ test('2. a new spec after continuing as new rolls out, and a sunset in progress 
   w.versions.set('v2', 'Drained');
   s = await r.until('v2 to be deleted', (s) => s.deprecated.length === 0);
   expect(s).toMatchObject({ phase: 'Ready', current: 'v3', generation: 3 });
-  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v2')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v2')).toEqual([
+    'scaleDeployment',
+    'deleteDeployment',
+    'deleteVersion',
+  ]);
   expect(argsOf(w, 'scaleDeployment').filter((a) => a[0] === 'v2')).toEqual([['v2', 0]]);
   const del = w.callsOf('deleteDeployment').find((c) => c.args[0] === 'v2')!;
   expect(del.at - drainedAt).toBeGreaterThanOrEqual(1000); // deleteDelay, counted from drained
@@ -250,7 +279,9 @@ test('3. a duplicate hint sent after continuing as new asks for no read; a read 
   await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
   await sleep(300);
   // The resync's own read, and the first read of each run that began since (the limit is tiny): none for the hints.
-  expect(w.calls.slice(before).filter((c) => c.name === 'readResource')).toHaveLength(1 + (await runsAfter(r, runBefore)));
+  expect(w.calls.slice(before).filter((c) => c.name === 'readResource')).toHaveLength(
+    1 + (await runsAfter(r, runBefore)),
+  );
 
   // Another resourceVersion with the same generation and another build (what a read could never take as new).
   const reads = w.callsOf('readResource').length;
@@ -282,7 +313,9 @@ test('4. a spec change that arrives around a ContinueAsNew is acted on, not drop
   let release!: () => void;
   w.versionStatusHold = new Promise((resolve) => (release = resolve));
   await r.spec(desired(2, 'v2'));
-  await eventually('v2 to be current, and said so', () => w.events.some((e) => e.reason === 'RolloutComplete' && e.message.startsWith('v2')));
+  await eventually('v2 to be current, and said so', () =>
+    w.events.some((e) => e.reason === 'RolloutComplete' && e.message.startsWith('v2')),
+  );
   await eventually('a drainage check of v1 in flight', () => w.versionStatusInFlight === 1);
   expect(w.callsOf('versionStatus').at(-1)?.args[0]).toBe('v1');
   const waiting = await r.latest().describe();
@@ -293,7 +326,10 @@ test('4. a spec change that arrives around a ContinueAsNew is acted on, not drop
   await r.spec({ ...desired(2, 'v2'), connectionVersion: '2' });
   release();
   await r.pushedPastLimit();
-  await eventually('the live Deployments to be re-applied', () => argsOf(w, 'ensureVersionedDeployment').length > applied);
+  await eventually(
+    'the live Deployments to be re-applied',
+    () => argsOf(w, 'ensureVersionedDeployment').length > applied,
+  );
   expect(argsOf(w, 'ensureVersionedDeployment').slice(applied)).toEqual(expect.arrayContaining([['v2', 2]]));
   expect(await r.status()).toMatchObject({ phase: 'Ready', current: 'v2', generation: 2 });
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
@@ -320,24 +356,41 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
   const run = await r.runId();
   const history = async () => (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
   const scaleCancelled = (events: HistoryEvent[]) => {
-    const scheduled = events.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'scaleDeployment').map((e) => String(e.eventId));
-    return events.some((e) => scheduled.includes(String(e.activityTaskCancelRequestedEventAttributes?.scheduledEventId ?? '')));
+    const scheduled = events
+      .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'scaleDeployment')
+      .map((e) => String(e.eventId));
+    return events.some((e) =>
+      scheduled.includes(String(e.activityTaskCancelRequestedEventAttributes?.scheduledEventId ?? '')),
+    );
   };
-  await eventually('the run to wait for its sunsets to stop', async () => {
-    if (scaleCancelled(await history())) return true;
-    await r.latest().signal(messages.resync);
-    return false;
-  }, 60_000, 200);
+  await eventually(
+    'the run to wait for its sunsets to stop',
+    async () => {
+      if (scaleCancelled(await history())) return true;
+      await r.latest().signal(messages.resync);
+      return false;
+    },
+    60_000,
+    200,
+  );
 
   // The abort retires v2 meanwhile. Once its signal's task completed, whatever that task began is in the history.
   await r.latest().signal(messages.abort, { reason: 'error rate', identity: 'alice' });
   const signalled = await eventually('the abort to be handled', async () => {
     const events = await history();
     const at = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === messages.abort.name);
-    return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes) ? events.slice(at) : undefined;
+    return at >= 0 && events.slice(at).some((e) => e.workflowTaskCompletedEventAttributes)
+      ? events.slice(at)
+      : undefined;
   });
   // Only reports (the Abort Event) follow: no drainage check, count, timer or write of a sunset; the run still waits.
-  const begun = signalled.flatMap((e) => (e.timerStartedEventAttributes ? ['timer'] : e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType?.name ?? '?'] : []));
+  const begun = signalled.flatMap((e) =>
+    e.timerStartedEventAttributes
+      ? ['timer']
+      : e.activityTaskScheduledEventAttributes
+        ? [e.activityTaskScheduledEventAttributes.activityType?.name ?? '?']
+        : [],
+  );
   expect(begun.filter((name) => name !== 'report')).toEqual([]);
   expect(w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2')).toEqual([]);
   expect((await client.workflow.getHandle(r.latest().workflowId, run).describe()).status.name).toBe('RUNNING');
@@ -345,7 +398,10 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
   // The scale-down ends: the run continues as new, and the next clears v2's ramp, says Aborted and sunsets v2.
   release();
   await r.continuedPast(run);
-  const s = await r.until('Aborted, v2 sunset', (st) => st.phase === 'Aborted' && st.deprecated.some((v) => v.buildId === 'v2'));
+  const s = await r.until(
+    'Aborted, v2 sunset',
+    (st) => st.phase === 'Aborted' && st.deprecated.some((v) => v.buildId === 'v2'),
+  );
   expect(s).toMatchObject({ current: 'v1' });
   expect(s.target).toBeUndefined();
   await eventually('the ramp cleared', () => w.ramping === undefined && w.rampPercentage === 0);

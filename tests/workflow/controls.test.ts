@@ -11,8 +11,10 @@ import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
-import type { Desired, HistoryEntry, RolloutStatus, Timings } from '../../workflows/state.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
+import type { HistoryEntry, RolloutStatus } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
+import type { Timings } from '../../api/timings.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
@@ -53,7 +55,14 @@ interface Rollout {
   until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
 }
 
-const signals = { pause: messages.pause, resume: messages.resume, abort: messages.abort, promote: messages.promote, rollback: messages.rollback, retry: messages.retry };
+const signals = {
+  pause: messages.pause,
+  resume: messages.resume,
+  abort: messages.abort,
+  promote: messages.promote,
+  rollback: messages.rollback,
+  retry: messages.retry,
+};
 
 async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
   const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
@@ -69,7 +78,8 @@ async function startRollout(label: string, extra: Partial<Timings> = {}): Promis
     spec: (d) => world.applySpec(d),
     status,
     history: () => handle().query(messages.history),
-    control: (name, req = {}) => handle().executeUpdate(messages.updates[name] as UpdateDefinition<RolloutStatus, [Request]>, { args: [req] }),
+    control: (name, req = {}) =>
+      handle().executeUpdate(messages.updates[name] as UpdateDefinition<RolloutStatus, [Request]>, { args: [req] }),
     signal: (name, req = {}) => handle().signal(signals[name] as SignalDefinition<[Request?]>, req),
     until: (what, probe) =>
       eventually(what, async () => {
@@ -80,7 +90,11 @@ async function startRollout(label: string, extra: Partial<Timings> = {}): Promis
 }
 
 /** A rollout whose first version v1 (AllAtOnce, generation 1) is current. */
-async function withCurrentV1(label: string, extra: Partial<Timings> = {}, first: Desired = desired(1, 'v1')): Promise<Rollout> {
+async function withCurrentV1(
+  label: string,
+  extra: Partial<Timings> = {},
+  first: Desired = desired(1, 'v1'),
+): Promise<Rollout> {
   const r = await startRollout(label, extra);
   await r.spec(first);
   await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
@@ -124,8 +138,12 @@ async function refusal(p: Promise<unknown>): Promise<string> {
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
 const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
 const reasons = (w: FakeWorld) => w.events.map((e) => e.reason);
-const event = (w: FakeWorld, reason: string) => eventually(`a ${reason} Event`, () => w.events.find((e) => e.reason === reason));
-const progressive = (pauseDuration: string, rampPercentage = 50) => ({ strategy: 'Progressive' as const, steps: [{ rampPercentage, pauseDuration }] });
+const event = (w: FakeWorld, reason: string) =>
+  eventually(`a ${reason} Event`, () => w.events.find((e) => e.reason === reason));
+const progressive = (pauseDuration: string, rampPercentage = 50) => ({
+  strategy: 'Progressive' as const,
+  steps: [{ rampPercentage, pauseDuration }],
+});
 
 // ---- pause, resume, abort, promote ----
 
@@ -140,7 +158,13 @@ test('1. abort as an update during a long Progressive step takes effect at once:
   const answer = await r.control('abort', { reason: 'error rate too high', identity: 'alice' });
   // Answered once the abort took effect: seconds, not the step's 10 minutes.
   expect(Date.now() - sent).toBeLessThan(15_000);
-  expect(answer).toMatchObject({ phase: 'Aborted', reason: 'Aborted', current: 'v1', lastAbortReason: 'error rate too high', paused: false });
+  expect(answer).toMatchObject({
+    phase: 'Aborted',
+    reason: 'Aborted',
+    current: 'v1',
+    lastAbortReason: 'error rate too high',
+    paused: false,
+  });
   expect(answer.target).toBeUndefined();
   expect(buildsOf(answer)).toEqual(['v2']);
   expect(argsOf(w, 'clearRampIf')).toEqual([['v2']]);
@@ -162,12 +186,17 @@ test('2. abort racing promote {full}: either the abort wins or it is refused, an
 
   const promote = r
     .handle()
-    .startUpdate(messages.updates.promote, { args: [{ full: true, reason: 'looks good' }], waitForStage: WorkflowUpdateStage.ACCEPTED })
+    .startUpdate(messages.updates.promote, {
+      args: [{ full: true, reason: 'looks good' }],
+      waitForStage: WorkflowUpdateStage.ACCEPTED,
+    })
     .then((h) => h.result())
     .catch((err: unknown) => err);
   const abort = await r.control('abort', { reason: 'second thoughts' }).then(
     (answer) => ({ answer }),
-    (err: unknown) => ({ refused: err instanceof WorkflowUpdateFailedError ? (err.cause?.message ?? err.message) : String(err) }),
+    (err: unknown) => ({
+      refused: err instanceof WorkflowUpdateFailedError ? (err.cause?.message ?? err.message) : String(err),
+    }),
   );
   await promote;
 
@@ -199,7 +228,9 @@ test('2b. an abort while setCurrent of the target is in flight is refused with "
   await r.signal('promote', { full: true });
   await eventually('setCurrent(v2) under way', () => argsOf(w, 'setCurrent').some(([b]) => b === 'v2'));
 
-  expect(await refusal(r.control('abort', { reason: 'too late' }))).toBe('abort refused: v2 is already being made current');
+  expect(await refusal(r.control('abort', { reason: 'too late' }))).toBe(
+    'abort refused: v2 is already being made current',
+  );
   const s = await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
   expect(s.lastAbortReason).toBeUndefined();
   expect(buildsOf(s)).toEqual(['v1']);
@@ -236,12 +267,20 @@ test('3. pause while paused changes nothing: the update is refused, the signal r
   await r.until('step 1 ramping', (s) => s.phase === 'Ramping');
 
   const paused = await r.control('pause', { reason: 'looking at dashboards', identity: 'alice' });
-  expect(paused).toMatchObject({ phase: 'Paused', reason: 'Paused', paused: true, current: 'v1', target: { buildId: 'v2' } });
+  expect(paused).toMatchObject({
+    phase: 'Paused',
+    reason: 'Paused',
+    paused: true,
+    current: 'v1',
+    target: { buildId: 'v2' },
+  });
   expect(paused.message).toMatch(/^Paused \(\S+ left in step 1\/1\): looking at dashboards$/);
   const historyBefore = await r.history();
 
   // As an update: refused by the validator, which leaves no trace.
-  expect(await refusal(r.control('pause', { reason: 'another reason', identity: 'bob' }))).toBe('pause refused: already paused: looking at dashboards');
+  expect(await refusal(r.control('pause', { reason: 'another reason', identity: 'bob' }))).toBe(
+    'pause refused: already paused: looking at dashboards',
+  );
   let s = await r.status();
   expect(s).toMatchObject({ phase: 'Paused', reason: 'Paused', message: paused.message, paused: true });
   expect(s.refused?.count ?? 0).toBe(0);
@@ -254,7 +293,12 @@ test('3. pause while paused changes nothing: the update is refused, the signal r
   s = await r.until('the refusal counted', (s) => (s.refused?.count ?? 0) === 1);
   expect(s.refused?.last).toEqual({ control: 'pause', why: 'already paused: looking at dashboards' });
   expect(s).toMatchObject({ phase: 'Paused', reason: 'Paused', message: paused.message, paused: true, current: 'v1' });
-  expect((await r.history()).at(-1)).toMatchObject({ kind: 'refused', what: 'pause', who: 'bob', why: 'already paused: looking at dashboards' });
+  expect((await r.history()).at(-1)).toMatchObject({
+    kind: 'refused',
+    what: 'pause',
+    who: 'bob',
+    why: 'already paused: looking at dashboards',
+  });
   // Still held by alice's pause: resume lifts it, with no second pause left behind.
   const resumed = await r.control('resume', { identity: 'alice' });
   expect(resumed).toMatchObject({ phase: 'Ramping', paused: false });
@@ -271,7 +315,13 @@ test('4. resume (update) continues the remaining pause of the step, not a new on
 
   const pausedAt = Date.now();
   const paused = await r.control('pause', { reason: 'looking at dashboards' });
-  expect(paused).toMatchObject({ phase: 'Paused', reason: 'Paused', paused: true, current: 'v1', target: { buildId: 'v2', rampPercentage: 50, stepIndex: 0 } });
+  expect(paused).toMatchObject({
+    phase: 'Paused',
+    reason: 'Paused',
+    paused: true,
+    current: 'v1',
+    target: { buildId: 'v2', rampPercentage: 50, stepIndex: 0 },
+  });
   const left = /^Paused \((\d)s left in step 1\/1\): looking at dashboards$/.exec(paused.message);
   expect(left).not.toBeNull();
   expect(Number(left![1])).toBeGreaterThanOrEqual(1);
@@ -302,14 +352,18 @@ test('5. controls that make no sense now are refused, saying why', async () => {
   const w = r.world;
   expect(await refusal(r.control('resume'))).toBe('resume refused: not paused');
   expect(await refusal(r.control('promote'))).toBe('promote refused: no rollout is in flight');
-  expect(await refusal(r.control('abort', { reason: 'nothing to abort' }))).toBe('abort refused: no rollout is in flight');
+  expect(await refusal(r.control('abort', { reason: 'nothing to abort' }))).toBe(
+    'abort refused: no rollout is in flight',
+  );
 
   // promote naming a build that a newer spec superseded.
   await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
   await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('v2 is ready'));
   await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
   await r.until('v3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('v3 is ready'));
-  expect(await refusal(r.control('promote', { buildId: 'v2' }))).toBe('promote refused: it names build v2, but the target is v3');
+  expect(await refusal(r.control('promote', { buildId: 'v2' }))).toBe(
+    'promote refused: it names build v2, but the target is v3',
+  );
 
   // Refused updates leave no trace and change nothing.
   const s = await r.status();
@@ -376,7 +430,9 @@ test('7. history lists controls (who, why) among transitions, survives ContinueA
   ];
   const history = await eventually('the RolloutComplete of v2 in the history', async () => {
     const h = await r.history();
-    return h.some((e) => e.kind === 'transition' && e.what === 'RolloutComplete' && e.why.includes('v2 is current')) ? h : undefined;
+    return h.some((e) => e.kind === 'transition' && e.what === 'RolloutComplete' && e.why.includes('v2 is current'))
+      ? h
+      : undefined;
   });
   expect(history.filter((e) => e.kind === 'control')).toEqual(controls.map((c) => expect.objectContaining(c)));
   expect(history.filter((e) => e.kind === 'transition').length).toBeGreaterThan(3);
@@ -426,10 +482,13 @@ test('7b. controls sent as updates while the run keeps continuing as new are nev
   expect(runs.size).toBeGreaterThan(1); // it did continue as new meanwhile
   await r.control('promote', { identity: 'alice' });
   await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
-  expect((await r.history()).filter((e) => e.kind === 'control').map((e) => e.what)).toEqual([...Array.from({ length: 10 }, () => ['pause', 'resume']).flat(), 'promote']);
+  expect((await r.history()).filter((e) => e.kind === 'control').map((e) => e.what)).toEqual([
+    ...Array.from({ length: 10 }, () => ['pause', 'resume']).flat(),
+    'promote',
+  ]);
   // The replay fixture: a run that took updates in the Manual wait and continued as new from it.
   let waited: string | undefined;
-  for (let run: string | undefined = [...runs][0]; run && !waited; ) {
+  for (let run: string | undefined = [...runs][0]; run && !waited;) {
     const events = (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
     const next = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
     if (next && events.some((e) => e.workflowExecutionUpdateAcceptedEventAttributes)) waited = run;
@@ -471,7 +530,9 @@ test('8. rollback after v2 became current: v1 current at once (no ramp), routing
   });
   expect(written.routing).toMatchObject({ currentBuildID: 'v1', specBuildID: 'v2' });
   expect(written.currentVersion?.buildID).toBe('v1');
-  expect((await r.history()).filter((e) => e.kind === 'control')).toEqual([expect.objectContaining({ what: 'rollback', who: 'oncall', why: 'checkout errors' })]);
+  expect((await r.history()).filter((e) => e.kind === 'control')).toEqual([
+    expect.objectContaining({ what: 'rollback', who: 'oncall', why: 'checkout errors' }),
+  ]);
 
   // retry: v2 is rolled out again through its strategy (a ramp step, then current).
   const retried = w.calls.length;
@@ -486,7 +547,10 @@ test('8. rollback after v2 became current: v1 current at once (no ramp), routing
   expect(rollout[1]!.at - rollout[0]!.at).toBeGreaterThanOrEqual(1000);
   expect(w.current).toBe('v2');
   expect(again.lastAbortReason).toBeUndefined();
-  await eventually('a status without routing', () => w.statuses.at(-1)?.routing === undefined && w.statuses.at(-1)?.currentVersion?.buildID === 'v2');
+  await eventually(
+    'a status without routing',
+    () => w.statuses.at(-1)?.routing === undefined && w.statuses.at(-1)?.currentVersion?.buildID === 'v2',
+  );
   await keepHistory(r.world, 'rollback-retry');
 });
 
@@ -512,7 +576,11 @@ test('9. the spec back on v1 within rollbackWindow: v1 current at once, no gate,
 
 test('9b. the spec back on v1 beyond rollbackWindow is an ordinary rollout (gate, then Manual waits for promote)', async () => {
   const gate = { workflowType: 'smokeTest' };
-  const r = await withCurrentV1('spec-back-late', {}, withSunset(desired(1, 'v1', { strategy: 'AllAtOnce', rollbackWindow: '1s' }), keepRunning));
+  const r = await withCurrentV1(
+    'spec-back-late',
+    {},
+    withSunset(desired(1, 'v1', { strategy: 'AllAtOnce', rollbackWindow: '1s' }), keepRunning),
+  );
   const w = r.world;
   await r.spec(withSunset(desired(2, 'v2', { strategy: 'AllAtOnce', rollbackWindow: '1s' }), keepRunning));
   await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
@@ -521,7 +589,10 @@ test('9b. the spec back on v1 beyond rollbackWindow is an ordinary rollout (gate
   await sleep(Math.max(0, madeCurrent + 1500 - Date.now()));
 
   await r.spec(withSunset(desired(3, 'v1', { strategy: 'Manual', gate, rollbackWindow: '1s' }), keepRunning));
-  const s = await r.until('v1 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.target?.buildId === 'v1');
+  const s = await r.until(
+    'v1 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.target?.buildId === 'v1',
+  );
   expect(s.current).toBe('v2');
   expect(argsOf(w, 'runGate').map((a) => a[0])).toEqual(['v1']);
   expect(argsOf(w, 'setCurrent')).toEqual([['v1'], ['v2']]);
@@ -551,7 +622,9 @@ describe('10. retry after a failed gate', () => {
     expect(s).toMatchObject({ generation: 2, reason: 'RolloutComplete' });
     expect(s.lastAbortReason).toBeUndefined();
     expect(w.callsOf('runGate')).toHaveLength(2);
-    expect(w.calls.findIndex((c) => c.name === 'setCurrent' && c.args[0] === 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
+    expect(w.calls.findIndex((c) => c.name === 'setCurrent' && c.args[0] === 'v2')).toBeGreaterThan(
+      w.calls.indexOf(w.callsOf('runGate')[1]!),
+    );
     expect(w.current).toBe('v2');
   });
 
@@ -568,7 +641,9 @@ describe('10. retry after a failed gate', () => {
     const s = await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
     expect(s.generation).toBe(2);
     expect(w.callsOf('runGate')).toHaveLength(2);
-    expect(w.calls.findIndex((c) => c.name === 'setCurrent' && c.args[0] === 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
+    expect(w.calls.findIndex((c) => c.name === 'setCurrent' && c.args[0] === 'v2')).toBeGreaterThan(
+      w.calls.indexOf(w.callsOf('runGate')[1]!),
+    );
   });
 });
 
@@ -580,7 +655,13 @@ test('11. while someone else holds the manager identity the rollout waits (Pause
   w.managerHeldBy = 'alice';
   await r.spec(desired(2, 'v2'));
   const s = await r.until('held', (s) => s.reason === 'ManagerIdentityHeld');
-  expect(s).toMatchObject({ phase: 'Paused', reason: 'ManagerIdentityHeld', paused: true, managerHeldBy: 'alice', current: 'v1' });
+  expect(s).toMatchObject({
+    phase: 'Paused',
+    reason: 'ManagerIdentityHeld',
+    paused: true,
+    managerHeldBy: 'alice',
+    current: 'v1',
+  });
   expect(s.message).toContain('alice');
   // Routing unchanged: the write, which claims on the way (no claim activity), was refused.
   expect([w.current, w.ramping]).toEqual(['v1', undefined]);
@@ -636,7 +717,9 @@ describe('12. analysis at the end of a step', () => {
     expect(w.ramping).toBeUndefined();
     expect(w.current).toBe('v1');
     expect(w.sequence(['setCurrent'], 'v2')).toEqual([]);
-    const written = await eventually('lastAnalysis on the resource', () => [...w.statuses].reverse().find((st) => st.lastAnalysis));
+    const written = await eventually('lastAnalysis on the resource', () =>
+      [...w.statuses].reverse().find((st) => st.lastAnalysis),
+    );
     expect(written.lastAnalysis).toContain('20 of 50 failed');
     await keepHistory(r.world, 'analysis-abort');
   });
@@ -658,7 +741,9 @@ describe('12. analysis at the end of a step', () => {
     const r = await withCurrentV1('analysis-inconclusive');
     const w = r.world;
     w.outcomes.set('v2', { closed: 3, failed: 0 });
-    await r.spec(desired(2, 'v2', { ...progressive('1s', 10), analysis: { ...analysis, inconclusivePolicy: 'Pause' } }));
+    await r.spec(
+      desired(2, 'v2', { ...progressive('1s', 10), analysis: { ...analysis, inconclusivePolicy: 'Pause' } }),
+    );
     const s = await r.until('phase Paused', (s) => s.phase === 'Paused');
     expect(s).toMatchObject({ reason: 'AnalysisInconclusive', paused: true, current: 'v1', target: { buildId: 'v2' } });
     expect(s.lastAnalysis).toContain('fewer than 10 closed executions');
@@ -681,7 +766,9 @@ test('13. sunset.maxDrainDuration with onMaxDrain Terminate acts on what is stil
   const r = await withCurrentV1('max-drain');
   const w = r.world;
   w.openExecutions.set('v1', 3);
-  await r.spec(withSunset(desired(2, 'v2'), { ...keepRunning, maxDrainDuration: '1s', onMaxDrain: { action: 'Terminate' } }));
+  await r.spec(
+    withSunset(desired(2, 'v2'), { ...keepRunning, maxDrainDuration: '1s', onMaxDrain: { action: 'Terminate' } }),
+  );
   await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
   const routedAway = w.callsOf('setCurrent').at(-1)!.at;
 
@@ -709,7 +796,9 @@ test('14. rollout.onAbort.movePinned: an abort moves the executions pinned to th
   expect(answer).toMatchObject({ phase: 'Aborted', current: 'v1' });
   expect(argsOf(w, 'movePinned')).toEqual([['v2', 'v1']]);
   expect(w.moved).toEqual([{ from: 'v2', to: 'v1', count: 4 }]);
-  expect(w.calls.findIndex((c) => c.name === 'clearRampIf')).toBeLessThan(w.calls.findIndex((c) => c.name === 'movePinned'));
+  expect(w.calls.findIndex((c) => c.name === 'clearRampIf')).toBeLessThan(
+    w.calls.findIndex((c) => c.name === 'movePinned'),
+  );
   const moved = await event(w, 'PinnedExecutionsMoved');
   expect(moved.message).toBe('moved 4 of 4 executions pinned to v2 onto v1');
   expect(w.ramping).toBeUndefined();
@@ -720,10 +809,16 @@ test('15. the same requestId twice is one control', async () => {
   const w = r.world;
   const steps = [10, 50, 90].map((rampPercentage) => ({ rampPercentage }));
   await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await r.until('step 1 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 1/3'));
+  await r.until(
+    'step 1 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 1/3'),
+  );
 
   await r.control('promote', { requestId: 'req-1', identity: 'alice' });
-  await r.until('step 2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'));
+  await r.until(
+    'step 2 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'),
+  );
   const again = await r.control('promote', { requestId: 'req-1', identity: 'alice' });
   expect(again.target).toMatchObject({ buildId: 'v2', rampPercentage: 50 });
   await r.signal('promote', { requestId: 'req-1', identity: 'alice' });
@@ -744,6 +839,9 @@ test('15. the same requestId twice is one control', async () => {
 
   // Another requestId is another control.
   await r.control('promote', { requestId: 'req-2', identity: 'alice' });
-  await r.until('step 3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 3/3'));
+  await r.until(
+    'step 3 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 3/3'),
+  );
   expect(argsOf(w, 'setRamping').at(-1)).toEqual(['v2', 90]);
 });

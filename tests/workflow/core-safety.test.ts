@@ -10,8 +10,10 @@ import proto from '@temporalio/proto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
-import type { Desired, RolloutStatus, Timings } from '../../workflows/state.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
+import type { RolloutStatus } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
+import type { Timings } from '../../api/timings.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey, phaseKey } from '../../workflows/search-attributes.js';
 import { eventually } from '../harness/eventually.js';
@@ -19,9 +21,15 @@ import { keepHistory } from './fixtures.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
 
 const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
-const unhandledCommand = proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
+const unhandledCommand =
+  proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 const taskQueue = `core-safety-test-${randomUUID().slice(0, 8)}`;
-const timings: Partial<Timings> = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100, recheckMaxMs: 500 };
+const timings: Partial<Timings> = {
+  drainPollMaxMs: 200,
+  resyncIntervalMs: 60_000,
+  maxVersions: 100,
+  recheckMaxMs: 500,
+};
 
 let rig: FakeRig;
 let client: Client;
@@ -73,7 +81,8 @@ async function startRollout(label: string, extra: Partial<Timings> = {}): Promis
           // UnhandledCommand is the server's "signals came in while you completed: run the task again" (here, a
           // ContinueAsNew racing pod-status signals), not a failure of the workflow's code.
           const cause = e.workflowTaskFailedEventAttributes?.cause;
-          if (e.eventType === taskFailed && cause !== unhandledCommand) failures.push(e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed');
+          if (e.eventType === taskFailed && cause !== unhandledCommand)
+            failures.push(e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed');
         }
       }
       return failures;
@@ -90,7 +99,10 @@ async function withCurrentV1(label: string, extra: Partial<Timings> = {}): Promi
 
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
 const noTaskFailures = async (r: Rollout) => expect(await r.taskFailures()).toEqual([]);
-const progressive = (steps: { rampPercentage: number; pauseDuration?: string }[]) => ({ strategy: 'Progressive' as const, steps });
+const progressive = (steps: { rampPercentage: number; pauseDuration?: string }[]) => ({
+  strategy: 'Progressive' as const,
+  steps,
+});
 
 test('malformed messages never fail a workflow task, and none is acted on: a spec comes only from a read; the rollout goes on', async () => {
   const r = await startRollout('malformed');
@@ -102,7 +114,10 @@ test('malformed messages never fail a workflow task, and none is acted on: a spe
   await raw('specChanged', 'v2');
   await raw('specChanged', {});
   await raw('specChanged', { ...v9, generation: 'one' });
-  await raw('specChanged', { ...v9, spec: { ...v9.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } } });
+  await raw('specChanged', {
+    ...v9,
+    spec: { ...v9.spec, rollout: { strategy: 'Progressive', steps: [{ rampPercentage: 50 }, { rampPercentage: 10 }] } },
+  });
   await raw('specChanged', null);
   // A whole, valid spec as the payload (what the watcher once sent), named for this very object: still only a hint.
   await raw('specChanged', { ...v9, uid: r.owner.uid, resourceVersion: 'rv-999' });
@@ -119,12 +134,25 @@ test('malformed messages never fail a workflow task, and none is acted on: a spe
   await raw('resync', { what: 'ever' });
   // Signals are handled in order: once the deletions after them are refused, the hints have been seen; they woke
   // the workflow, which read the resource (its first read, then at least one more) and found no spec.
-  await eventually('the deletions refused', () => w.events.filter((e) => e.reason === 'ControlRefused' && e.message.startsWith('deleted')).length === 3);
+  await eventually(
+    'the deletions refused',
+    () => w.events.filter((e) => e.reason === 'ControlRefused' && e.message.startsWith('deleted')).length === 3,
+  );
   await eventually('a read the hints asked for', () => w.callsOf('readResource').length >= 2);
   const before = await h.query(messages.status);
   expect(before).toMatchObject({ phase: 'Pending', deprecated: [] });
   expect([before.current, before.target, before.generation]).toEqual([undefined, undefined, undefined]);
-  const acted = ['adoptOrApplyDeployment', 'ensureVersionedDeployment', 'awaitVersionRegistered', 'setRamping', 'setCurrent', 'routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'removeFinalizer'];
+  const acted = [
+    'adoptOrApplyDeployment',
+    'ensureVersionedDeployment',
+    'awaitVersionRegistered',
+    'setRamping',
+    'setCurrent',
+    'routeAway',
+    'scaleOwnedDeployments',
+    'deleteOwnedDeployments',
+    'removeFinalizer',
+  ];
   expect(w.calls.filter((c) => acted.includes(c.name))).toEqual([]);
   expect((await h.describe()).status.name).toBe('RUNNING');
 
@@ -142,9 +170,27 @@ test('malformed messages never fail a workflow task, and none is acted on: a spe
 describe('editing spec.rollout of the build being rolled out', () => {
   test('new steps: the next step is the first one above the live ramp; nothing fails', async () => {
     const r = await withCurrentV1('edit-steps');
-    await r.spec(desired(2, 'v2', progressive([{ rampPercentage: 10, pauseDuration: '1h' }, { rampPercentage: 50, pauseDuration: '1h' }])));
+    await r.spec(
+      desired(
+        2,
+        'v2',
+        progressive([
+          { rampPercentage: 10, pauseDuration: '1h' },
+          { rampPercentage: 50, pauseDuration: '1h' },
+        ]),
+      ),
+    );
     await r.until('ramping 10%', (s) => s.phase === 'Ramping' && s.target?.rampPercentage === 10);
-    await r.spec(desired(3, 'v2', progressive([{ rampPercentage: 25, pauseDuration: '1s' }, { rampPercentage: 60, pauseDuration: '1s' }])));
+    await r.spec(
+      desired(
+        3,
+        'v2',
+        progressive([
+          { rampPercentage: 25, pauseDuration: '1s' },
+          { rampPercentage: 60, pauseDuration: '1s' },
+        ]),
+      ),
+    );
     await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
     expect(argsOf(r.world, 'setRamping')).toEqual([
       ['v2', 10],
@@ -157,13 +203,24 @@ describe('editing spec.rollout of the build being rolled out', () => {
 
   test('a new gate mid-rollout runs before the next step, and the ramp and status go on from where they were', async () => {
     const r = await withCurrentV1('edit-gate');
-    const steps = [{ rampPercentage: 10, pauseDuration: '1h' }, { rampPercentage: 50, pauseDuration: '1s' }];
+    const steps = [
+      { rampPercentage: 10, pauseDuration: '1h' },
+      { rampPercentage: 50, pauseDuration: '1s' },
+    ];
     await r.spec(desired(2, 'v2', { ...progressive(steps), gate: { workflowType: 'smokeTest' } }));
     await r.until('ramping 10%', (s) => s.phase === 'Ramping' && s.target?.rampPercentage === 10);
     // The same build with another gate and a short first pause: the new gate runs, then the steps go on.
-    await r.spec(desired(3, 'v2', { ...progressive([{ rampPercentage: 10, pauseDuration: '1s' }, steps[1]!]), gate: { workflowType: 'loadTest' } }));
+    await r.spec(
+      desired(3, 'v2', {
+        ...progressive([{ rampPercentage: 10, pauseDuration: '1s' }, steps[1]!]),
+        gate: { workflowType: 'loadTest' },
+      }),
+    );
     const s = await r.until('v2 current', (st) => st.current === 'v2' && st.phase === 'Ready');
-    expect(argsOf(r.world, 'runGate').map(([, g]) => (g as { workflowType: string }).workflowType)).toEqual(['smokeTest', 'loadTest']);
+    expect(argsOf(r.world, 'runGate').map(([, g]) => (g as { workflowType: string }).workflowType)).toEqual([
+      'smokeTest',
+      'loadTest',
+    ]);
     expect(argsOf(r.world, 'setRamping')).toEqual([
       ['v2', 10],
       ['v2', 50],
@@ -211,14 +268,23 @@ test('a spec that moves the worker deployment to another Temporal namespace is r
   const r = await withCurrentV1('moved');
   const applies = argsOf(r.world, 'ensureVersionedDeployment').length;
   const elsewhere = desired(2, 'v1');
-  elsewhere.spec = { ...elsewhere.spec, workerOptions: { ...elsewhere.spec.workerOptions, temporalNamespace: 'elsewhere' } };
+  elsewhere.spec = {
+    ...elsewhere.spec,
+    workerOptions: { ...elsewhere.spec.workerOptions, temporalNamespace: 'elsewhere' },
+  };
   await r.spec(elsewhere);
   await eventually('InvalidSpec in the status', () => r.world.statuses.at(-1)?.phase === 'InvalidSpec');
-  expect(r.world.statuses.at(-1)).toMatchObject({ observedGeneration: 2, message: expect.stringContaining('temporalNamespace changed from default to elsewhere') });
+  expect(r.world.statuses.at(-1)).toMatchObject({
+    observedGeneration: 2,
+    message: expect.stringContaining('temporalNamespace changed from default to elsewhere'),
+  });
   expect(r.world.events.filter((e) => e.reason === 'InvalidSpec')).toHaveLength(1);
   expect(argsOf(r.world, 'ensureVersionedDeployment')).toHaveLength(applies); // nothing re-applied onto the new place
   await r.spec(desired(3, 'v1'));
-  await eventually('Ready at generation 3', () => r.world.statuses.at(-1)?.phase === 'Ready' && r.world.statuses.at(-1)?.observedGeneration === 3);
+  await eventually(
+    'Ready at generation 3',
+    () => r.world.statuses.at(-1)?.phase === 'Ready' && r.world.statuses.at(-1)?.observedGeneration === 3,
+  );
   await noTaskFailures(r);
 });
 
@@ -261,10 +327,21 @@ test('a forged "available" observation is a wake-up: the wait reads the Deployme
   await eventually('v2 applied', () => r.world.deployments.has('v2'));
   const reads = () => argsOf(r.world, 'readDeployment').length;
   const before = reads();
-  const forged = { ...r.world.observation('v2'), exists: true, generation: 1, observedGeneration: 1, replicas: 1, availableReplicas: 1, resourceVersion: '999999999' };
+  const forged = {
+    ...r.world.observation('v2'),
+    exists: true,
+    generation: 1,
+    observedGeneration: 1,
+    replicas: 1,
+    availableReplicas: 1,
+    resourceVersion: '999999999',
+  };
   await r.handle().signal(messages.deploymentObserved, forged);
   // Two reads: the first one's answer (not available) was acted on, and the wait came round again.
-  await eventually('the forged word was read against the Deployment, and the wait went on', () => reads() >= before + 2);
+  await eventually(
+    'the forged word was read against the Deployment, and the wait went on',
+    () => reads() >= before + 2,
+  );
   expect((await r.handle().query(messages.status)).phase).not.toBe('AwaitingPromotion');
   await r.world.makeAvailable('v2');
   await r.until('awaiting promotion once the read says available', (s) => s.phase === 'AwaitingPromotion');
@@ -282,12 +359,20 @@ test('a lost "available" signal: the backstop read finds the Deployment availabl
 
 test('a permanent error shows as Blocked with its message and a Warning; a new spec tries again', async () => {
   const r = await withCurrentV1('blocked');
-  r.world.failWith.set('ensureVersionedDeployment', ApplicationFailure.nonRetryable('kube-apiserver refused Deployment shop/x (422): spec.template: Invalid value', 'Permanent'));
+  r.world.failWith.set(
+    'ensureVersionedDeployment',
+    ApplicationFailure.nonRetryable(
+      'kube-apiserver refused Deployment shop/x (422): spec.template: Invalid value',
+      'Permanent',
+    ),
+  );
   await r.spec(desired(2, 'v2'));
   const s = await r.until('Blocked', (s) => s.reason === 'Blocked');
   expect(s.phase).toBe('Failed');
   expect(s.message).toContain('422');
-  await eventually('a Warning Event saying Blocked', () => r.world.events.some((e) => e.type === 'Warning' && e.reason === 'Blocked'));
+  await eventually('a Warning Event saying Blocked', () =>
+    r.world.events.some((e) => e.type === 'Warning' && e.reason === 'Blocked'),
+  );
   r.world.failWith.delete('ensureVersionedDeployment');
   await r.spec(desired(3, 'v2'));
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
@@ -301,7 +386,9 @@ async function registrationPastDeadline(label: string, check: { lastCheckFailure
   r.world.registrationHold = new Promise<void>((resolve) => (release = resolve));
   r.world.registrationCheck = check;
   let attempts = 0;
-  r.world.failWith.set('awaitVersionRegistered', () => (++attempts === 1 ? new Error('14 UNAVAILABLE: the frontend is overloaded') : undefined));
+  r.world.failWith.set('awaitVersionRegistered', () =>
+    ++attempts === 1 ? new Error('14 UNAVAILABLE: the frontend is overloaded') : undefined,
+  );
   const v2 = desired(2, 'v2');
   v2.spec.progressDeadlineSeconds = 3;
   await r.spec(v2);
@@ -314,8 +401,12 @@ async function registrationPastDeadline(label: string, check: { lastCheckFailure
 }
 
 test('at the progress deadline, a registration wait whose last check was refused says so, not that the workers do not poll; it goes on and completes', async () => {
-  const message = await registrationPastDeadline('refused', { lastCheckFailure: '14 UNAVAILABLE: the frontend is overloaded' });
-  expect(message).toBe('Temporal could not tell within 3s whether workers of v2 poll: the last check failed: 14 UNAVAILABLE: the frontend is overloaded (the wait goes on)');
+  const message = await registrationPastDeadline('refused', {
+    lastCheckFailure: '14 UNAVAILABLE: the frontend is overloaded',
+  });
+  expect(message).toBe(
+    'Temporal could not tell within 3s whether workers of v2 poll: the last check failed: 14 UNAVAILABLE: the frontend is overloaded (the wait goes on)',
+  );
 });
 
 test('an earlier refusal is not blamed once the checks answer again: past the deadline the hint is about the workers', async () => {
@@ -343,7 +434,9 @@ describe('controls', () => {
     await r.spec(desired(3, 'v3', { strategy: 'Manual' }));
     await r.until('v3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('v3'));
     await r.handle().signal(messages.promote, { buildId: 'v2' });
-    await eventually('the refusal', () => r.world.events.some((e) => e.reason === 'ControlRefused' && e.message.includes('v2')));
+    await eventually('the refusal', () =>
+      r.world.events.some((e) => e.reason === 'ControlRefused' && e.message.includes('v2')),
+    );
     expect((await r.handle().query(messages.status)).phase).toBe('AwaitingPromotion');
     await r.handle().signal(messages.promote, { buildId: 'v3' });
     await r.until('v3 current', (s) => s.current === 'v3');
@@ -352,7 +445,11 @@ describe('controls', () => {
   test('promote {full} during a failed-gate pause skips the remaining steps', async () => {
     const r = await withCurrentV1('gate-full');
     r.world.gateResults.push({ passed: false, message: 'boom' });
-    const d = desired(2, 'v2', { ...progressive([{ rampPercentage: 10 }, { rampPercentage: 50 }]), gate: { workflowType: 'check' }, gateFailurePolicy: 'Pause' });
+    const d = desired(2, 'v2', {
+      ...progressive([{ rampPercentage: 10 }, { rampPercentage: 50 }]),
+      gate: { workflowType: 'check' },
+      gateFailurePolicy: 'Pause',
+    });
     await r.spec(d);
     await r.until('paused by the failed gate', (s) => s.reason === 'GateFailed');
     await r.handle().signal(messages.promote, { full: true });
@@ -369,7 +466,10 @@ test('a Manual wait beside a draining version continues as new under a small his
   const firstRun = (await r.handle().describe()).runId;
   // Days of pod churn on the draining v1, compressed: a status signal after another.
   for (let i = 0; i < 60 && (await r.handle().describe()).runId === firstRun; i++) await r.world.notify('v1');
-  await eventually('a ContinueAsNew while awaiting promotion', async () => (await r.handle().describe()).runId !== firstRun);
+  await eventually(
+    'a ContinueAsNew while awaiting promotion',
+    async () => (await r.handle().describe()).runId !== firstRun,
+  );
   expect((await r.handle().query(messages.status)).phase).toBe('AwaitingPromotion');
   await r.handle().signal(messages.promote, {});
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
@@ -398,7 +498,17 @@ describe("the resource's UID", () => {
     const rounds = r.world.callsOf('reconcileDeployments').length;
     await r.handle().signal(messages.resync);
     await eventually('a resync', () => r.world.callsOf('reconcileDeployments').length > rounds);
-    expect(r.world.calls.filter((c) => ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'].includes(c.name))).toEqual([]);
+    expect(
+      r.world.calls.filter((c) =>
+        [
+          'routeAway',
+          'scaleOwnedDeployments',
+          'deleteOwnedDeployments',
+          'deleteWorkerDeployment',
+          'removeFinalizer',
+        ].includes(c.name),
+      ),
+    ).toEqual([]);
     expect(await r.handle().query(messages.status)).toMatchObject({ phase: 'Ready', current: 'v1' });
     expect((await r.handle().describe()).status.name).toBe('RUNNING');
   });
@@ -413,14 +523,22 @@ describe("the resource's UID", () => {
     w.successor = successor;
     await w.applySpec(desired(1, 'v5')); // the watcher's hint names the namesake
     await eventually('the old lifecycle cleaned up', () => w.callsOf('removeFinalizer').length === 1);
-    const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'];
+    const cleanup = [
+      'routeAway',
+      'scaleOwnedDeployments',
+      'deleteOwnedDeployments',
+      'deleteWorkerDeployment',
+      'removeFinalizer',
+    ];
     expect(w.sequence(cleanup)).toEqual(cleanup);
     await eventually('a new run', async () => (await r.handle().describe()).runId !== firstRun);
     // The old run continued as new for the object findSuccessor read, not for anything a message said.
     const first = await client.workflow.getHandle(r.handle().workflowId, firstRun).fetchHistory();
     const continued = first.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
     expect(continued).toBeTruthy();
-    const [input] = (continued!.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p));
+    const [input] = (continued!.input?.payloads ?? []).map((p) =>
+      defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p),
+    );
     expect(input?.owner).toEqual(successor);
     expect(input?.state).toBeUndefined();
     expect(w.callsOf('findSuccessor')).toHaveLength(1);
@@ -428,14 +546,16 @@ describe("the resource's UID", () => {
     const s = await r.until('v5 current in the new lifecycle', (s) => s.current === 'v5' && s.phase === 'Ready');
     expect(s.generation).toBe(1);
     expect(s.deprecated).toEqual([]);
-    expect(w.calls.findIndex((c) => c.name === 'ensureVersionedDeployment' && c.args[0] === 'v5')).toBeGreaterThan(w.calls.findIndex((c) => c.name === 'removeFinalizer'));
+    expect(w.calls.findIndex((c) => c.name === 'ensureVersionedDeployment' && c.args[0] === 'v5')).toBeGreaterThan(
+      w.calls.findIndex((c) => c.name === 'removeFinalizer'),
+    );
     expect([...w.deployments.keys()]).toEqual(['v5']);
     await noTaskFailures(r);
     await keepHistory(w, 'new-lifecycle', firstRun);
   });
 });
 
-describe('a run that is not its owner\'s touches nothing', () => {
+describe("a run that is not its owner's touches nothing", () => {
   const names = (w: FakeWorld) => [...new Set(w.calls.map((c) => c.name))];
 
   test('an owner never read as itself (another live object holds the name): the run touches nothing and continues as new for that object', async () => {
@@ -445,16 +565,25 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const live = { ...owner, uid: randomUUID(), kind: 'TemporalWorkerDeployment' as const };
     w.resourceUid = live.uid;
     w.setSpec(desired(1, 'v1'));
-    const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     const first = client.workflow.getHandle(workflowId, started.firstExecutionRunId);
-    await eventually('the first run to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
+    await eventually(
+      'the first run to continue as new',
+      async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW',
+    );
     const events = (await first.fetchHistory()).events ?? [];
     // One read, and nothing else: no write, no report, no Event, no local activity.
     expect(activityTypes(events)).toEqual(['readResource']);
     expect(events.filter((e) => e.markerRecordedEventAttributes)).toEqual([]);
     const continued = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes;
-    const [input] = (continued?.input?.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p));
+    const [input] = (continued?.input?.payloads ?? []).map((p) =>
+      defaultPayloadConverter.fromPayload<{ owner: unknown; state?: unknown }>(p),
+    );
     expect(input?.owner).toEqual(live);
     expect(input?.state).toBeUndefined();
     // The next run reads that object as itself and serves it, as the watcher's run for it would.
@@ -471,19 +600,27 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
     w.resourceGone = true;
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
     expect(names(w)).toEqual(['readResource']);
     expect(w.statuses).toEqual([]);
   });
 
-  test('a workflow ID that is not its owner\'s under the controller\'s installation: the run ends after its one read, touching nothing', async () => {
+  test("a workflow ID that is not its owner's under the controller's installation: the run ends after its one read, touching nothing", async () => {
     const owner = { namespace: 'shop', name: `by-hand-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const w = worlds.create(owner, rolloutWorkflowId(testInstallation, owner.namespace, owner.name), timings);
     w.setSpec(desired(1, 'v1'));
     const workflowId = `by-hand-${randomUUID().slice(0, 8)}`;
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
     expect(w.calls.map((c) => c.name)).toEqual(['readResource']);
@@ -494,7 +631,11 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const owner = { namespace: 'shop', name: `search-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, { ...timings, searchAttributes: false });
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     await w.applySpec(desired(1, 'v1'));
     await eventually('v1 current', async () => {
@@ -517,7 +658,11 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const owner = { namespace: 'shop', name: `reclaimed-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
     const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     await w.applySpec(desired(1, 'v1'));
     await eventually('v1 current', async () => {
@@ -541,7 +686,11 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const w = worlds.create(owner, workflowId, timings);
     w.claimedBy = 'another-installation';
     w.setSpec(desired(1, 'v1'));
-    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+    const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner }],
+    });
     workflowIds.push(workflowId);
     expect(await handle.result()).toBeUndefined();
     expect(w.calls.map((c) => c.name)).toEqual(['readResource']);
@@ -553,8 +702,23 @@ describe('a run that is not its owner\'s touches nothing', () => {
     const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
     const w = worlds.create(owner, workflowId, timings);
     // A forged state: v0 current, a deletion under way.
-    const forged = { owner, deprecated: [], phase: 'Ready', reason: 'RolloutComplete', message: 'forged', since: new Date().toISOString(), deleting: true, deployments: {}, timings, current: { buildId: 'v0' } };
-    await client.workflow.start('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner, timings, state: forged }] });
+    const forged = {
+      owner,
+      deprecated: [],
+      phase: 'Ready',
+      reason: 'RolloutComplete',
+      message: 'forged',
+      since: new Date().toISOString(),
+      deleting: true,
+      deployments: {},
+      timings,
+      current: { buildId: 'v0' },
+    };
+    await client.workflow.start('RolloutWorkflow', {
+      taskQueue,
+      workflowId,
+      args: [{ owner, timings, state: forged }],
+    });
     workflowIds.push(workflowId);
     await w.applySpec(desired(1, 'v1'));
     const s = await eventually('v1 current', async () => {
@@ -618,7 +782,10 @@ test('a 3-day wait beside a draining version stays far below the history limit (
   await r.until('v3 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.target?.buildId === 'v3');
   const events = async () => (await r.handle().fetchHistory()).events ?? [];
   const isResyncTimer = (e: proto.temporal.api.history.v1.IHistoryEvent) =>
-    e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED && Buffer.from(e.userMetadata?.summary?.data ?? []).toString().includes('periodic resync');
+    e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_TIMER_STARTED &&
+    Buffer.from(e.userMetadata?.summary?.data ?? [])
+      .toString()
+      .includes('periodic resync');
   const resyncTimers = async () => (await events()).filter(isResyncTimer);
   const start = (await resyncTimers()).length;
   for (let hour = 0; hour < 8; hour++) {
@@ -631,14 +798,19 @@ test('a 3-day wait beside a draining version stays far below the history limit (
   const to = Number(timers[start + 7]!.eventId);
   const perHour = (to - from) / 6;
   const threeDays = Math.ceil(72 * perHour);
-  console.log(`figure: a waiting rollout adds ${perHour.toFixed(1)} history events an hour (a resync round on its timer and the watcher's hint, over six hours): ${threeDays} in 3 days`);
+  console.log(
+    `figure: a waiting rollout adds ${perHour.toFixed(1)} history events an hour (a resync round on its timer and the watcher's hint, over six hours): ${threeDays} in 3 days`,
+  );
   expect(threeDays).toBeLessThan(10_000);
 });
 
 describe('deletion with pinned executions open', () => {
   const withDrain = (generation: number, buildId: string, drainBeforeDelete?: string): Desired => {
     const d = desired(generation, buildId);
-    return { ...d, spec: { ...d.spec, sunset: { ...d.spec.sunset, ...(drainBeforeDelete ? { drainBeforeDelete } : {}) } } };
+    return {
+      ...d,
+      spec: { ...d.spec, sunset: { ...d.spec.sunset, ...(drainBeforeDelete ? { drainBeforeDelete } : {}) } },
+    };
   };
 
   test('says how many were stranded, and by default does not wait', async () => {
@@ -648,7 +820,13 @@ describe('deletion with pinned executions open', () => {
     r.world.openExecutions.set('v1', 3);
     await r.world.deleteResource();
     await r.handle().result();
-    expect(r.world.events).toContainEqual(expect.objectContaining({ type: 'Warning', reason: 'OpenExecutionsStranded', message: expect.stringContaining('3 on v1') }));
+    expect(r.world.events).toContainEqual(
+      expect.objectContaining({
+        type: 'Warning',
+        reason: 'OpenExecutionsStranded',
+        message: expect.stringContaining('3 on v1'),
+      }),
+    );
     expect(r.world.callsOf('awaitDrained')).toEqual([]);
   });
 
@@ -658,7 +836,10 @@ describe('deletion with pinned executions open', () => {
     await r.until('v1 current', (s) => s.current === 'v1' && s.phase === 'Ready');
     r.world.openExecutions.set('v1', 2);
     await r.world.deleteResource();
-    await r.until('waiting for drainage', (s) => s.phase === 'Deleting' && s.message.includes('pinned executions to finish'));
+    await r.until(
+      'waiting for drainage',
+      (s) => s.phase === 'Deleting' && s.message.includes('pinned executions to finish'),
+    );
     expect(r.world.callsOf('deleteOwnedDeployments')).toEqual([]);
     expect(r.world.callsOf('routeAway')).toHaveLength(1);
     r.world.versions.set('v1', 'Drained');
@@ -671,19 +852,30 @@ describe('deletion with pinned executions open', () => {
   test('a version left on another Temporal is routed away from and deleted there too', async () => {
     const r = await startRollout('two-places');
     const w = r.world;
-    const keep = (d: Desired): Desired => ({ ...d, spec: { ...d.spec, sunset: { ...d.spec.sunset, deleteDelay: '1h' } } });
+    const keep = (d: Desired): Desired => ({
+      ...d,
+      spec: { ...d.spec, sunset: { ...d.spec.sunset, deleteDelay: '1h' } },
+    });
     // v1's first rollout waits for its Deployment (nothing routes to it yet), so a new connection may move it.
     w.autoAvailable = false;
     await r.spec(keep(desired(1, 'v1')));
     await eventually('v1 applied', () => w.callsOf('ensureVersionedDeployment').length === 1);
     w.autoAvailable = true;
     await r.spec(keep({ ...desired(2, 'v2'), connection: { hostPort: 'y:1' } }));
-    await r.until('v2 current at y:1, v1 sunset where it was', (s) => s.current === 'v2' && s.deprecated.some((v) => v.buildId === 'v1'));
+    await r.until(
+      'v2 current at y:1, v1 sunset where it was',
+      (s) => s.current === 'v2' && s.deprecated.some((v) => v.buildId === 'v1'),
+    );
     expect(w.callsOf('setCurrent').map((c) => c.where)).toEqual(['y:1/default']);
 
     await w.deleteResource();
     expect(await r.handle().result()).toMatchObject({ problems: [] });
-    expect(w.callsOf('routeAway').map((c) => c.where).sort()).toEqual(['x:1/default', 'y:1/default']);
+    expect(
+      w
+        .callsOf('routeAway')
+        .map((c) => c.where)
+        .sort(),
+    ).toEqual(['x:1/default', 'y:1/default']);
     expect(w.callsOf('deleteVersion').map((c) => [c.args[0], c.where])).toContainEqual(['v1', 'x:1/default']);
     expect(w.callsOf('deleteWorkerDeployment').map((c) => c.where)).toEqual(['y:1/default']);
   });

@@ -6,18 +6,37 @@
  */
 import { fileURLToPath } from 'node:url';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection, WorkflowNotFoundError, type WorkflowHandle, type WorkflowStartOptions } from '@temporalio/client';
+import {
+  Client,
+  Connection,
+  WorkflowNotFoundError,
+  type WorkflowHandle,
+  type WorkflowStartOptions,
+} from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { Activities, GateRun, RegistrationCheck, Routing, RoutingCallOptions, RoutingCallResult, TemporalTarget, VersionRegistration } from '../../activities/index.js';
-import type { KubeEvent, Report } from '../../activities/kubernetes/activities.js';
+import type {
+  Activities,
+  GateRun,
+  RegistrationCheck,
+  Routing,
+  RoutingCallOptions,
+  RoutingCallResult,
+  TemporalTarget,
+  VersionRegistration,
+} from '../../activities/index.js';
+import type { KubeEvent, Report } from '../../activities/kubernetes.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
-import { TemporalWorkerDeploymentSpec, type TemporalWorkerDeploymentSpecInput, type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/temporal-worker-deployment.js';
+import {
+  TemporalWorkerDeploymentSpec,
+  type TemporalWorkerDeploymentSpecInput,
+} from '../../api/temporal-worker-deployment.js';
+import { type TemporalWorkerDeploymentStatus, type VersionStatus } from '../../api/rollout-status.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
 import { deleted, deploymentObserved, specChanged, type SpecChangedHint } from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
-import type { DeploymentObservation, Desired, Owner, Timings } from '../../workflows/state.js';
-
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
+import type { DeploymentObservation, Desired, Owner } from '../../api/resource.js';
+import type { Timings } from '../../api/timings.js';
 
 /** The installation the fake controller answers its reads with (workflow IDs carry it). */
 export const testInstallation = 'wftest';
@@ -55,7 +74,11 @@ export class FakeWorld {
   readonly versions = new Map<string, VersionStatus>();
 
   /** What awaitVersionRegistered answers. */
-  registration: VersionRegistration = { taskQueues: ['example'], workflowTaskQueues: ['example'], unversionedPollers: false };
+  registration: VersionRegistration = {
+    taskQueues: ['example'],
+    workflowTaskQueues: ['example'],
+    unversionedPollers: false,
+  };
   /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */
   registrationHold?: Promise<void>;
   /** While it returns a promise, adoptOrApplyDeployment's apply lands only once the promise resolves. */
@@ -108,7 +131,10 @@ export class FakeWorld {
    * Versions temporal-worker-controller left (build ID → its Deployment's name and whether its template is the
    * spec's): adoptForeignDeployments reports them, and their Deployments exist, available.
    */
-  readonly foreign = new Map<string, { deploymentName: string; matchesTemplate: boolean; templateUnchecked?: string }>();
+  readonly foreign = new Map<
+    string,
+    { deploymentName: string; matchesTemplate: boolean; templateUnchecked?: string }
+  >();
 
   constructor(
     readonly owner: Owner,
@@ -206,7 +232,9 @@ export class FakeWorld {
 
   /** Names of the calls in order, optionally only the given ones (and only those about `buildId`). */
   sequence(names: string[], buildId?: string): string[] {
-    return this.calls.filter((c) => names.includes(c.name) && (buildId === undefined || c.args.includes(buildId))).map((c) => c.name);
+    return this.calls
+      .filter((c) => names.includes(c.name) && (buildId === undefined || c.args.includes(buildId)))
+      .map((c) => c.name);
   }
 
   /** The watcher's view of a Deployment (what `observeDeployment` reads off it). */
@@ -248,7 +276,12 @@ export class FakeWorld {
 
   apply(buildId: string, replicas: number, generation?: number): DeploymentObservation {
     const existing = this.deployments.get(buildId);
-    if (existing && existing.replicas === replicas && (generation === undefined || this.appliedAt.get(buildId) === generation)) return this.observation(buildId);
+    if (
+      existing &&
+      existing.replicas === replicas &&
+      (generation === undefined || this.appliedAt.get(buildId) === generation)
+    )
+      return this.observation(buildId);
     if (generation !== undefined) this.appliedAt.set(buildId, generation);
     this.deployments.set(buildId, {
       name: versionedDeploymentName(this.owner.name, buildId),
@@ -266,7 +299,12 @@ export class FakeWorld {
   /** As the real routing activities do: someone else holds the manager identity → a non-retryable ManagerIdentityHeld. */
   refuseIfManaged(): void {
     if (this.managerHeldBy) {
-      throw ApplicationFailure.create({ type: 'ManagerIdentityHeld', message: `the manager identity is held by ${this.managerHeldBy}`, nonRetryable: true, details: [this.managerHeldBy] });
+      throw ApplicationFailure.create({
+        type: 'ManagerIdentityHeld',
+        message: `the manager identity is held by ${this.managerHeldBy}`,
+        nonRetryable: true,
+        details: [this.managerHeldBy],
+      });
     }
   }
 
@@ -356,7 +394,9 @@ export class FakeWorlds {
       },
       deleteStrayDeployments: async (owner, live) => {
         const w = kube(owner, 'deleteStrayDeployments', [live]);
-        const strays = [...w.deployments].filter(([buildId, d]) => !live.includes(buildId) && d.replicas === 0).map(([buildId]) => buildId);
+        const strays = [...w.deployments]
+          .filter(([buildId, d]) => !live.includes(buildId) && d.replicas === 0)
+          .map(([buildId]) => buildId);
         for (const buildId of strays) w.deployments.delete(buildId);
         return strays.map((b) => versionedDeploymentName(owner.name, b));
       },
@@ -391,7 +431,17 @@ export class FakeWorlds {
         if (w.resourceGone) return { found: false as const, ...timings };
         const uid = w.resourceUid ?? owner.uid;
         const kind = w.spec?.kind ?? owner.kind ?? 'TemporalWorkerDeployment';
-        return { found: true as const, uid, kind, resourceVersion: w.resourceRevision, generation: w.spec?.generation ?? 1, deleting: w.resourceDeleting, ...(w.claimedBy ? { claimedBy: w.claimedBy } : {}), ...timings, ...(w.spec ? { desired: { ...w.spec, uid } } : {}) };
+        return {
+          found: true as const,
+          uid,
+          kind,
+          resourceVersion: w.resourceRevision,
+          generation: w.spec?.generation ?? 1,
+          deleting: w.resourceDeleting,
+          ...(w.claimedBy ? { claimedBy: w.claimedBy } : {}),
+          ...timings,
+          ...(w.spec ? { desired: { ...w.spec, uid } } : {}),
+        };
       },
       // As the activity: a live object under the name other than the owner's own (none while it is being deleted).
       findSuccessor: async (owner) => {
@@ -420,7 +470,14 @@ export class FakeWorlds {
         const w = kube(input.owner, 'adoptForeignDeployments', []);
         return [...w.foreign].map(([buildId, f]) => {
           const d = w.deployments.get(buildId);
-          return { buildId, deploymentName: f.deploymentName, matchesTemplate: f.matchesTemplate, ...(f.templateUnchecked ? { templateUnchecked: f.templateUnchecked } : {}), replicas: d?.replicas ?? 0, availableReplicas: d?.available ? d.replicas : 0 };
+          return {
+            buildId,
+            deploymentName: f.deploymentName,
+            matchesTemplate: f.matchesTemplate,
+            ...(f.templateUnchecked ? { templateUnchecked: f.templateUnchecked } : {}),
+            replicas: d?.replicas ?? 0,
+            availableReplicas: d?.available ? d.replicas : 0,
+          };
         });
       },
       // As the activity: the adoption's look, then the apply when there is nothing to adopt (both recorded).
@@ -432,7 +489,10 @@ export class FakeWorlds {
         return { adopted, applied: await fake.ensureVersionedDeployment(input) };
       },
       updateAdoptedDeployment: async (input) => {
-        const w = kube(input.owner, 'updateAdoptedDeployment', [input.buildId, input.replicas ?? input.desired.spec.replicas]);
+        const w = kube(input.owner, 'updateAdoptedDeployment', [
+          input.buildId,
+          input.replicas ?? input.desired.spec.replicas,
+        ]);
         const d = w.deployments.get(input.buildId);
         if (d) d.replicas = input.replicas ?? input.desired.spec.replicas;
         return w.observation(input.buildId);
@@ -461,7 +521,8 @@ export class FakeWorlds {
         const w = temporal(t, 'claimManager', []);
         return w.managerHeldBy ? { heldBy: w.managerHeldBy } : {};
       },
-      countOutcomes: async (t, buildId) => temporal(t, 'countOutcomes', [buildId]).outcomes.get(buildId) ?? { closed: 0, failed: 0 },
+      countOutcomes: async (t, buildId) =>
+        temporal(t, 'countOutcomes', [buildId]).outcomes.get(buildId) ?? { closed: 0, failed: 0 },
       countPinned: async (t, buildId) => temporal(t, 'countPinned', [buildId]).openExecutions.get(buildId) ?? 0,
       actOnPinned: async (t, buildId, action) => {
         const w = temporal(t, 'actOnPinned', [buildId, action.kind]);
@@ -529,7 +590,10 @@ export class FakeWorlds {
         w.versionStatusInFlight++;
         try {
           // Held in flight, but not past a cancellation (a held check must not keep the worker from shutting down).
-          await Promise.race([w.versionStatusHold, inActivity() ? Context.current().cancelled : new Promise<never>(() => {})]);
+          await Promise.race([
+            w.versionStatusHold,
+            inActivity() ? Context.current().cancelled : new Promise<never>(() => {}),
+          ]);
         } finally {
           w.versionStatusInFlight--;
         }
@@ -571,7 +635,11 @@ const inActivity = () => {
 };
 
 /** A fully defaulted spec, as the watcher parses it. Sunset: scale to 0 as soon as drained, delete 1s later. */
-export function desired(generation: number, buildId: string, rollout: TemporalWorkerDeploymentSpecInput['rollout'] = { strategy: 'AllAtOnce' }): Desired {
+export function desired(
+  generation: number,
+  buildId: string,
+  rollout: TemporalWorkerDeploymentSpecInput['rollout'] = { strategy: 'AllAtOnce' },
+): Desired {
   const spec = TemporalWorkerDeploymentSpec.parse({
     replicas: 2,
     template: { spec: { containers: [{ name: 'worker', image: `worker:${buildId}` }] } },
@@ -606,7 +674,12 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
     activities: worlds.activities(),
   });
   // Long waits (registration, gates, drainage) run on their own task queue, as in the controller.
-  const waits = await Worker.create({ connection: nativeConnection, namespace, taskQueue: waitsTaskQueue(taskQueue), activities: worlds.activities() });
+  const waits = await Worker.create({
+    connection: nativeConnection,
+    namespace,
+    taskQueue: waitsTaskQueue(taskQueue),
+    activities: worlds.activities(),
+  });
   const running = Promise.all([worker.run(), waits.run()]);
   return {
     client,
@@ -614,7 +687,14 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
     taskQueue,
     async stop(workflowIds) {
       // Nothing of one test file may linger: end every rollout still open.
-      await Promise.all(workflowIds.map((id) => client.workflow.getHandle(id).terminate('test file done').catch(() => {})));
+      await Promise.all(
+        workflowIds.map((id) =>
+          client.workflow
+            .getHandle(id)
+            .terminate('test file done')
+            .catch(() => {}),
+        ),
+      );
       worker.shutdown();
       waits.shutdown();
       await running;
@@ -647,10 +727,19 @@ export function fakeRigForFile(label: string, timings: Partial<Timings>) {
     get client() {
       return started().client;
     },
-    world: (owner: Owner) => started().worlds.create(owner, rolloutWorkflowId(testInstallation, owner.namespace, owner.name), timings),
-    async start(owner: Owner, options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails' | 'workflowTaskTimeout'> = {}) {
+    world: (owner: Owner) =>
+      started().worlds.create(owner, rolloutWorkflowId(testInstallation, owner.namespace, owner.name), timings),
+    async start(
+      owner: Owner,
+      options: Pick<WorkflowStartOptions, 'staticSummary' | 'staticDetails' | 'workflowTaskTimeout'> = {},
+    ) {
       const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }], ...options });
+      const handle = await started().client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+        taskQueue,
+        workflowId,
+        args: [{ owner }],
+        ...options,
+      });
       handles.push(handle);
       return handle;
     },

@@ -11,8 +11,8 @@ import { join } from 'node:path';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createTemporalActivities } from '../../activities/temporal/activities.js';
-import { TemporalConnections } from '../../activities/temporal/connections.js';
+import { createTemporalActivities } from '../../activities/temporal.js';
+import { TemporalConnections } from '../../temporal/connections.js';
 import { createActivities as exampleActivities } from '../../examples/worker/activities.js';
 import { exampleBundle } from '../../examples/worker/worker.js';
 import { startTemporal, stopProcesses, type TemporalServer } from '../../scripts/servers/servers.js';
@@ -31,7 +31,11 @@ afterAll(async () => {
   if (defaults) await stopProcesses([defaults.process]);
 });
 
-async function startWorker(address: string, taskQueue: string, version?: { deploymentName: string; buildId: string }): Promise<void> {
+async function startWorker(
+  address: string,
+  taskQueue: string,
+  version?: { deploymentName: string; buildId: string },
+): Promise<void> {
   const connection = await NativeConnection.connect({ address });
   const worker = await Worker.create({
     connection,
@@ -39,7 +43,11 @@ async function startWorker(address: string, taskQueue: string, version?: { deplo
     taskQueue,
     workflowBundle: await exampleBundle(),
     activities: exampleActivities({}),
-    ...(version ? { workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const } } : {}),
+    ...(version
+      ? {
+          workerDeploymentOptions: { version, useWorkerVersioning: true, defaultVersioningBehavior: 'PINNED' as const },
+        }
+      : {}),
   });
   workers.push({ worker, running: worker.run(), connection });
 }
@@ -50,7 +58,12 @@ async function registration(address: string, taskQueue: string) {
   await startWorker(address, taskQueue, { deploymentName, buildId: 'b1' });
   const connections = new TemporalConnections(async () => undefined);
   const activities = createTemporalActivities(connections, 'first-version-test', async () => undefined);
-  const target = { connection: { hostPort: address }, k8sNamespace: 'test', temporalNamespace: namespace, deploymentName };
+  const target = {
+    connection: { hostPort: address },
+    k8sNamespace: 'test',
+    temporalNamespace: namespace,
+    deploymentName,
+  };
   try {
     return await new MockActivityEnvironment().run(activities.awaitVersionRegistered, target, 'b1');
   } finally {
@@ -63,10 +76,17 @@ test('fast test server: an idle unversioned worker that has done work is seen af
   const taskQueue = `first-${randomUUID().slice(0, 8)}`;
   await startWorker(address, taskQueue);
   const connection = await Connection.connect({ address });
-  await new Client({ connection, namespace }).workflow.execute('exampleWork', { taskQueue, workflowId: `unversioned-${taskQueue}` });
+  await new Client({ connection, namespace }).workflow.execute('exampleWork', {
+    taskQueue,
+    workflowId: `unversioned-${taskQueue}`,
+  });
   // Past the 1 s poller history, the worker idles in a long poll the server has forgotten.
   await eventually('the poller list to forget the idle worker', async () => {
-    const tq = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: 1 }, taskQueueType: 1 });
+    const tq = await connection.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: taskQueue, kind: 1 },
+      taskQueueType: 1,
+    });
     return (tq.pollers ?? []).length === 0;
   });
   await connection.close();
@@ -86,12 +106,19 @@ test('server with default settings: an idle unversioned worker that never did an
   await eventually('the unversioned worker polling', async () => {
     const connection = await Connection.connect({ address: defaults!.address });
     try {
-      const tq = await connection.workflowService.describeTaskQueue({ namespace, taskQueue: { name: taskQueue, kind: 1 }, taskQueueType: 1 });
+      const tq = await connection.workflowService.describeTaskQueue({
+        namespace,
+        taskQueue: { name: taskQueue, kind: 1 },
+        taskQueueType: 1,
+      });
       return (tq.pollers ?? []).length > 0;
     } finally {
       await connection.close();
     }
   });
   await sleep(1500); // longer than the fast server's poller history: the default one still remembers it
-  expect(await registration(defaults.address, taskQueue)).toMatchObject({ taskQueues: [taskQueue], unversionedPollers: true });
+  expect(await registration(defaults.address, taskQueue)).toMatchObject({
+    taskQueues: [taskQueue],
+    unversionedPollers: true,
+  });
 });

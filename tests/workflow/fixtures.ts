@@ -31,7 +31,18 @@ export async function keepHistory(world: FakeWorld, name: string, runId?: string
   const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   // `temporal workflow show --output json`: the format histories downloaded from any server have (the SDK's
   // historyToJSON fails with two protobufjs copies installed).
-  const args = ['workflow', 'show', '--workflow-id', workflowId, '--address', address, '--namespace', namespace, '--output', 'json'];
+  const args = [
+    'workflow',
+    'show',
+    '--workflow-id',
+    workflowId,
+    '--address',
+    address,
+    '--namespace',
+    namespace,
+    '--output',
+    'json',
+  ];
   if (runId) args.push('--run-id', runId);
   const json = execFileSync(temporalBinary(), args, { encoding: 'utf8' });
   mkdirSync(dir, { recursive: true });

@@ -9,8 +9,8 @@ import proto, { type temporal } from '@temporalio/proto';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
-import type { Timings } from '../../workflows/state.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
+import type { Timings } from '../../api/timings.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
@@ -38,12 +38,20 @@ afterAll(async () => {
  * closed (a local report's marker or a timer may follow the last task's completion: they are its commands).
  */
 function settled(events: temporal.api.history.v1.IHistoryEvent[]): boolean {
-  const taskEvents = new Set([EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED, EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED, EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED]);
+  const taskEvents = new Set([
+    EventType.EVENT_TYPE_WORKFLOW_TASK_SCHEDULED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_STARTED,
+    EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED,
+  ]);
   const lastTask = events.filter((x) => taskEvents.has(x.eventType ?? 0)).at(-1);
   if (lastTask?.eventType !== EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED) return false;
   const closed = new Set(
     events.flatMap((x) => {
-      const a = x.activityTaskCompletedEventAttributes ?? x.activityTaskFailedEventAttributes ?? x.activityTaskTimedOutEventAttributes ?? x.activityTaskCanceledEventAttributes;
+      const a =
+        x.activityTaskCompletedEventAttributes ??
+        x.activityTaskFailedEventAttributes ??
+        x.activityTaskTimedOutEventAttributes ??
+        x.activityTaskCanceledEventAttributes;
       return a ? [String(a.scheduledEventId)] : [];
     }),
   );
@@ -78,11 +86,17 @@ test('a resync round is one read and one workflow task: its repairs and their re
   expect(world.deployments.has('v1')).toBe(true);
   await eventually('the round and its Event to be recorded', async () => {
     const e = (await events()).slice(before);
-    return world.events.some((x) => x.reason === 'DeploymentRecreated') && settled(e) && e.some((x) => x.eventType === EventType.EVENT_TYPE_MARKER_RECORDED) ? e : undefined;
+    return world.events.some((x) => x.reason === 'DeploymentRecreated') &&
+      settled(e) &&
+      e.some((x) => x.eventType === EventType.EVENT_TYPE_MARKER_RECORDED)
+      ? e
+      : undefined;
   });
 
   const round = (await events()).slice(before);
-  const scheduled = round.filter((e) => e.activityTaskScheduledEventAttributes).map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
+  const scheduled = round
+    .filter((e) => e.activityTaskScheduledEventAttributes)
+    .map((e) => e.activityTaskScheduledEventAttributes!.activityType?.name);
   // The read, and nothing else: no repair, and the recreation's Event goes out locally (its task schedules no activity).
   expect(scheduled).toEqual(['readResource']);
   // Everything after it in the one task its result brought: the two repairs, and the report.
@@ -92,7 +106,9 @@ test('a resync round is one read and one workflow task: its repairs and their re
   expect(markers).toHaveLength(3);
   expect(markers[0]).toBeGreaterThan(readDone);
   expect(activityTypes(round.slice(readDone))).toEqual(['reconcileDeployments', 'deleteStrayDeployments', 'report']);
-  const tasksUntilLastMarker = round.slice(readDone, markers.at(-1)).filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
+  const tasksUntilLastMarker = round
+    .slice(readDone, markers.at(-1))
+    .filter((e) => e.eventType === EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED);
   expect(tasksUntilLastMarker).toHaveLength(1);
 
   await keepHistory(world, 'resync');
@@ -106,13 +122,17 @@ test('a resync in an apiserver brownout: the local repair gives up within its bo
   await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
   workflowIds.push(workflowId);
   await world.applySpec(desired(1, 'v1'));
-  await eventually('v1 to be current', async () => ((await handle.query(messages.status)).current === 'v1' ? true : undefined));
+  await eventually('v1 to be current', async () =>
+    (await handle.query(messages.status)).current === 'v1' ? true : undefined,
+  );
   world.deployments.delete('v1');
   world.brownout = 3; // every local attempt fails
   const before = world.callsOf('reconcileDeployments').length;
   await handle.signal(messages.resync);
   await eventually('v1 recreated', () => world.deployments.has('v1'));
   expect(world.callsOf('reconcileDeployments').length - before).toBe(4); // three local attempts, then the activity
-  const scheduled = ((await handle.fetchHistory()).events ?? []).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileDeployments');
+  const scheduled = ((await handle.fetchHistory()).events ?? []).filter(
+    (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileDeployments',
+  );
   expect(scheduled).toHaveLength(1);
 });

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import proto, { type temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import type { Report } from '../../activities/kubernetes/activities.js';
+import type { Report } from '../../activities/kubernetes.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory, summaryOf } from './fixtures.js';
@@ -16,8 +16,11 @@ const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.m
 const rig = fakeRigForFile('lean-reports', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
-const taskCompleted = (e: HistoryEvent) => e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
-const isLocalReport = (e: HistoryEvent) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && (summaryOf(e) ?? '').startsWith('write the status');
+const taskCompleted = (e: HistoryEvent) =>
+  e.eventType === proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_COMPLETED;
+const isLocalReport = (e: HistoryEvent) =>
+  e.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
+  (summaryOf(e) ?? '').startsWith('write the status');
 const isReportActivity = (e: HistoryEvent) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'report';
 
 /** The activities other than reports that the workflow task whose commands include `e` scheduled. */
@@ -25,7 +28,13 @@ function otherActivitiesOfItsTask(events: HistoryEvent[], e: HistoryEvent): Hist
   const id = (x: HistoryEvent) => Number(x.eventId);
   const completed = events.filter((x) => taskCompleted(x) && id(x) < id(e)).at(-1)!;
   const next = events.find((x) => taskCompleted(x) && id(x) > id(completed));
-  return events.filter((x) => id(x) > id(completed) && (!next || id(x) < id(next)) && x.activityTaskScheduledEventAttributes && !isReportActivity(x));
+  return events.filter(
+    (x) =>
+      id(x) > id(completed) &&
+      (!next || id(x) < id(next)) &&
+      x.activityTaskScheduledEventAttributes &&
+      !isReportActivity(x),
+  );
 }
 
 async function start() {
@@ -42,7 +51,11 @@ test('a Progressive rollout reports with local activities where its task schedul
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   const steps = [{ rampPercentage: 25, pauseDuration: '1s' }];
   await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
+  await eventually(
+    'v2 current and Ready',
+    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2',
+    30_000,
+  );
 
   const events = await history();
   const local = events.filter(isLocalReport);
@@ -67,15 +80,23 @@ test('a local report that fails goes again as an activity, and the status arrive
 
   // The apiserver goes away for the step's Ramping report.
   const unreachable = new Error('kube-apiserver unreachable: connect ECONNREFUSED');
-  world.failWith.set('report', ([report]) => ((report as Report).status?.phase === 'Ramping' ? unreachable : undefined));
-  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  world.failWith.set('report', ([report]) =>
+    (report as Report).status?.phase === 'Ramping' ? unreachable : undefined,
+  );
+  await world.applySpec(
+    desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }),
+  );
   // The step's Ramping report rides with its timer only: local, failing, then again as an activity.
   const failedLocal = (e: HistoryEvent) => isLocalReport(e) && !!e.markerRecordedEventAttributes?.failure;
-  await eventually('a report scheduled as an activity after a local attempt failed', async () => {
-    const after = (await history()).slice(before);
-    const failed = after.findIndex(failedLocal);
-    return failed >= 0 && after.slice(failed).some(isReportActivity);
-  }, 60_000);
+  await eventually(
+    'a report scheduled as an activity after a local attempt failed',
+    async () => {
+      const after = (await history()).slice(before);
+      const failed = after.findIndex(failedLocal);
+      return failed >= 0 && after.slice(failed).some(isReportActivity);
+    },
+    60_000,
+  );
   world.failWith.delete('report');
   await eventually('the status says Ramping', () => world.statuses.at(-1)?.phase === 'Ramping', 60_000);
 
@@ -108,20 +129,30 @@ test('a local report that outlasts workflow task heartbeats, with a signal meanw
     holding = true;
     return held;
   };
-  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }));
+  await world.applySpec(
+    desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 25, pauseDuration: '1h' }] }),
+  );
   await eventually('the Ramping report held', () => holding, 30_000);
   // The new spec arrives while it is held: the server hands it over when the worker heartbeats the task, and the
   // flow schedules its work in that task; the report resolves in a later one, once that task heartbeated too.
   const isSignal = (e: HistoryEvent) => !!e.workflowExecutionSignaledEventAttributes;
   const signals = (await history()).filter(isSignal).length;
   await world.applySpec(desired(3, 'v3'));
-  await eventually('a task took the new spec and heartbeated', async () => {
-    const events = await history();
-    const signalled = events.filter(isSignal)[signals];
-    return !!signalled && events.some((e) => taskCompleted(e) && Number(e.eventId) > Number(signalled.eventId));
-  }, 30_000);
+  await eventually(
+    'a task took the new spec and heartbeated',
+    async () => {
+      const events = await history();
+      const signalled = events.filter(isSignal)[signals];
+      return !!signalled && events.some((e) => taskCompleted(e) && Number(e.eventId) > Number(signalled.eventId));
+    },
+    30_000,
+  );
   release();
-  await eventually('v3 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v3', 60_000);
+  await eventually(
+    'v3 current and Ready',
+    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v3',
+    60_000,
+  );
 
   const events = await history();
   expect(events.some((e) => isLocalReport(e) && summaryOf(e)?.startsWith('write the status: Ramping'))).toBe(true);

@@ -6,7 +6,13 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, Context } from '@temporalio/activity';
 import type { temporal } from '@temporalio/proto';
-import { activityTypes, completedActivities, isDeferred, localActivityType, scheduledActivityType } from '../../scripts/history.js';
+import {
+  activityTypes,
+  completedActivities,
+  isDeferred,
+  localActivityType,
+  scheduledActivityType,
+} from '../../scripts/history.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory } from './fixtures.js';
@@ -33,12 +39,19 @@ test('a Progressive rollout’s ramps run inside their workflow tasks (local act
   await world.applySpec(desired(1, 'v1'));
   await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
   await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
+  await eventually(
+    'v2 current and Ready',
+    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2',
+    30_000,
+  );
 
   expect(world.sequence(routing)).toEqual(['setCurrent', 'setRamping', 'setRamping', 'setCurrent']);
   const events = await history();
   expect(events.map(localActivityType).filter((n) => n && routing.includes(n))).toEqual(['setRamping', 'setRamping']);
-  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setCurrent']);
+  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual([
+    'setCurrent',
+    'setCurrent',
+  ]);
   await keepHistory(world, 'local-routing-progressive');
 });
 
@@ -53,13 +66,25 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
     return percentage === 50 && isLocal ? new Error('unavailable (local)') : undefined;
   });
   await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
+  await eventually(
+    'v2 current and Ready',
+    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2',
+    30_000,
+  );
 
   // Two local attempts, then the activity.
   expect(local).toEqual([true, true, false]);
   const events = await history();
-  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual(['setCurrent', 'setRamping', 'setCurrent']);
-  expect(activityTypes(events).filter((n) => routing.includes(n)).slice(-2)).toEqual(['setRamping', 'setCurrent']);
+  expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual([
+    'setCurrent',
+    'setRamping',
+    'setCurrent',
+  ]);
+  expect(
+    activityTypes(events)
+      .filter((n) => routing.includes(n))
+      .slice(-2),
+  ).toEqual(['setRamping', 'setCurrent']);
   expect(world.ramping).toBeUndefined();
   expect(world.current).toBe('v2');
   // The fallback is at once, not a retry of the step: no status said the ramp was being retried.
@@ -77,11 +102,21 @@ test('a ramp deferred by a busy budget goes as an activity at once, not retried 
     if (percentage !== 25) return undefined;
     tries.push(Context.current().info.isLocal ? 'local' : 'activity');
     // The first as an activity: refused for the manager identity, so the rollout waits and tries the ramp again.
-    if (tries.filter((t) => t === 'activity').length === 1) return ApplicationFailure.create({ type: 'ManagerIdentityHeld', message: 'held by ops', nonRetryable: true, details: ['ops'] });
+    if (tries.filter((t) => t === 'activity').length === 1)
+      return ApplicationFailure.create({
+        type: 'ManagerIdentityHeld',
+        message: 'held by ops',
+        nonRetryable: true,
+        details: ['ops'],
+      });
     return undefined;
   });
   await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await eventually('v2 current and Ready', () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 60_000);
+  await eventually(
+    'v2 current and Ready',
+    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2',
+    60_000,
+  );
 
   // Deferred, the activity; tried again: inside the task first (a deferral is no failure, which would send the
   // writes after it as activities until one succeeds), deferred, the activity.
@@ -89,7 +124,11 @@ test('a ramp deferred by a busy budget goes as an activity at once, not retried 
   const events = await history();
   // The ramp after it: inside its task again; a deferred write is no ramp made.
   const made = completedActivities(events).filter((a) => routing.includes(a.type) && !isDeferred(a.result));
-  expect(made.map((a) => `${a.type}${a.local ? ' (local)' : ''}`).slice(-3)).toEqual(['setRamping', 'setRamping (local)', 'setCurrent']);
+  expect(made.map((a) => `${a.type}${a.local ? ' (local)' : ''}`).slice(-3)).toEqual([
+    'setRamping',
+    'setRamping (local)',
+    'setCurrent',
+  ]);
   expect(world.sequence(['setRamping'], 'v2')).toEqual(['setRamping', 'setRamping', 'setRamping']); // 25 (refused), 25, 50
   expect(world.current).toBe('v2');
 });

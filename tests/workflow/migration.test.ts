@@ -16,9 +16,17 @@ const steps = [{ rampPercentage: 50, pauseDuration: '1s' }];
 
 /** What temporal-worker-controller left: v1 current (the spec's template), v0 draining; their Deployments up. */
 async function migrated(label: string, v1MatchesTemplate = true) {
-  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID(), kind: 'WorkerDeployment' as const };
+  const owner = {
+    namespace: 'shop',
+    name: `${label}-${randomUUID().slice(0, 8)}`,
+    uid: randomUUID(),
+    kind: 'WorkerDeployment' as const,
+  };
   const world = rig.world(owner);
-  for (const [buildId, status, matchesTemplate] of [['1.0.0-aa11', 'Draining', false], ['1.0.0-bb22', 'Current', v1MatchesTemplate]] as const) {
+  for (const [buildId, status, matchesTemplate] of [
+    ['1.0.0-aa11', 'Draining', false],
+    ['1.0.0-bb22', 'Current', v1MatchesTemplate],
+  ] as const) {
     world.apply(buildId, 2);
     world.versions.set(buildId, status);
     world.foreign.set(buildId, { deploymentName: `${owner.name}-1-0-0-${buildId.slice(-4)}`, matchesTemplate });
@@ -45,13 +53,20 @@ test('an unchanged template is the adopted build: no Deployment rendered, no ram
   // The adopted Deployment gets the spec's settings, under the other controller's name (the status says it).
   expect(world.callsOf('updateAdoptedDeployment').map((c) => c.args)).toContainEqual(['1.0.0-bb22', 2]);
   const written = await eventually('the status written', () => world.statuses.find((st) => st.phase === 'Ready'));
-  expect(written.currentVersion).toMatchObject({ buildID: '1.0.0-bb22', deploymentName: expect.stringMatching(/-1-0-0-bb22$/) });
+  expect(written.currentVersion).toMatchObject({
+    buildID: '1.0.0-bb22',
+    deploymentName: expect.stringMatching(/-1-0-0-bb22$/),
+  });
   expect(ready.deprecated.map((v) => v.buildId)).toEqual(['1.0.0-aa11']);
 
   // v0 drains, then goes as ours do.
   world.versions.set('1.0.0-aa11', 'Drained');
   await until('v0 sunset', (s) => s.deprecated.length === 0);
-  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-aa11')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-aa11')).toEqual([
+    'scaleDeployment',
+    'deleteDeployment',
+    'deleteVersion',
+  ]);
 
   // A new generation of the same template is still the adopted build: nothing happens.
   await world.applySpec({ ...desired(2, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
@@ -65,7 +80,11 @@ test('an unchanged template is the adopted build: no Deployment rendered, no ram
   expect(world.callsOf('setRamping').map((c) => c.args)).toEqual([['g2', 50]]);
   world.versions.set('1.0.0-bb22', 'Drained');
   await until('v1 sunset', (s) => s.deprecated.length === 0);
-  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(world.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], '1.0.0-bb22')).toEqual([
+    'scaleDeployment',
+    'deleteDeployment',
+    'deleteVersion',
+  ]);
   await keepHistory(world, 'adopt-twc');
 });
 
@@ -81,11 +100,17 @@ test('a changed template at migration: the new build rolls out from the adopted 
 
 test('a template that could not be compared (the dry run refused): a Warning Event says why a new version rolls out', async () => {
   const { world, until } = await migrated('unchecked', false);
-  for (const [buildId, f] of world.foreign) world.foreign.set(buildId, { ...f, templateUnchecked: 'admission webhook "quota" denied the request' });
+  for (const [buildId, f] of world.foreign)
+    world.foreign.set(buildId, { ...f, templateUnchecked: 'admission webhook "quota" denied the request' });
   await world.applySpec({ ...desired(1, 'g1', { strategy: 'Progressive', steps }), kind: 'WorkerDeployment' });
   await until('g1 current', (s) => s.phase === 'Ready' && s.current === 'g1');
-  const warning = await eventually('the Warning Event', () => world.events.find((e) => e.reason === 'AdoptionTemplateUnchecked'));
-  expect(warning).toMatchObject({ type: 'Warning', message: expect.stringContaining('admission webhook "quota" denied the request') });
+  const warning = await eventually('the Warning Event', () =>
+    world.events.find((e) => e.reason === 'AdoptionTemplateUnchecked'),
+  );
+  expect(warning).toMatchObject({
+    type: 'Warning',
+    message: expect.stringContaining('admission webhook "quota" denied the request'),
+  });
 });
 
 test('adoption is looked for once, before the first rollout: a lifecycle with nothing foreign rolls out as before', async () => {
@@ -100,7 +125,9 @@ test('adoption is looked for once, before the first rollout: a lifecycle with no
   // The first Deployment came with the adoption check, one activity; v2's had no check before it.
   const { events } = await rig.client.workflow.getHandle(handle.workflowId).fetchHistory();
   const scheduled = (events ?? []).flatMap((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? []);
-  expect(scheduled.filter((n) => /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n))).toEqual(['adoptOrApplyDeployment', 'ensureVersionedDeployment']);
+  expect(
+    scheduled.filter((n) => /^(adoptOrApplyDeployment|adoptForeignDeployments|ensureVersionedDeployment)$/.test(n)),
+  ).toEqual(['adoptOrApplyDeployment', 'ensureVersionedDeployment']);
   expect(world.callsOf('ensureVersionedDeployment').map((c) => c.args[0])).toEqual(['v1', 'v2']);
   await keepHistory(world, 'first-apply');
 });
@@ -122,7 +149,9 @@ test('a new spec while the first apply is in flight: the Deployment ends with th
   // Three replicas instead of two, same template: the re-apply runs at once, the held apply of generation 1 lands after it.
   const more = desired(2, 'v1');
   await world.applySpec({ ...more, spec: { ...more.spec, replicas: 3 } });
-  await eventually('generation 2 re-applied', () => world.callsOf('ensureVersionedDeployment').some((c) => c.args[1] === 2));
+  await eventually('generation 2 re-applied', () =>
+    world.callsOf('ensureVersionedDeployment').some((c) => c.args[1] === 2),
+  );
   release();
   await eventually('v1 current', async () => (await handle.query(messages.status)).current === 'v1');
   expect(world.callsOf('ensureVersionedDeployment').at(-1)?.args).toEqual(['v1', 2]);

@@ -16,7 +16,11 @@ const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));
 const workflowsPath = fileURLToPath(new URL('../../workflows/index.ts', import.meta.url));
 
 test('every committed history replays without a determinism error', async () => {
-  const files = existsSync(dir) ? readdirSync(dir).filter((f) => f.endsWith('.json')).sort() : [];
+  const files = existsSync(dir)
+    ? readdirSync(dir)
+        .filter((f) => f.endsWith('.json'))
+        .sort()
+    : [];
   expect(files.length).toBeGreaterThan(0);
   // Each under the workflow ID it ran under (its owner's): the workflow checks it before it does anything.
   const histories = files.map((f) => {
@@ -29,7 +33,11 @@ test('every committed history replays without a determinism error', async () => 
   const failures: string[] = [];
   let replayed = 0;
   // With the interceptor modules the controller bundles with the workflows, and their sinks.
-  const replaying = { workflowsPath, interceptors: { workflowModules: workflowInterceptorModules }, sinks: taskCostSinks(new RateBudget(1000)) };
+  const replaying = {
+    workflowsPath,
+    interceptors: { workflowModules: workflowInterceptorModules },
+    sinks: taskCostSinks(new RateBudget(1000)),
+  };
   for await (const result of Worker.runReplayHistories(replaying, histories)) {
     replayed++;
     if (result.error) failures.push(`${nameOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);

@@ -8,9 +8,18 @@ import { randomUUID } from 'node:crypto';
 import type { Client, WorkflowHandle } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout.js';
-import type { Desired, RolloutStatus } from '../../workflows/state.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld, testInstallation } from './fake-world.js';
+import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
+import type { RolloutStatus } from '../../workflows/state.js';
+import type { Desired } from '../../api/resource.js';
+import {
+  FakeWorlds,
+  desired,
+  startFakeRig,
+  type FakeRig,
+  routingCalls,
+  type FakeWorld,
+  testInstallation,
+} from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 
@@ -32,8 +41,6 @@ afterAll(async () => {
 });
 
 // ---- helpers ----
-
-
 
 interface Rollout {
   world: FakeWorld;
@@ -78,7 +85,8 @@ async function withCurrentV1(label: string): Promise<Rollout> {
 
 const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
-const indexOf = (w: FakeWorld, name: string, buildId: string) => w.calls.findIndex((c) => c.name === name && c.args[0] === buildId);
+const indexOf = (w: FakeWorld, name: string, buildId: string) =>
+  w.calls.findIndex((c) => c.name === name && c.args[0] === buildId);
 
 // ---- behaviours ----
 
@@ -87,7 +95,14 @@ test('1. the first version, with no unversioned pollers, becomes current at once
   await r.spec(desired(1, 'v1', { strategy: 'Progressive', steps: [{ rampPercentage: 10, pauseDuration: '1s' }] }));
   const s = await r.until('phase Ready', (s) => s.phase === 'Ready');
 
-  expect(s).toMatchObject({ phase: 'Ready', reason: 'RolloutComplete', current: 'v1', paused: false, generation: 1, deprecated: [] });
+  expect(s).toMatchObject({
+    phase: 'Ready',
+    reason: 'RolloutComplete',
+    current: 'v1',
+    paused: false,
+    generation: 1,
+    deprecated: [],
+  });
   expect(s.target).toBeUndefined();
   expect(argsOf(r.world, 'setCurrent')).toEqual([['v1']]);
   expect(r.world.callsOf('setRamping')).toEqual([]);
@@ -112,7 +127,10 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   expect(w.callsOf('setRamping')).toEqual([]);
 
   // Draining: polled again and again, never scaled down.
-  await eventually('several drainage checks of v1', () => w.callsOf('versionStatus').filter((c) => c.args[0] === 'v1').length >= 3);
+  await eventually(
+    'several drainage checks of v1',
+    () => w.callsOf('versionStatus').filter((c) => c.args[0] === 'v1').length >= 3,
+  );
   s = await r.status();
   expect(s.deprecated[0]).toMatchObject({ buildId: 'v1', status: 'Draining' });
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([]);
@@ -123,24 +141,32 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   s = await r.until('v1 to be deleted', (s) => s.deprecated.length === 0);
   // The Event is recorded after the state changed: wait for it rather than race it.
   await eventually('the VersionDeleted Event', () => w.events.some((e) => e.reason === 'VersionDeleted'));
-  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual([
+    'scaleDeployment',
+    'deleteDeployment',
+    'deleteVersion',
+  ]);
   const [scale] = w.callsOf('scaleDeployment');
   const [del] = w.callsOf('deleteDeployment');
   expect(scale!.args).toEqual(['v1', 0]);
   expect(scale!.at).toBeGreaterThanOrEqual(drainedAt);
   expect(del!.at - drainedAt).toBeGreaterThanOrEqual(1000); // deleteDelay, counted from drained
   expect(w.versions.has('v1')).toBe(false);
-  expect(w.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown', 'VersionDeleted']));
+  expect(w.events.map((e) => e.reason)).toEqual(
+    expect.arrayContaining(['VersionDrained', 'VersionScaledDown', 'VersionDeleted']),
+  );
 
   // The watcher's "v1 Deployment deleted" must not bring it back: a resync sees only live versions.
   const resyncs = w.callsOf('reconcileDeployments').length;
   await r.handle.signal(messages.resync);
   await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
-  expect(w.callsOf('reconcileDeployments').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1'))).toEqual([]);
+  expect(
+    w.callsOf('reconcileDeployments').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1')),
+  ).toEqual([]);
   expect([...w.deployments.keys()]).toEqual(['v2']);
 
   // 12 (recording half): a finished run's history (the resource deleted) is a committed replay fixture, the one
-  // `npm run bench:replay` replays by default (scripts/bench-replay.ts).
+  // `npm run bench:replay` replays by default (bench/replay.ts).
   await keepHistory(w, 'all-at-once-v1-v2');
   expect((await r.handle.describe()).status.name).toBe('COMPLETED');
 });
@@ -209,13 +235,19 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
   const w = r.world;
   const steps = [10, 50, 90].map((rampPercentage) => ({ rampPercentage }));
   await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  let s = await r.until('step 1 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 1/3'));
+  let s = await r.until(
+    'step 1 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 1/3'),
+  );
   expect(s.target).toMatchObject({ buildId: 'v2', rampPercentage: 10 });
   await sleep(500);
   expect(argsOf(w, 'setRamping')).toEqual([['v2', 10]]);
 
   await r.handle.signal(messages.promote);
-  s = await r.until('step 2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'));
+  s = await r.until(
+    'step 2 awaiting promotion',
+    (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'),
+  );
   expect(argsOf(w, 'setRamping')).toEqual([
     ['v2', 10],
     ['v2', 50],
@@ -281,7 +313,11 @@ test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, ph
   // The aborted target is sunset like any other version once drained; v1 is left alone.
   w.versions.set('v2', 'Drained');
   await r.until('v2 deleted', (s) => s.deprecated.length === 0);
-  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual(['scaleDeployment', 'deleteDeployment', 'deleteVersion']);
+  expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'])).toEqual([
+    'scaleDeployment',
+    'deleteDeployment',
+    'deleteVersion',
+  ]);
   expect(w.sequence(['scaleDeployment', 'deleteDeployment', 'deleteVersion'], 'v1')).toEqual([]);
   expect((await r.status()).phase).toBe('Aborted');
   await keepHistory(r.world, 'abort');
@@ -371,7 +407,13 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
   await w.deleteResource();
   await r.handle.result();
   // The pods go before the versions: the server deletes a version only once it no longer sees its pollers.
-  const cleanup = ['routeAway', 'scaleOwnedDeployments', 'deleteOwnedDeployments', 'deleteWorkerDeployment', 'removeFinalizer'];
+  const cleanup = [
+    'routeAway',
+    'scaleOwnedDeployments',
+    'deleteOwnedDeployments',
+    'deleteWorkerDeployment',
+    'removeFinalizer',
+  ];
   expect(w.sequence(cleanup)).toEqual(cleanup);
   // The `deleted` signal only woke it: it cleaned up once it had read that the resource is being deleted.
   expect(w.sequence(['readResource', ...cleanup]).slice(-cleanup.length - 1)).toEqual(['readResource', ...cleanup]);
@@ -408,7 +450,11 @@ test('11. a duplicate hint (the resourceVersion last read) asks for no read; a r
 
   // What the apiserver answers at another resourceVersion, each read on a hint of its own: the same generation (a
   // metadata edit), the same generation with another build, an older generation (a lagging read).
-  for (const stale of [desired(2, 'v1', { strategy: 'AllAtOnce' }), desired(2, 'v2', { strategy: 'AllAtOnce' }), desired(1, 'v3', { strategy: 'AllAtOnce' })]) {
+  for (const stale of [
+    desired(2, 'v1', { strategy: 'AllAtOnce' }),
+    desired(2, 'v2', { strategy: 'AllAtOnce' }),
+    desired(1, 'v3', { strategy: 'AllAtOnce' }),
+  ]) {
     const n = reads();
     w.setSpec(stale);
     await w.wake();

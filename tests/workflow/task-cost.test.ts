@@ -54,7 +54,9 @@ test("a workflow another worker had is charged its history fetch when it replays
   };
   const start = async (name: string) => {
     const handle = await launch(name);
-    await eventually(`${name}'s first workflow task`, async () => ((await completedTasks(handle.workflowId)) > 0 ? true : undefined));
+    await eventually(`${name}'s first workflow task`, async () =>
+      (await completedTasks(handle.workflowId)) > 0 ? true : undefined,
+    );
     return handle;
   };
   // Sink calls run once their activation is done, beside its completion: wait for the charge, then count.
@@ -83,7 +85,9 @@ test("a workflow another worker had is charged its history fetch when it replays
       expect(await completedTasks(workflowId)).toBe(0);
       hold = undefined;
       release();
-      await eventually("b's first task completed", async () => ((await completedTasks(workflowId)) === 1 ? true : undefined));
+      await eventually("b's first task completed", async () =>
+        (await completedTasks(workflowId)) === 1 ? true : undefined,
+      );
 
       await b.signal(finish);
       await expect(b.result()).resolves.toBe('finished');
@@ -92,7 +96,14 @@ test("a workflow another worker had is charged its history fetch when it replays
       expect(completions).toBe((await completedTasks(a.workflowId)) + (await completedTasks(workflowId)));
     });
   } finally {
-    await Promise.all(ids.map((id) => client.workflow.getHandle(id).terminate('test done').catch(() => {})));
+    await Promise.all(
+      ids.map((id) =>
+        client.workflow
+          .getHandle(id)
+          .terminate('test done')
+          .catch(() => {}),
+      ),
+    );
     await nativeConnection.close();
     await connection.close();
   }

@@ -20,8 +20,14 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   const world = rig.world(owner);
   // As the watcher starts it.
   const handle = await rig.start(owner, { staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
-  const details = async () => ((await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
-  const detailsSay = (what: string, pattern: RegExp) => eventually(`the current details to say ${what}`, async () => ((await details()).match(pattern) ? details() : undefined), 30_000);
+  const details = async () =>
+    ((await handle.query('__temporal_workflow_metadata')) as { currentDetails?: string }).currentDetails ?? '';
+  const detailsSay = (what: string, pattern: RegExp) =>
+    eventually(
+      `the current details to say ${what}`,
+      async () => ((await details()).match(pattern) ? details() : undefined),
+      30_000,
+    );
 
   await world.applySpec(desired(1, 'v1'));
   await detailsSay('v1 is current', /^\*\*v1 current since \d\d:\d\d:\d\d UTC\*\*/);
@@ -32,11 +38,17 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
     { rampPercentage: 75, pauseDuration: '1s' },
   ];
   await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  const ramping = await detailsSay('v2 ramps, with the time left', /^\*\*v2 ramping 25 % — step 1 of 2, [0-3]s left \(until \d\d:\d\d:\d\d UTC\); v1 current\*\*/);
+  const ramping = await detailsSay(
+    'v2 ramps, with the time left',
+    /^\*\*v2 ramping 25 % — step 1 of 2, [0-3]s left \(until \d\d:\d\d:\d\d UTC\); v1 current\*\*/,
+  );
   expect(ramping).toContain('\n\nRamping: step 1 of 2: ramp 25% for 3s');
 
   // v1 is sunset: counted once as it starts draining, then it drains.
-  await detailsSay('v1 drains with its pinned executions', /^\*\*v2 current since [^;]+; v1 draining, 3 pinned executions open at \d\d:\d\d:\d\d UTC\*\*/);
+  await detailsSay(
+    'v1 drains with its pinned executions',
+    /^\*\*v2 current since [^;]+; v1 draining, 3 pinned executions open at \d\d:\d\d:\d\d UTC\*\*/,
+  );
   expect(world.callsOf('countOpenExecutions').map((c) => c.args)).toEqual([[['v1']]]);
   world.versions.set('v1', 'Drained');
   await detailsSay('v1 is gone', /^\*\*v2 current since \d\d:\d\d:\d\d UTC\*\*/);
@@ -46,7 +58,10 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   await handle.signal(messages.resync);
   await eventually('a resync round', () => world.callsOf('deleteStrayDeployments').length > rounds);
   // Its markers are written with its workflow task's completion, a moment after the calls.
-  const resyncMarked = async () => ((await handle.fetchHistory()).events ?? []).some((e) => e.markerRecordedEventAttributes && summaryOf(e) === 'delete stray Deployments');
+  const resyncMarked = async () =>
+    ((await handle.fetchHistory()).events ?? []).some(
+      (e) => e.markerRecordedEventAttributes && summaryOf(e) === 'delete stray Deployments',
+    );
   await eventually('the resync round in the history', resyncMarked);
 
   const description = await handle.describe();
@@ -56,22 +71,43 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   const events = (await handle.fetchHistory()).events ?? [];
   const timers = events.filter((e) => e.timerStartedEventAttributes);
   const activities = events.filter((e) => e.activityTaskScheduledEventAttributes);
-  const unsummarised = [...timers, ...activities].filter((e) => !summaryOf(e)).map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? `timer ${e.eventId}`);
+  const unsummarised = [...timers, ...activities]
+    .filter((e) => !summaryOf(e))
+    .map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name ?? `timer ${e.eventId}`);
   expect(unsummarised).toEqual([]);
-  expect(timers.map(summaryOf)).toEqual(expect.arrayContaining(['step 1/2: ramp 25% for 3s', 'step 2/2: ramp 75% for 1s', 'delete v1 after sunset.deleteDelay']));
-  expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['make v2 current', 'count executions pinned to v1', 'wait for v1 to drain', 'scale v1 to 0']));
+  expect(timers.map(summaryOf)).toEqual(
+    expect.arrayContaining([
+      'step 1/2: ramp 25% for 3s',
+      'step 2/2: ramp 75% for 1s',
+      'delete v1 after sunset.deleteDelay',
+    ]),
+  );
+  expect(activities.map(summaryOf)).toEqual(
+    expect.arrayContaining([
+      'make v2 current',
+      'count executions pinned to v1',
+      'wait for v1 to drain',
+      'scale v1 to 0',
+    ]),
+  );
   const markers = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
   // The ramps are local activities, their markers summarised as the activities were.
   expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['ramp v2 to 25%', 'ramp v2 to 75%']));
   // The Events go out with the status writes, in `report` activities.
-  expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain('recordEvent');
+  expect(activities.map((e) => e.activityTaskScheduledEventAttributes?.activityType?.name)).not.toContain(
+    'recordEvent',
+  );
   expect(world.events.map((e) => e.reason)).toEqual(expect.arrayContaining(['VersionDrained', 'VersionScaledDown']));
   // The resync's repairs are local; its read of the resource (as every read) an activity, summarised as well.
-  expect(markers.map(summaryOf)).toEqual(expect.arrayContaining(['reconcile the Deployments', 'delete stray Deployments']));
+  expect(markers.map(summaryOf)).toEqual(
+    expect.arrayContaining(['reconcile the Deployments', 'delete stray Deployments']),
+  );
   expect(activities.map(summaryOf)).toEqual(expect.arrayContaining(['read the resource']));
   expect(markers.map(summaryOf)).not.toContain('read the resource');
   // Reports: activities, or local activities in a task that schedules nothing else.
-  expect([...activities, ...markers].map(summaryOf)).toEqual(expect.arrayContaining([expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]));
+  expect([...activities, ...markers].map(summaryOf)).toEqual(
+    expect.arrayContaining([expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /)]),
+  );
 
   await keepHistory(world, 'progressive-sunset-resync');
 });

@@ -33,7 +33,6 @@ async function describeDeployment() {
   return res;
 }
 
-
 const identity = 'glidepath-proof';
 
 beforeAll(async () => {
@@ -56,7 +55,11 @@ test('a versioned worker registers, ramps, becomes current, and PINNED work stay
   });
 
   const setV1 = await connection.workflowService.setWorkerDeploymentCurrentVersion({
-    namespace, deploymentName, buildId: 'v1', conflictToken: registered.conflictToken, identity,
+    namespace,
+    deploymentName,
+    buildId: 'v1',
+    conflictToken: registered.conflictToken,
+    identity,
   });
   expect(setV1.previousDeploymentVersion?.buildId ?? '').toBe('');
 
@@ -70,17 +73,30 @@ test('a versioned worker registers, ramps, becomes current, and PINNED work stay
   await startWorker('v2');
   await eventually('v2 registered', async () => {
     const res = await describeDeployment();
-    return res.workerDeploymentInfo?.versionSummaries?.some((v) => v.deploymentVersion?.buildId === 'v2') ? true : undefined;
+    return res.workerDeploymentInfo?.versionSummaries?.some((v) => v.deploymentVersion?.buildId === 'v2')
+      ? true
+      : undefined;
   });
   // Registration shows before every task queue of the version is known; the server refuses routing until then.
   await eventually('v2 ramping', () =>
-    connection.workflowService.setWorkerDeploymentRampingVersion({ namespace, deploymentName, buildId: 'v2', percentage: 25, identity }),
+    connection.workflowService.setWorkerDeploymentRampingVersion({
+      namespace,
+      deploymentName,
+      buildId: 'v2',
+      percentage: 25,
+      identity,
+    }),
   );
   const ramping = (await describeDeployment()).workerDeploymentInfo?.routingConfig;
   expect(ramping?.rampingDeploymentVersion?.buildId).toBe('v2');
   expect(ramping?.rampingVersionPercentage).toBe(25);
 
-  await connection.workflowService.setWorkerDeploymentCurrentVersion({ namespace, deploymentName, buildId: 'v2', identity });
+  await connection.workflowService.setWorkerDeploymentCurrentVersion({
+    namespace,
+    deploymentName,
+    buildId: 'v2',
+    identity,
+  });
   const routing = (await describeDeployment()).workerDeploymentInfo?.routingConfig;
   expect(routing?.currentDeploymentVersion?.buildId).toBe('v2');
   expect(routing?.rampingDeploymentVersion?.buildId ?? '').toBe('');

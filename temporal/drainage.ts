@@ -1,0 +1,45 @@
+/**
+ * Drainage, read from Temporal: a long wait inside one heartbeating activity (so days of draining add no
+ * workflow history), and the open executions of versions (said before a deletion strands them).
+ */
+import { Context } from '@temporalio/activity';
+import { Client } from '@temporalio/client';
+import type { VersionStatus } from '../api/rollout-status.js';
+import { isDrained } from '../api/version-status.js';
+import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
+import type { TemporalConnections, TemporalTarget } from './connections.js';
+import { pinnedRunningOn } from './pinned.js';
+
+export function createDrainageActivities(
+  connections: TemporalConnections,
+  versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>,
+  chargeHeartbeat: Charge = () => {},
+) {
+  return {
+    /** Polls the version's drainage with backoff (1s doubling up to `maxDelayMs`), heartbeating; returns once drained. */
+    async awaitDrained(t: TemporalTarget, buildId: string, maxDelayMs = 60_000): Promise<VersionStatus> {
+      const ctx = Context.current();
+      const heartbeat = chargedHeartbeat(ctx, chargeHeartbeat);
+      for (let delay = 1000; ; delay = Math.min(delay * 2, maxDelayMs)) {
+        const status = await versionStatus(t, buildId);
+        if (isDrained(status)) return status;
+        // Heartbeat through the sleep: a dead controller is noticed within the heartbeat timeout.
+        for (let waited = 0; waited < delay; waited += 5000) {
+          heartbeat(status);
+          await ctx.sleep(Math.min(5000, delay - waited));
+        }
+      }
+    },
+
+    /** Running executions pinned to each version (visibility), by build ID. */
+    async countOpenExecutions(t: TemporalTarget, buildIds: string[]): Promise<Record<string, number>> {
+      const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+      const open: Record<string, number> = {};
+      for (const buildId of buildIds) {
+        const { count } = await client.workflow.count(pinnedRunningOn(t, buildId));
+        open[buildId] = count;
+      }
+      return open;
+    },
+  };
+}

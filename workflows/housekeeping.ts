@@ -1,0 +1,130 @@
+/**
+ * Housekeeping beside the rollout, each a loop in the resource's housekeeping scope (a deletion cancels it, so
+ * nothing is applied after it deleted it): the resync that heals drift, the read a wake-up asks for, and the
+ * re-apply a new connection or template asks for. None fails the workflow; one cut short by a ContinueAsNew asks
+ * to run again in the next run.
+ */
+import { condition, isCancellation, log } from '@temporalio/workflow';
+import { liveForeignBuilds } from './adoption.js';
+import { Blocked, ContinueAsNewDue } from './failures.js';
+import type { Resource } from './resource.js';
+import { ensureDeployment } from './rollout.js';
+
+export function runHousekeeping(r: Resource): void {
+  void r.housekeepingScope.run(() => Promise.all([resyncLoop(r), reapplyLoop(r), readLoop(r)])).catch(() => undefined);
+}
+
+/** Housekeeping never fails the workflow; `again` is asked for when a ContinueAsNew cut it short. */
+async function quietly(r: Resource, what: string, work: () => Promise<void>, again: () => void): Promise<void> {
+  r.housekeeping++;
+  try {
+    await work();
+  } catch (err) {
+    if (isCancellation(err)) return;
+    if (err instanceof ContinueAsNewDue) again();
+    else if (err instanceof Blocked) r.ctx.event('Warning', 'Blocked', err.message);
+    else log.warn(`${what} failed`, { error: String(err) });
+  } finally {
+    r.housekeeping--;
+  }
+}
+
+/** Live Deployments, with the replicas and template each should have. */
+function liveVersions(r: Resource) {
+  const s = r.state;
+  return [
+    ...[s.current?.buildId, s.target?.buildId]
+      .filter((b): b is string => !!b)
+      .map((buildId) => ({ buildId, replicas: s.desired!.spec.replicas, heal: true })),
+    ...s.deprecated
+      .filter((v) => !r.ctx.removing.has(v.buildId))
+      .map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
+  ].flatMap((v) => {
+    const template = s.templates?.[v.buildId];
+    return template ? [{ ...v, template }] : [];
+  });
+}
+
+/** Level-triggered self-healing: recreates a live Deployment deleted by hand, removes strays. Reads only, unless one is missing. */
+async function resyncLoop(r: Resource): Promise<never> {
+  const { ctx, owner } = r;
+  for (;;) {
+    // No new round once a ContinueAsNew is due (a stream of resync signals must not hold it off).
+    await condition(() => r.state.resyncDue === true && !ctx.continueAsNewDue(), r.state.timings.resyncIntervalMs, {
+      summary: 'periodic resync',
+    });
+    r.state.resyncDue = false;
+    if (!r.state.desired || r.state.deleting) continue;
+    await quietly(
+      r,
+      'resync',
+      async () => {
+        // The spec may have changed unseen, or the resource been deleted unseen (its finalizer removed while no
+        // watcher ran): it must not be healed forever.
+        await r.readOwner();
+        if (r.state.deleting || ctx.handedAway) return;
+        const { recreated, healed } = await ctx.localFirst('reconcile the Deployments', (kube) =>
+          kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+        );
+        for (const name of recreated)
+          ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
+        for (const name of healed)
+          ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
+        // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
+        const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
+        const removed = await ctx.localFirst('delete stray Deployments', (kube) =>
+          kube.deleteStrayDeployments(owner, live),
+        );
+        for (const name of removed)
+          ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
+      },
+      () => void (r.state.resyncDue = true),
+    );
+  }
+}
+
+/** A message asked for a read. */
+async function readLoop(r: Resource): Promise<never> {
+  for (;;) {
+    await condition(() => r.state.readDue === true && !r.state.deleting && !r.ctx.continueAsNewDue());
+    let failed = false;
+    await quietly(
+      r,
+      'read the resource',
+      async () => {
+        try {
+          await r.readOwner();
+        } catch (err) {
+          if (!(err instanceof Blocked)) throw err;
+          failed = true; // a refusal (RBAC still propagating…): read again after a while, the wake-up is kept
+          throw err;
+        }
+      },
+      () => void (r.state.readDue = true),
+    );
+    if (failed) {
+      r.state.readDue = true;
+      await condition(() => r.state.deleting || r.ctx.continueAsNewDue(), 30_000, {
+        summary: 'read the resource again after a refusal',
+      });
+    }
+  }
+}
+
+/** New connection, Deployment settings or template: the current and target Deployments are applied again at once. */
+async function reapplyLoop(r: Resource): Promise<never> {
+  for (;;) {
+    await condition(() => r.state.reapplyDue === true && !r.state.deleting && !r.ctx.continueAsNewDue());
+    r.state.reapplyDue = false;
+    await quietly(
+      r,
+      're-apply',
+      async () => {
+        for (const buildId of [r.state.current?.buildId, r.state.target?.buildId]) {
+          if (buildId) await ensureDeployment(r.ctx, buildId);
+        }
+      },
+      () => void (r.state.reapplyDue = true),
+    );
+  }
+}
