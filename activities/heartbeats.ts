@@ -41,3 +41,23 @@ export function chargedHeartbeat(
     } else pending = true;
   };
 }
+
+/**
+ * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
+ * is alive, and stops saying so when what it waits on has stopped answering.
+ */
+export async function heartbeating<T>(
+  ctx: Context,
+  charge: Charge,
+  alive: () => boolean,
+  fn: () => Promise<T>,
+  details?: () => unknown,
+): Promise<T> {
+  const heartbeat = chargedHeartbeat(ctx, charge);
+  const beat = setInterval(() => alive() && heartbeat(details?.()), 2000);
+  try {
+    return await fn();
+  } finally {
+    clearInterval(beat);
+  }
+}

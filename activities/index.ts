@@ -4,7 +4,7 @@ import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
 import type { Timings } from '../api/timings.js';
-import type { Charge } from './heartbeats.js';
+import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import { ignoreNotFound } from '../kube/client.js';
 import { createKubernetesActivities } from './kubernetes.js';
 import { gateInputReader } from '../kube/gate-input.js';
@@ -14,18 +14,14 @@ import { createDrainageActivities } from '../temporal/drainage.js';
 import { createAnalysisActivities } from '../temporal/analysis.js';
 import { createPinnedActivities } from '../temporal/pinned.js';
 import { TemporalConnections } from '../temporal/connections.js';
+import type { HeartbeatOf } from '../temporal/activity-context.js';
 
 export type { TemporalTarget } from '../temporal/connections.js';
-export type {
-  RegistrationCheck,
-  VersionRegistration,
-  Routing,
-  GateRun,
-  RoutingCallOptions,
-  RoutingCallResult,
-} from './temporal.js';
-export type { ForeignVersion } from './kubernetes.js';
-export type { KubeEvent, Report } from './kubernetes.js';
+export type { RegistrationCheck, VersionRegistration } from './registration.js';
+export type { Routing, RoutingCallOptions, RoutingCallResult } from './routing.js';
+export type { GateRun } from './gates.js';
+export type { ForeignVersion } from './adoption.js';
+export type { KubeEvent, Report } from './resource-writes.js';
 export type { GateInputSource } from '../kube/gate-input.js';
 export type { ResourceRead } from '../kube/read-resource.js';
 export type { PinnedAction } from '../temporal/pinned.js';
@@ -63,17 +59,15 @@ export function createActivities(
     options.chargeHeartbeat,
     options.budgetWaitMs,
   );
+  // The waits of temporal/ heartbeat as the ones here do: each counted in the budget as the SDK sends it.
+  const heartbeatOf: HeartbeatOf = (ctx) => chargedHeartbeat(ctx, options.chargeHeartbeat ?? (() => {}));
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
     ...temporal,
-    ...createDrainageActivities(
-      connections,
-      (t, buildId) => temporal.versionStatus(t, buildId),
-      options.chargeHeartbeat,
-    ),
+    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), heartbeatOf),
     ...createAnalysisActivities(connections),
-    ...createPinnedActivities(connections, identity, options.chargeHeartbeat),
+    ...createPinnedActivities(connections, identity, heartbeatOf),
   });
   return { activities, close: () => connections.closeAll() };
 }

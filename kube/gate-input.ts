@@ -1,6 +1,6 @@
 /** A gate's JSON input, read from the ConfigMap or Secret key the spec names. */
 import type * as k8s from '@kubernetes/client-node';
-import { PermanentError } from '../activities/errors.js';
+import { PermanentError } from '../api/errors.js';
 import { ignoreNotFound } from './client.js';
 
 /** Where a gate's JSON input is: one key of a ConfigMap or Secret in the resource's namespace. */

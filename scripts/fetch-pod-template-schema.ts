@@ -8,7 +8,8 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { startKube, stopProcesses } from './servers/servers.js';
+import { startKube } from './servers/kube-server.js';
+import { stopProcesses } from './servers/processes.js';
 
 type Schema = { [key: string]: unknown };
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');

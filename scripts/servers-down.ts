@@ -2,7 +2,7 @@
 import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { stopProcesses } from './servers/servers.js';
+import { stopProcesses } from './servers/processes.js';
 import type { DevState } from './servers-up.js';
 
 const stateFile = join(dirname(fileURLToPath(import.meta.url)), '../.dev/servers.json');

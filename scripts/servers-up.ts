@@ -8,7 +8,9 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { defaultControllerNamespace } from '../api/names.js';
 import { installCrds } from './servers/install-crds.js';
-import { alive, portOpen, startKube, startTemporal, temporalBinary, type ServerProcess } from './servers/servers.js';
+import { startKube } from './servers/kube-server.js';
+import { alive, portOpen, type ServerProcess } from './servers/processes.js';
+import { startTemporal, temporalBinary } from './servers/temporal-server.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const devDir = join(root, '.dev');

@@ -54,8 +54,8 @@ class TrimmingWatch<T> extends k8s.Watch {
 }
 
 /**
- * A Deployment as the watcher reads it: what `observeDeployment` (activities/kubernetes) reports, with the labels
- * naming its owner, and no pod template or managedFields.
+ * A Deployment as the watcher reads it: what `observeDeployment` (kube/versioned-deployment.ts) reports, with the
+ * labels naming its owner, and no pod template or managedFields.
  */
 export function trimDeployment(d: k8s.V1Deployment): k8s.V1Deployment {
   const m = d.metadata ?? {};

@@ -11,7 +11,7 @@
  * Control annotations (`glidepath.dev/promote` …, see annotations.ts) are run as updates and then removed.
  *
  * One write of its own, for speed: a brand-new resource's first Deployment, the one its workflow would apply first
- * (see `applyFirstDeployment`).
+ * (./first-deployment.ts).
  *
  * Of two installations that watch one resource, one rolls it out: the one its `glidepath.dev/installation`
  * annotation names, set by its author or else by the first watcher to claim it (a patch fenced on the resourceVersion,
@@ -20,35 +20,29 @@
  */
 import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
-import { WorkflowNotFoundError } from '@temporalio/client';
-import { apiVersion, group, version } from '../api/common.js';
+import { group, version } from '../api/common.js';
 import {
   clusterConnectionsUnreadable,
   connectionFromObject,
   desiredOf,
   type ConnectionLookupResult,
 } from '../api/desired.js';
-import { connectionKinds, pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
+import { connectionKinds, pluralOf, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import { finalizer, installationAnnotation, rolloutWorkflowId } from '../api/names.js';
-import { asApply, asMergePatch, ignoreNotFound } from '../kube/client.js';
-import { buildIdNow, createFirstDeployment } from './first-deployment.js';
+import { asMergePatch } from '../kube/client.js';
+import { FirstApplies } from './first-deployment.js';
 import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
 import { ForeignLabels } from '../kube/foreign-deployments.js';
 import { Labels, managerName, observeDeployment } from '../kube/versioned-deployment.js';
-import {
-  deleted,
-  deploymentObserved,
-  specChanged,
-  type DeletedRequest,
-  type SpecChangedHint,
-} from '../workflows/messages.js';
-import { staticDetails, staticSummary } from '../workflows/details.js';
-import type { RolloutWorkflow } from '../workflows/rollout-workflow.js';
-import type { Desired, Owner } from '../api/resource.js';
+import type { SpecChangedHint } from '../workflows/messages.js';
+import type { Owner } from '../api/resource.js';
 import { holdsProblemStatus } from './condition-ownership.js';
 import { RetryScheduler, type Backoff } from './retry-scheduler.js';
 import { Informers, type Cache, type Resource } from './informers.js';
+import { connectionRefOf, firstCreated, kindOf, resourceKindList } from './raw-resource.js';
 import { AnnotationControls } from './annotation-controls.js';
+import { ResourceReports } from './resource-reports.js';
+import { RolloutSignals } from './workflow-signals.js';
 
 export interface WatcherOptions {
   kubeConfig: k8s.KubeConfig;
@@ -73,39 +67,7 @@ export interface WatcherOptions {
   onResourceSeen?: (resource: { namespace: string; name: string }, status: Record<string, unknown> | undefined) => void;
 }
 
-/** The kind of a resource object (every object in the caches says it: ./informers.ts). */
-const kindOf = (obj: Resource): ResourceKind =>
-  obj.kind === 'WorkerDeployment' ? 'WorkerDeployment' : 'TemporalWorkerDeployment';
-const resourceKindList = Object.keys(resourceKinds) as ResourceKind[];
-
-/** The connection a resource names, read off the raw object (its kind defaulted as for the resource's kind). */
-function connectionRefOf(obj: Resource): { kind: ConnectionKind; name?: string } {
-  const ref = (obj.spec as { workerOptions?: { connectionRef?: { name?: string; kind?: ConnectionKind } } } | undefined)
-    ?.workerOptions?.connectionRef;
-  return { kind: ref?.kind ?? resourceKinds[kindOf(obj)].defaultConnectionKind, name: ref?.name };
-}
-
-/** Of two namesakes of different kinds, the one created first (on a tie the TemporalWorkerDeployment, then by uid). */
-function firstCreated(a: Resource, b: Resource): Resource {
-  const at = (o: Resource) => Date.parse(String(o.metadata?.creationTimestamp ?? '')) || 0;
-  if (at(a) !== at(b)) return at(a) < at(b) ? a : b;
-  if (kindOf(a) !== kindOf(b)) return kindOf(a) === 'TemporalWorkerDeployment' ? a : b;
-  return String(a.metadata?.uid) < String(b.metadata?.uid) ? a : b;
-}
-
-/**
- * What the Temporal Web UI shows of a RolloutWorkflow from its start: the resource it rolls out. (Set at start
- * only: the server does not carry it over a ContinueAsNew, where the workflow ID still names the resource.)
- */
-const webUiMetadata = (owner: Owner) => ({ staticSummary: staticSummary(owner), staticDetails: staticDetails(owner) });
-
 export const watcherManager = `${managerName}-watcher`;
-/**
- * First Deployments the watcher applies at once, at most; a resource beyond that gets its Deployment from its
- * workflow, as before. A thousand resources applied together would otherwise be a thousand Deployments rendered
- * and a thousand apiserver requests in flight at once in the controller (its RSS grew by 140 MB at 1,000).
- */
-const maxFirstApplies = 10;
 export const defaultResyncIntervalMs = 60 * 60_000;
 
 export class Watcher {
@@ -118,14 +80,12 @@ export class Watcher {
   /** What each resource's workflow was last told, so status-only updates signal nothing. */
   private readonly signalled = new Map<string, string>();
   private readonly observed = new Map<string, string>();
-  /** The condition and the Warning Event the watcher last wrote on each resource: said once per generation. */
-  private readonly reported = new Map<string, string>();
-  private readonly warned = new Map<string, string>();
+  private readonly signals: RolloutSignals;
+  private readonly reports: ResourceReports;
   private readonly controls: AnnotationControls;
   private resyncTimer?: NodeJS.Timeout;
   private stopped = false;
-  /** First Deployments being applied at first sight (`applyFirstDeployment`). */
-  private firstApplies = 0;
+  private readonly firstApplies: FirstApplies;
   private readonly log: NonNullable<WatcherOptions['log']>;
 
   constructor(private readonly options: WatcherOptions) {
@@ -137,6 +97,17 @@ export class Watcher {
     this.retry = new RetryScheduler({
       backoff: options.retryBackoff,
       onRetry: (key, err, delayMs) => this.log(`${key} failed, retrying in ${delayMs} ms: ${(err as Error).message}`),
+    });
+    this.firstApplies = new FirstApplies({ apps: this.apps, custom: this.custom, log: this.log });
+    this.signals = new RolloutSignals(options);
+    this.reports = new ResourceReports({
+      custom: this.custom,
+      kube: this.kube,
+      signals: this.signals,
+      installation: options.installation,
+      fieldManager: watcherManager,
+      kindOf,
+      log: this.log,
     });
     this.controls = new AnnotationControls({
       retry: this.retry,
@@ -249,9 +220,9 @@ export class Watcher {
     });
     if (seen.namesake) {
       const why = `${seen.namesake.kind} ${ns}/${name} already rolls out the Temporal worker deployment ${ns}/${name}; this ${kind} would be the same one, so it is refused while that exists (delete one of the two)`;
-      return this.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', why);
+      return this.reports.reportProblem(obj, 'InvalidSpec', 'InvalidSpec', why);
     }
-    if (!result.ok) return this.reportProblem(obj, result.phase, result.reason, result.problem);
+    if (!result.ok) return this.reports.reportProblem(obj, result.phase, result.reason, result.problem);
     const { desired } = result;
     const key = `${desired.generation}/${desired.connectionVersion}`;
     if (force || this.signalled.get(uid) !== key) {
@@ -260,10 +231,7 @@ export class Watcher {
       const claimed = meta.annotations?.[installationAnnotation] === this.options.installation;
       const handedOver = claimed && !!meta.finalizers?.includes(finalizer);
       const firstSight =
-        !handedOver &&
-        obj.status === undefined &&
-        !this.hasDeployments(ns, name) &&
-        this.firstApplies < maxFirstApplies;
+        !handedOver && obj.status === undefined && !this.hasDeployments(ns, name) && this.firstApplies.available;
       // A wake-up, not the spec: the workflow reads the resource itself before it acts.
       const hint: SpecChangedHint = {
         uid,
@@ -276,17 +244,8 @@ export class Watcher {
       // the finalizer) fences the first apply (see applyFirstDeployment). The signal waits for the claim only.
       const claim = handedOver ? undefined : this.claim(obj);
       const results = await Promise.allSettled([
-        claim && firstSight ? this.applyFirstDeployment(obj, owner, desired, claim) : claim,
-        (claimed ? Promise.resolve() : claim!).then(() =>
-          this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [SpecChangedHint]>('RolloutWorkflow', {
-            workflowId,
-            taskQueue: this.options.taskQueue,
-            args: [{ owner }],
-            ...webUiMetadata(owner),
-            signal: specChanged,
-            signalArgs: [hint],
-          }),
-        ),
+        claim && firstSight ? this.firstApplies.apply(obj, owner, desired, claim) : claim,
+        (claimed ? Promise.resolve() : claim!).then(() => this.signals.specChanged(owner, hint)),
       ]);
       for (const r of results) if (r.status === 'rejected') throw r.reason;
       // Set only once sent: work for one resource never runs twice at once, and a failure is retried.
@@ -294,7 +253,7 @@ export class Watcher {
       this.log('signalled specChanged', { workflowId, generation: desired.generation, buildId: desired.buildId });
     }
     // Checked on every event, not only after a signal: the object that shows our condition may come after it.
-    if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.releaseProblem(obj);
+    if (holdsProblemStatus(meta.managedFields, watcherManager)) await this.reports.releaseProblem(obj);
     return desired.buildId;
   }
 
@@ -329,7 +288,8 @@ export class Watcher {
     const holder = obj.metadata?.annotations?.[installationAnnotation];
     if (holder === undefined || holder === this.options.installation)
       await this.signalDeleted(obj, { start: false, force: true });
-    for (const memo of [this.signalled, this.reported, this.warned]) memo.delete(uid);
+    this.signalled.delete(uid);
+    this.reports.forget(uid);
     this.controls.forget(uid);
     // A namesake of the other kind refused while this one existed is handed over now.
     const { namespace = '', name = '' } = obj.metadata ?? {};
@@ -338,32 +298,13 @@ export class Watcher {
     if (namesake) this.scheduleResource(namesake.kind ? namesake : { ...namesake, kind: other }, { force: true });
   }
 
-  /**
-   * Tells the workflow to clean up and end; `start` when it must run even if it is not running now. The uid
-   * lets the workflow ignore the deletion of a namesake.
-   */
+  /** Tells the workflow to clean up and end (`RolloutSignals.deleted`), once unless `force`. */
   private async signalDeleted(obj: Resource, opts: { start: boolean; force: boolean }): Promise<void> {
     const meta = obj.metadata!;
     const [ns, name, uid] = [meta.namespace!, meta.name!, meta.uid!];
     if (!opts.force && this.signalled.get(uid) === 'deleted') return;
     const workflowId = rolloutWorkflowId(this.options.installation, ns, name);
-    if (opts.start) {
-      await this.options.client.workflow.signalWithStart<typeof RolloutWorkflow, [DeletedRequest]>('RolloutWorkflow', {
-        workflowId,
-        taskQueue: this.options.taskQueue,
-        args: [{ owner: { namespace: ns, name, uid, kind: kindOf(obj) } }],
-        ...webUiMetadata({ namespace: ns, name, uid, kind: kindOf(obj) }),
-        signal: deleted,
-        signalArgs: [{ uid }],
-      });
-    } else {
-      try {
-        await this.options.client.workflow.getHandle(workflowId).signal(deleted, { uid });
-      } catch (err) {
-        if (!(err instanceof WorkflowNotFoundError)) throw err;
-        return; // no workflow running: nothing to clean up
-      }
-    }
+    if (!(await this.signals.deleted({ namespace: ns, name, uid, kind: kindOf(obj) }, opts.start))) return;
     this.signalled.set(uid, 'deleted');
     this.log('signalled deleted', { workflowId, uid });
   }
@@ -391,13 +332,7 @@ export class Watcher {
     const key = `${ns}/${obs.name}`;
     const text = JSON.stringify(obs);
     if (!force && this.observed.get(key) === text) return;
-    try {
-      await this.options.client.workflow
-        .getHandle(rolloutWorkflowId(this.options.installation, ns, owner))
-        .signal(deploymentObserved, obs);
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
+    await this.signals.deploymentObserved(ns, owner, obs);
     if (exists) this.observed.set(key, text);
     else this.observed.delete(key);
   }
@@ -411,43 +346,6 @@ export class Watcher {
     return (
       named(scope.deployments, Labels.workerDeployment) || named(scope.foreignDeployments, ForeignLabels.deploymentName)
     );
-  }
-
-  /**
-   * The first Deployment of a resource no workflow has handled yet (no finalizer of ours, no status) whose name has
-   * no Deployment at all, created beside the workflow's start (see first-deployment.ts: created, never applied
-   * over, fenced by the finalizer patch). Best effort: a failed create is logged, and the workflow applies it.
-   */
-  private async applyFirstDeployment(
-    obj: Resource,
-    owner: Owner,
-    desired: Desired,
-    claim: Promise<void>,
-  ): Promise<void> {
-    this.firstApplies++;
-    const started = performance.now();
-    try {
-      // Rejects when the fence is refused: retried as any failure.
-      const outcome = await createFirstDeployment(this.apps, {
-        owner,
-        desired,
-        fence: () => claim,
-        buildIdNow: () => buildIdNow(this.custom, kindOf(obj), obj.metadata ?? {}),
-      });
-      if (typeof outcome !== 'string')
-        this.log(
-          `the first Deployment of ${owner.namespace}/${owner.name} was not created at first sight (the workflow applies it): ${outcome.notCreated}`,
-        );
-      else
-        this.log('applied the first Deployment', {
-          resource: `${owner.namespace}/${owner.name}`,
-          buildId: desired.buildId,
-          outcome,
-          ms: Math.round(performance.now() - started),
-        });
-    } finally {
-      this.firstApplies--;
-    }
   }
 
   /**
@@ -485,117 +383,7 @@ export class Watcher {
     const holder = meta.annotations?.[installationAnnotation];
     if (holder === undefined || holder === this.options.installation) return false;
     this.signalled.delete(meta.uid!); // claimed back one day, the spec is sent again
-    const said = `elsewhere/${holder}`;
-    if (this.warned.get(meta.uid!) !== said && !meta.deletionTimestamp) {
-      const message = `installation ${holder} rolls out this resource (annotation ${installationAnnotation}); installation ${this.options.installation} leaves it alone`;
-      await this.kube.recordEvent(
-        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
-        { type: 'Normal', reason: 'ManagedByAnotherInstallation', message },
-      );
-      this.warned.set(meta.uid!, said);
-      this.log(message, { resource: `${meta.namespace}/${meta.name}` });
-    }
+    await this.reports.claimedElsewhere(obj, holder);
     return true;
-  }
-
-  /**
-   * A spec the watcher cannot hand to a workflow: a condition on the resource and a Warning Event, each said
-   * once per generation and message (our own status write comes back as an update event). No build to hand over.
-   * The Event does not wait for the status write: kube-apiserver can refuse that for good (a CEL rule that fails on
-   * a value stored under an older CRD is not ratcheted), and the failed write is then retried on its own.
-   */
-  private async reportProblem(obj: Resource, phase: string, reason: string, message: string): Promise<undefined> {
-    const meta = obj.metadata!;
-    const said = `${reason}/${meta.generation}/${message}`;
-    let statusFailure: unknown;
-    if (this.reported.get(meta.uid!) !== said) {
-      try {
-        await this.writeCondition(obj, phase, reason, message);
-        this.reported.set(meta.uid!, said);
-      } catch (err) {
-        statusFailure = err ?? new Error('status write failed');
-      }
-    }
-    if (this.warned.get(meta.uid!) !== said) {
-      await this.kube.recordEvent(
-        { namespace: meta.namespace!, name: meta.name!, uid: meta.uid!, kind: kindOf(obj) },
-        { type: 'Warning', reason, message },
-      );
-      this.warned.set(meta.uid!, said);
-      await this.wakeHandedOver(obj); // a failure is retried without a second Event
-    }
-    if (statusFailure) throw statusFailure;
-    return undefined;
-  }
-
-  /**
-   * A workflow that has the resource reads it (a wake-up, never a start): it then says the problem in its own status
-   * writes instead of writing over the watcher's condition.
-   */
-  private async wakeHandedOver(obj: Resource): Promise<void> {
-    const meta = obj.metadata!;
-    if (!meta.finalizers?.includes(finalizer)) return;
-    const hint: SpecChangedHint = {
-      uid: meta.uid!,
-      kind: kindOf(obj),
-      generation: meta.generation ?? 0,
-      resourceVersion: meta.resourceVersion ?? '',
-      connectionVersion: '',
-    };
-    try {
-      await this.options.client.workflow
-        .getHandle(rolloutWorkflowId(this.options.installation, meta.namespace!, meta.name!))
-        .signal(specChanged, hint);
-    } catch (err) {
-      if (!(err instanceof WorkflowNotFoundError)) throw err;
-    }
-  }
-
-  private async writeCondition(obj: Resource, phase: string, reason: string, message: string): Promise<void> {
-    const meta = obj.metadata!;
-    const at = new Date().toISOString();
-    const cond = (type: string) => ({
-      type,
-      status: 'False',
-      reason,
-      message,
-      lastTransitionTime: at,
-      observedGeneration: meta.generation,
-    });
-    await this.applyStatus(obj, {
-      phase,
-      message,
-      observedGeneration: meta.generation,
-      conditions: [cond('Ready'), cond('Progressing')],
-    });
-  }
-
-  /**
-   * The problem is gone and the workflow has the spec: apply the watcher's status without phase, message and
-   * conditions, so server-side apply drops those the workflow has not written since (it owns the rest).
-   */
-  private async releaseProblem(obj: Resource): Promise<void> {
-    await this.applyStatus(obj, { observedGeneration: obj.metadata!.generation });
-    this.reported.delete(obj.metadata!.uid!);
-    this.log("cleared the watcher's condition", { namespace: obj.metadata!.namespace, name: obj.metadata!.name });
-  }
-
-  private async applyStatus(obj: Resource, status: Record<string, unknown>): Promise<void> {
-    const meta = obj.metadata!;
-    await ignoreNotFound(
-      this.custom.patchNamespacedCustomObjectStatus(
-        {
-          group,
-          version,
-          plural: pluralOf(kindOf(obj)),
-          namespace: meta.namespace!,
-          name: meta.name!,
-          fieldManager: watcherManager,
-          force: true,
-          body: { apiVersion, kind: kindOf(obj), metadata: { name: meta.name, namespace: meta.namespace }, status },
-        },
-        asApply,
-      ),
-    );
   }
 }

@@ -3,7 +3,7 @@
  * failed. The workflow decides what the numbers mean (a failure-rate gate); this only counts.
  */
 import { Client } from '@temporalio/client';
-import { PermanentError } from '../activities/errors.js';
+import { PermanentError } from '../api/errors.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 
 /**

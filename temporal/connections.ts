@@ -8,7 +8,7 @@ import { createHash } from 'node:crypto';
 import type { Interceptor } from '@grpc/grpc-js';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
-import { PermanentError } from '../activities/errors.js';
+import { PermanentError } from '../api/errors.js';
 import { whyUnreachable } from './unreachable.js';
 
 /** Where a resource's versions live in Temporal. */

@@ -12,7 +12,7 @@
 import { isGrpcServiceError } from '@temporalio/client';
 import type { WorkflowService } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { GrpcStatus } from '../activities/errors.js';
+import { GrpcStatus } from './errors.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 

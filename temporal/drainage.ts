@@ -6,20 +6,20 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { VersionStatus } from '../api/rollout-status.js';
 import { isDrained } from '../api/version-status.js';
-import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
+import { sdkHeartbeat, type HeartbeatOf } from './activity-context.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { pinnedRunningOn } from './pinned.js';
 
 export function createDrainageActivities(
   connections: TemporalConnections,
   versionStatus: (t: TemporalTarget, buildId: string) => Promise<VersionStatus>,
-  chargeHeartbeat: Charge = () => {},
+  heartbeatOf: HeartbeatOf = sdkHeartbeat,
 ) {
   return {
     /** Polls the version's drainage with backoff (1s doubling up to `maxDelayMs`), heartbeating; returns once drained. */
     async awaitDrained(t: TemporalTarget, buildId: string, maxDelayMs = 60_000): Promise<VersionStatus> {
       const ctx = Context.current();
-      const heartbeat = chargedHeartbeat(ctx, chargeHeartbeat);
+      const heartbeat = heartbeatOf(ctx);
       for (let delay = 1000; ; delay = Math.min(delay * 2, maxDelayMs)) {
         const status = await versionStatus(t, buildId);
         if (isDrained(status)) return status;

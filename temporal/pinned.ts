@@ -8,9 +8,9 @@ import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
 import { isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { GrpcStatus, PermanentError } from '../activities/errors.js';
-import { chargedHeartbeat, type Charge } from '../activities/heartbeats.js';
-import { logWarning } from '../activities/log.js';
+import { PermanentError } from '../api/errors.js';
+import { GrpcStatus } from './errors.js';
+import { logWarning, sdkHeartbeat, type HeartbeatOf } from './activity-context.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { versionFilter } from './analysis.js';
 
@@ -64,11 +64,11 @@ async function eachLimited<T>(items: T[], progress: Progress, act: (item: T) => 
 export function createPinnedActivities(
   connections: TemporalConnections,
   identity: string,
-  chargeHeartbeat: Charge = () => {},
+  heartbeatOf: HeartbeatOf = sdkHeartbeat,
 ) {
   const progress = (): Progress => {
     const ctx = Context.current();
-    return { heartbeat: chargedHeartbeat(ctx, chargeHeartbeat), cancelled: ctx.cancellationSignal };
+    return { heartbeat: heartbeatOf(ctx), cancelled: ctx.cancellationSignal };
   };
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;

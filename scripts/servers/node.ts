@@ -7,11 +7,13 @@
  * "A real node".
  */
 import { execFileSync, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
-import { freePort, launch, startKube, stopProcesses, type KubeServer, type ServerProcess } from './servers.js';
+import { startKube, type KubeServer } from './kube-server.js';
+import { deleteAllPods, killContainers, unmountUnder } from './node-teardown.js';
+import { freePort, launch, stopProcesses, type ServerProcess } from './processes.js';
 
 const scriptsDir = dirname(fileURLToPath(import.meta.url));
 
@@ -64,25 +66,6 @@ async function until(
   throw new Error(`${what} not within ${timeoutMs / 1000}s; read ${proc.proc.logFile}`);
 }
 
-/** Mount points at or below `dir`, deepest first. */
-function mountsUnder(dir: string): string[] {
-  const points = readFileSync('/proc/self/mountinfo', 'utf8')
-    .split('\n')
-    .map((line) => line.split(' ')[4]?.replace(/\\040/g, ' '))
-    .filter((p): p is string => !!p && (p === dir || p.startsWith(`${dir}/`)));
-  return [...new Set(points)].sort((a, b) => b.length - a.length);
-}
-
-function unmountUnder(dir: string): void {
-  for (const point of mountsUnder(dir)) {
-    try {
-      execFileSync('umount', [point], { stdio: 'ignore' });
-    } catch {
-      execFileSync('umount', ['-l', point], { stdio: 'ignore' }); // busy: detach it now, freed when unused
-    }
-  }
-}
-
 /**
  * containerd's snapshotter: overlayfs when the kernel mounts an overlay on `dir`'s filesystem (each layer stored
  * once), else native, which works everywhere but copies the whole file system for every layer and container
@@ -105,40 +88,6 @@ function snapshotterFor(dir: string): 'overlayfs' | 'native' {
   } finally {
     rmSync(probe, { recursive: true, force: true });
   }
-}
-
-/**
- * What an earlier run in `dir` left behind when it was killed: its servers (every process whose output goes to a
- * log in `dir`: the Temporal dev server too), containerd's shims with their containers, and kubelet's mounts.
- * Done before the folder is emptied, which the mounts would refuse.
- */
-export function cleanUpAfterKilledRun(dir: string): void {
-  for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p) && Number(p) !== process.pid)) {
-    try {
-      if (readlinkSync(`/proc/${pid}/fd/1`).startsWith(`${dir}/`)) process.kill(Number(pid), 'SIGKILL');
-    } catch {
-      // gone, or not ours to read
-    }
-  }
-  // containerd's shims outlive it, and so would their containers: for each shim of this folder's containerd,
-  // its children (each container's first process: killing it ends the container's PID namespace), then itself.
-  const pids = (...pgrepArgs: string[]) => {
-    try {
-      return execFileSync('pgrep', pgrepArgs, { encoding: 'utf8' }).split('\n').filter(Boolean).map(Number);
-    } catch {
-      return []; // none
-    }
-  };
-  for (const shim of pids('-f', `containerd-shim.*-address ${join(dir, 'containerd', 'containerd.sock')}`)) {
-    for (const pid of [...pids('-P', String(shim)), shim]) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        // gone
-      }
-    }
-  }
-  if (existsSync(dir)) unmountUnder(dir);
 }
 
 /**
@@ -355,56 +304,5 @@ export async function startNode(opts: { dir: string; crds?: boolean; nodeName?: 
       },
       120_000,
     );
-  }
-}
-
-/** Deletes every pod and waits (up to a minute) until kubelet has stopped them all and they are gone. */
-async function deleteAllPods(kubeconfig: string): Promise<void> {
-  const kc = new k8s.KubeConfig();
-  kc.loadFromFile(kubeconfig);
-  const core = kc.makeApiClient(k8s.CoreV1Api);
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline) {
-    let pods: k8s.V1Pod[];
-    try {
-      pods = (await core.listPodForAllNamespaces()).items;
-    } catch {
-      return; // no apiserver: nothing to ask kubelet through
-    }
-    if (pods.length === 0) return;
-    for (const p of pods) {
-      if (p.metadata?.deletionTimestamp) continue;
-      await core
-        .deleteNamespacedPod({ name: p.metadata!.name!, namespace: p.metadata!.namespace!, gracePeriodSeconds: 1 })
-        .catch(() => {});
-    }
-    await sleep(500);
-  }
-}
-
-/** Kills whatever containers containerd still runs (kubelet gone before its pods): their shims outlive containerd. */
-async function killContainers(ctr: (...args: string[]) => string[]): Promise<void> {
-  const run = (...args: string[]) =>
-    execFileSync('ctr', ctr(...args), { encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
-  let tasks: string[];
-  try {
-    tasks = run('tasks', 'ls', '-q').split('\n').filter(Boolean);
-  } catch {
-    return; // containerd not answering: nothing to ask
-  }
-  for (const id of tasks) {
-    try {
-      run('tasks', 'kill', '-s', 'SIGKILL', id);
-    } catch {
-      // already stopped
-    }
-    for (let i = 0; i < 50; i++) {
-      try {
-        run('tasks', 'delete', id); // refused until the task has exited
-        break;
-      } catch {
-        await sleep(100);
-      }
-    }
   }
 }

@@ -13,7 +13,7 @@ import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { Labels } from '../../kube/versioned-deployment.js';
 import { isDeferred, localActivityType } from '../../scripts/history.js';
-import { portOpen, type ServerProcess } from '../../scripts/servers/servers.js';
+import { portOpen, type ServerProcess } from '../../scripts/servers/processes.js';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

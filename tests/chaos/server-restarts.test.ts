@@ -11,13 +11,9 @@ import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { group, version } from '../../api/common.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
-import {
-  freePort,
-  startKube,
-  startTemporal,
-  stopProcesses,
-  type ServerProcess,
-} from '../../scripts/servers/servers.js';
+import { startKube } from '../../scripts/servers/kube-server.js';
+import { freePort, stopProcesses, type ServerProcess } from '../../scripts/servers/processes.js';
+import { startTemporal } from '../../scripts/servers/temporal-server.js';
 import {
   apply,
   deployments,

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { group, version } from '../../api/common.js';
-import { freePort } from '../../scripts/servers/servers.js';
+import { freePort } from '../../scripts/servers/processes.js';
 import { eventually } from '../harness/eventually.js';
 import { clients, kubectl } from './cluster.js';
 

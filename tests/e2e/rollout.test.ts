@@ -17,7 +17,7 @@ import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../kube/versioned-deployment.js';
-import { freePort } from '../../scripts/servers/servers.js';
+import { freePort } from '../../scripts/servers/processes.js';
 import { routingOf, versionStatus } from '../harness/rollout-env.js';
 import { eventually } from '../harness/eventually.js';
 import { apiServerHostPort, clients, kubectl, step } from './cluster.js';

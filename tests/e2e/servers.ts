@@ -12,8 +12,10 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { alive, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
-import { cleanUpAfterKilledRun, startNode, type KubeNode } from '../../scripts/servers/node.js';
+import { alive, stopProcesses, type ServerProcess } from '../../scripts/servers/processes.js';
+import { startTemporal } from '../../scripts/servers/temporal-server.js';
+import { cleanUpAfterKilledRun } from '../../scripts/servers/node-teardown.js';
+import { startNode, type KubeNode } from '../../scripts/servers/node.js';
 
 /** The images the test runs: v1 and v2 of the worker are two tags of one image (a new tag is a new build). */
 export const images = {

@@ -6,14 +6,9 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from 'jest';
-import {
-  alive,
-  freePort,
-  startKube,
-  startTemporal,
-  stopProcesses,
-  type ServerProcess,
-} from '../../scripts/servers/servers.js';
+import { startKube } from '../../scripts/servers/kube-server.js';
+import { alive, freePort, stopProcesses, type ServerProcess } from '../../scripts/servers/processes.js';
+import { startTemporal } from '../../scripts/servers/temporal-server.js';
 
 declare global {
   var glidepathServers: ServerProcess[] | undefined;

@@ -21,7 +21,9 @@ import { finalizer } from '../../api/names.js';
 import { managerName } from '../../kube/versioned-deployment.js';
 import { describeDeploymentSettled } from '../../temporal/describe.js';
 import { activityTypes, completedActivities } from '../../scripts/history.js';
-import { startKube, stopProcesses, temporalBinary, type KubeServer } from '../../scripts/servers/servers.js';
+import { startKube, type KubeServer } from '../../scripts/servers/kube-server.js';
+import { stopProcesses } from '../../scripts/servers/processes.js';
+import { temporalBinary } from '../../scripts/servers/temporal-server.js';
 import * as messages from '../../workflows/messages.js';
 import {
   deployments,

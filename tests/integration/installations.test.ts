@@ -21,7 +21,8 @@ import {
   installationTaskQueue,
   rolloutWorkflowId,
 } from '../../api/names.js';
-import { startKube, stopProcesses, type KubeServer } from '../../scripts/servers/servers.js';
+import { startKube, type KubeServer } from '../../scripts/servers/kube-server.js';
+import { stopProcesses } from '../../scripts/servers/processes.js';
 import { startController, type Controller } from '../../worker/controller.js';
 import {
   apply,

@@ -6,7 +6,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { freePort } from '../../scripts/servers/servers.js';
+import { freePort } from '../../scripts/servers/processes.js';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { apply, eventually, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
 

@@ -7,7 +7,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { asMergePatch } from '../../kube/client.js';
-import { freePort } from '../../scripts/servers/servers.js';
+import { freePort } from '../../scripts/servers/processes.js';
 import { apply, eventually, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;

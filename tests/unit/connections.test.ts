@@ -1,5 +1,6 @@
 import type { Connection, ConnectionOptions } from '@temporalio/client';
-import { PermanentError, classifyFailure } from '../../activities/errors.js';
+import { PermanentError } from '../../api/errors.js';
+import { classifyFailure } from '../../activities/errors.js';
 import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
 import type { TemporalConnectionSpec } from '../../api/temporal-connection.js';
 

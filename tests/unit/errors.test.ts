@@ -3,18 +3,17 @@ import * as k8s from '@kubernetes/client-node';
 import { ServiceError } from '@temporalio/client';
 import { ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { FetchError } from 'node-fetch';
+import { PermanentError } from '../../api/errors.js';
 import {
-  PermanentError,
   TransientError,
   classifyFailure,
-  classifyKubernetesError,
-  classifyTemporalError,
   describeCall,
-  isNamespaceTerminating,
   permanentFailure,
   toActivityError,
   withFailureClassification,
 } from '../../activities/errors.js';
+import { classifyKubernetesError, isNamespaceTerminating } from '../../kube/errors.js';
+import { classifyTemporalError } from '../../temporal/errors.js';
 import { createKubernetesActivities } from '../../activities/kubernetes.js';
 import { gateInputReader } from '../../kube/gate-input.js';
 

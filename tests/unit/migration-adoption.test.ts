@@ -14,7 +14,7 @@ import {
   type RawDeployment,
 } from '../../kube/foreign-deployments.js';
 import { caMountPath, renderVersionedDeployment, type Owner } from '../../kube/versioned-deployment.js';
-import { PermanentError } from '../../activities/errors.js';
+import { PermanentError } from '../../api/errors.js';
 import { TemporalConnections } from '../../temporal/connections.js';
 import { planAdoption, withAlias, withAliasedControl } from '../../workflows/adoption.js';
 import { planSpecChange } from '../../workflows/decisions.js';

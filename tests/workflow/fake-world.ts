@@ -25,7 +25,7 @@ import type {
   TemporalTarget,
   VersionRegistration,
 } from '../../activities/index.js';
-import type { KubeEvent, Report } from '../../activities/kubernetes.js';
+import type { KubeEvent, Report } from '../../activities/resource-writes.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import {
   TemporalWorkerDeploymentSpec,

@@ -15,7 +15,8 @@ import { createTemporalActivities } from '../../activities/temporal.js';
 import { TemporalConnections } from '../../temporal/connections.js';
 import { createActivities as exampleActivities } from '../../examples/worker/activities.js';
 import { exampleBundle } from '../../examples/worker/worker.js';
-import { startTemporal, stopProcesses, type TemporalServer } from '../../scripts/servers/servers.js';
+import { stopProcesses } from '../../scripts/servers/processes.js';
+import { startTemporal, type TemporalServer } from '../../scripts/servers/temporal-server.js';
 import { eventually, sleep } from '../harness/eventually.js';
 
 const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';

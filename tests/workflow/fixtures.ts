@@ -7,7 +7,7 @@ import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
-import { temporalBinary } from '../../scripts/servers/servers.js';
+import { temporalBinary } from '../../scripts/servers/temporal-server.js';
 import type { FakeWorld } from './fake-world.js';
 
 const dir = fileURLToPath(new URL('../replay/histories/', import.meta.url));

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import proto, { type temporal } from '@temporalio/proto';
 import { Worker } from '@temporalio/worker';
-import type { Report } from '../../activities/kubernetes.js';
+import type { Report } from '../../activities/resource-writes.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory, summaryOf } from './fixtures.js';

@@ -1,0 +1,272 @@
+/**
+ * Routing activities: reads and changes of a worker deployment's routing through WorkflowService, no decisions.
+ * Changes carry the conflict token of a describe made just before (or of our last write), and the controller's
+ * identity.
+ */
+import { Context } from '@temporalio/activity';
+import { isGrpcServiceError } from '@temporalio/client';
+import proto from '@temporalio/proto';
+import type { VersionStatus } from '../api/rollout-status.js';
+import { managerIdentityHeld } from './errors.js';
+import { GrpcStatus } from '../temporal/errors.js';
+import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
+import { describeDeploymentSettled, isNamespaceNotFound } from '../temporal/describe.js';
+
+const { temporal } = proto; // a CommonJS module: no named exports under ESM
+
+/**
+ * Temporal's version statuses as TWC names them. CREATED (seen, never routed to) and UNSPECIFIED are 'Unknown',
+ * never 'Inactive': drainage is never decided from a status that does not say it.
+ */
+const VersionStatusName: Record<number, VersionStatus> = {
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_INACTIVE]: 'Inactive',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT]: 'Current',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING]: 'Ramping',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINING]: 'Draining',
+  [temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_DRAINED]: 'Drained',
+};
+/** The status name of a proto enum value; anything not listed above (CREATED, UNSPECIFIED, newer values) is 'Unknown'. */
+export const versionStatusName = (status: number | null | undefined): VersionStatus =>
+  VersionStatusName[status ?? 0] ?? 'Unknown';
+
+/** Routing of a worker deployment as the workflow needs it. */
+export interface Routing {
+  current?: string;
+  ramping?: string;
+  rampPercentage: number;
+  versions: { buildId: string; status: VersionStatus }[];
+}
+
+/**
+ * A routing change's options. `conflictToken`: the token our last routing write returned
+ * (base64). The server changes it with every routing or manager write, so while it holds nobody else wrote since
+ * and the write needs no describe first; a refused token (someone wrote) falls back to a describe. `claim`: take
+ * the manager identity on the way when nobody holds it (one activity instead of a claim's and the write's).
+ */
+export interface RoutingCallOptions {
+  conflictToken?: string;
+  claim?: boolean;
+}
+
+/** The conflict token after a routing write (base64), for the next one. */
+export interface RoutingCallResult {
+  conflictToken?: string;
+  /** Inside a workflow task (a local activity) the write was not made: the budget is busy; it goes as an activity. */
+  deferred?: true;
+}
+
+const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult =>
+  token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {};
+/** How long a local routing write may wait for the budget before it goes as an activity instead (`deferred`). */
+const deferLocalWritesAfterMs = 100;
+const isConflict = (err: unknown) =>
+  isGrpcServiceError(err) &&
+  err.code === GrpcStatus.FAILED_PRECONDITION &&
+  /conflict token/i.test(err.details || err.message);
+
+/** The worker deployment, or `undefined` when it does not exist (read through the server's continue-as-new). */
+export async function describeWorkerDeployment(connections: TemporalConnections, t: TemporalTarget) {
+  return describeDeploymentSettled((await connections.get(t)).workflowService, t.temporalNamespace, t.deploymentName);
+}
+
+type Described = Awaited<ReturnType<typeof describeWorkerDeployment>>;
+
+/** The routing a describe of the worker deployment says (none when it does not exist). */
+export function routingOf(res: Described): Routing {
+  const info = res?.workerDeploymentInfo;
+  const rc = info?.routingConfig;
+  return {
+    current: rc?.currentDeploymentVersion?.buildId || undefined,
+    ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
+    rampPercentage: rc?.rampingVersionPercentage ?? 0,
+    versions: (info?.versionSummaries ?? []).map((v) => ({
+      buildId: v.deploymentVersion?.buildId ?? '',
+      status: versionStatusName(v.status),
+    })),
+  };
+}
+
+export function createRoutingActivities(
+  connections: TemporalConnections,
+  identity: string,
+  budgetWaitMs: () => number = () => 0,
+) {
+  /**
+   * A routing write inside a workflow task (a local activity) holds that task and its worker slot until it is
+   * done: while the budget would make it wait its turn (a thousand rollouts moving), it is not made there but
+   * answered `deferred`, and goes as an activity (an answer, not a failure: nothing to log or retry).
+   */
+  const deferred = (): boolean => budgetWaitMs() > deferLocalWritesAfterMs && Context.current().info.isLocal;
+
+  async function service(t: TemporalTarget) {
+    return (await connections.get(t)).workflowService;
+  }
+
+  const describe = (t: TemporalTarget) => describeWorkerDeployment(connections, t);
+
+  /**
+   * Refuses a routing change while another client holds the manager identity: the server would refuse it too
+   * (FAILED_PRECONDITION), and only a person handing it back can change that.
+   */
+  function assertManageable(res: Described): void {
+    const heldBy = res?.workerDeploymentInfo?.managerIdentity;
+    if (heldBy && heldBy !== identity) throw managerIdentityHeld(heldBy);
+  }
+
+  /**
+   * Sets the ramp with the conflict token of the describe the decision was made on (`described`): if the
+   * routing changed since, the server refuses and the retry decides again on fresh facts.
+   */
+  async function setRampingVersion(t: TemporalTarget, buildId: string, percentage: number, described?: Described) {
+    const res = described ?? (await describe(t));
+    assertManageable(res);
+    await (
+      await service(t)
+    ).setWorkerDeploymentRampingVersion({
+      namespace: t.temporalNamespace,
+      deploymentName: t.deploymentName,
+      buildId,
+      percentage,
+      conflictToken: res?.conflictToken,
+      identity,
+      ignoreMissingTaskQueues: buildId === '',
+    });
+  }
+
+  /**
+   * Takes the manager identity with the conflict token of the describe that found nobody holding it: if someone
+   * claimed it since, the server refuses and the retry sees them. Returns the token after the claim.
+   */
+  async function claimWith(t: TemporalTarget, conflictToken: Uint8Array | undefined): Promise<Uint8Array | undefined> {
+    const res = await (
+      await service(t)
+    ).setWorkerDeploymentManager({
+      namespace: t.temporalNamespace,
+      deploymentName: t.deploymentName,
+      self: true,
+      conflictToken,
+      identity,
+    });
+    return res.conflictToken ?? undefined;
+  }
+
+  /**
+   * A routing write on fresh facts: with our last write's token, at once (a refused token means someone wrote
+   * since: then as without one); without, after a describe that says whether it is done already (`done`). With
+   * `claim`, that describe's path claims the manager identity when nobody holds it, done or not (every later write
+   * carries a token and skips the claim). Returns the token after the write.
+   */
+  async function routingWrite(
+    t: TemporalTarget,
+    o: RoutingCallOptions,
+    done: (routing: Routing) => boolean,
+    write: (conflictToken: Uint8Array | undefined) => Promise<{ conflictToken?: Uint8Array | null }>,
+  ): Promise<RoutingCallResult> {
+    if (o.conflictToken) {
+      try {
+        return tokenText((await write(Buffer.from(o.conflictToken, 'base64'))).conflictToken);
+      } catch (err) {
+        if (!isConflict(err)) throw err;
+      }
+    }
+    const res = await describe(t);
+    let token = res?.conflictToken ?? undefined;
+    if (o.claim && res && !res.workerDeploymentInfo?.managerIdentity) token = await claimWith(t, token);
+    if (done(routingOf(res))) return tokenText(token);
+    assertManageable(res);
+    return tokenText((await write(token)).conflictToken);
+  }
+
+  return {
+    async describeRouting(t: TemporalTarget): Promise<Routing> {
+      return routingOf(await describe(t));
+    },
+
+    async setRamping(
+      t: TemporalTarget,
+      buildId: string,
+      percentage: number,
+      o: RoutingCallOptions = {},
+    ): Promise<RoutingCallResult> {
+      if (deferred()) return { deferred: true };
+      return routingWrite(
+        t,
+        o,
+        (r) => r.ramping === buildId && r.rampPercentage === percentage,
+        async (conflictToken) =>
+          (await service(t)).setWorkerDeploymentRampingVersion({
+            namespace: t.temporalNamespace,
+            deploymentName: t.deploymentName,
+            buildId,
+            percentage,
+            conflictToken,
+            identity,
+            ignoreMissingTaskQueues: buildId === '',
+          }),
+      );
+    },
+
+    async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
+      if (deferred()) return { deferred: true };
+      return routingWrite(
+        t,
+        o,
+        (r) => r.current === buildId,
+        async (conflictToken) =>
+          (await service(t)).setWorkerDeploymentCurrentVersion({
+            namespace: t.temporalNamespace,
+            deploymentName: t.deploymentName,
+            buildId,
+            conflictToken,
+            identity,
+          }),
+      );
+    },
+
+    /** Clears the ramp if (and only if) this build holds it: a superseded or aborted target gets no new work. */
+    async clearRampIf(t: TemporalTarget, buildId: string): Promise<void> {
+      const res = await describe(t);
+      if (routingOf(res).ramping === buildId) await setRampingVersion(t, '', 0, res);
+    },
+
+    /**
+     * Claims the worker deployment's manager identity for the controller when nobody holds it, so a person's
+     * `temporal worker deployment set-current-version` cannot fight a rollout unnoticed. Returns who holds it when
+     * that is someone else (nothing is changed then). A worker deployment that does not exist yet has nothing to
+     * claim (the server answers NOT_FOUND): `{}`, and the next call claims it once its first worker polls.
+     */
+    async claimManager(t: TemporalTarget): Promise<{ heldBy?: string }> {
+      const res = await describe(t);
+      if (!res) return {};
+      const heldBy = res.workerDeploymentInfo?.managerIdentity;
+      if (heldBy) return heldBy === identity ? {} : { heldBy };
+      await claimWith(t, res.conflictToken ?? undefined);
+      return {};
+    },
+
+    /** Deletion of the resource: no ramp, and new work goes to unversioned workers (none to route in a namespace that does not exist). */
+    async routeAway(t: TemporalTarget): Promise<void> {
+      const res = await describe(t).catch((err: unknown) => {
+        if (isNamespaceNotFound(err)) return undefined;
+        throw err;
+      });
+      if (!res) return;
+      const routing = routingOf(res);
+      if (routing.ramping) await setRampingVersion(t, '', 0);
+      if (routing.current) {
+        const now = await describe(t);
+        assertManageable(now);
+        await (
+          await service(t)
+        ).setWorkerDeploymentCurrentVersion({
+          namespace: t.temporalNamespace,
+          deploymentName: t.deploymentName,
+          buildId: '',
+          conflictToken: now?.conflictToken,
+          identity,
+          ignoreMissingTaskQueues: true,
+        });
+      }
+    },
+  };
+}

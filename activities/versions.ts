@@ -1,0 +1,83 @@
+/**
+ * Version activities through WorkflowService: a version's drainage status, and the deletion of versions and of the
+ * worker deployment.
+ */
+import { Client } from '@temporalio/client';
+import type { VersionStatus } from '../api/rollout-status.js';
+import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
+import { describeVersionSettled, isNamespaceNotFound, isNotFound } from '../temporal/describe.js';
+import { pinnedRunningOn } from '../temporal/pinned.js';
+import { describeWorkerDeployment, routingOf, versionStatusName } from './routing.js';
+
+export function createVersionActivities(connections: TemporalConnections, identity: string) {
+  async function service(t: TemporalTarget) {
+    return (await connections.get(t)).workflowService;
+  }
+
+  const describe = (t: TemporalTarget) => describeWorkerDeployment(connections, t);
+
+  return {
+    /**
+     * Drainage of a version. Inactive (never routed to) and unknown-to-the-server versions can still have pinned
+     * executions (a gate is started with a versioning override): for those, visibility decides.
+     */
+    async versionStatus(t: TemporalTarget, buildId: string): Promise<VersionStatus> {
+      // Not found: never registered, or deleted and registered anew (seen when a build ID comes back after its
+      // worker deployment was deleted).
+      const res = await describeVersionSettled(await service(t), t.temporalNamespace, t.deploymentName, buildId);
+      const status: VersionStatus = res ? versionStatusName(res.workerDeploymentVersionInfo?.status) : 'NotRegistered';
+      if (status !== 'Inactive' && status !== 'NotRegistered') return status;
+      const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
+      const open = await client.workflow.count(pinnedRunningOn(t, buildId));
+      return open.count > 0 ? 'Draining' : status;
+    },
+
+    /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */
+    async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
+      try {
+        await (
+          await service(t)
+        ).deleteWorkerDeploymentVersion({
+          namespace: t.temporalNamespace,
+          deploymentVersion: { deploymentName: t.deploymentName, buildId },
+          skipDrainage: true,
+          identity,
+        });
+      } catch (err) {
+        if (!isNotFound(err) && !isNamespaceNotFound(err)) throw err;
+      }
+    },
+
+    /** Deletes every version, then the worker deployment; fails (and is retried) while pollers linger. */
+    async deleteWorkerDeployment(t: TemporalTarget): Promise<void> {
+      const svc = await service(t);
+      const described = await describe(t).catch((err: unknown) => {
+        if (isNamespaceNotFound(err)) return null; // no namespace: nothing of ours there
+        throw err;
+      });
+      if (described === null) return;
+      const routing = routingOf(described);
+      for (const v of routing.versions) {
+        try {
+          await svc.deleteWorkerDeploymentVersion({
+            namespace: t.temporalNamespace,
+            deploymentVersion: { deploymentName: t.deploymentName, buildId: v.buildId },
+            skipDrainage: true,
+            identity,
+          });
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+      }
+      try {
+        await svc.deleteWorkerDeployment({
+          namespace: t.temporalNamespace,
+          deploymentName: t.deploymentName,
+          identity,
+        });
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+    },
+  };
+}

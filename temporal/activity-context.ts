@@ -1,0 +1,25 @@
+/**
+ * What code of this room takes from the activity it runs in: its logger, and its heartbeat, which the caller makes
+ * (the controller's counts each one in its Temporal budget).
+ */
+import { Context } from '@temporalio/activity';
+
+/** Makes the heartbeat of the activity whose context is `ctx`. */
+export type HeartbeatOf = (ctx: Context) => (details?: unknown) => void;
+
+/** The SDK's heartbeat as it is, counted nowhere. */
+export const sdkHeartbeat: HeartbeatOf = (ctx) => (details) => ctx.heartbeat(details);
+
+/**
+ * Logs a warning through the activity's logger (which adds the workflow and activity it belongs to), or the
+ * console outside an activity.
+ */
+export function logWarning(message: string): void {
+  let log: { warn(message: string): void } = console;
+  try {
+    log = Context.current().log;
+  } catch {
+    // Not in an activity: the watcher calls some activities directly.
+  }
+  log.warn(message);
+}
