@@ -2,7 +2,8 @@
  * `npm run bench:replay [-- HISTORY [N]]`: how long the workflow thread takes to replay a rollout's history, the
  * work a workflow task does when its rollout was evicted from the cache (at 1,000 rollouts, most of them). Replays
  * a committed history (default `tests/replay/histories/all-at-once-v1-v2.json`) N times (default 60) in a worker
- * thread, as the controller's workflow thread does, and prints the time per replay.
+ * thread, as the controller's workflow thread does, and prints the time per replay. A run of the default history
+ * writes bench/results/replay.json, which docs/performance.md's table is generated from (--no-record: not).
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { Worker } from '@temporalio/worker';
 import { installRuntime, rolloutBundle, taskCostSinks } from '../worker/controller.js';
 import { RateBudget } from '../worker/rate-budget.js';
 import { historyFromJson, rolloutWorkflowIdOf } from '../scripts/history.js';
+import { commandLine, recordResults, runFacts } from './record.js';
 
 const root = fileURLToPath(new URL('../', import.meta.url));
 const self = fileURLToPath(import.meta.url);
@@ -50,8 +52,11 @@ if (mode === '--thread' && !isMainThread) {
   });
   await new Promise((resolve, reject) => thread.on('exit', resolve).on('error', reject));
 } else {
-  const file = process.argv[2] ?? `${root}tests/replay/histories/all-at-once-v1-v2.json`;
-  const n = Number(process.argv[3] ?? 60);
+  const facts = runFacts();
+  const record = !process.argv.includes('--no-record');
+  const [history, count] = process.argv.slice(2).filter((a) => a !== '--no-record');
+  const file = history ?? `${root}tests/replay/histories/all-at-once-v1-v2.json`;
+  const n = Number(count ?? 60);
   const events = (JSON.parse(readFileSync(file, 'utf8')) as { events: unknown[] }).events.length;
   console.log(
     `replaying ${file} (${events} events) ${n} times in a worker thread, as the controller's workflow thread does:`,
@@ -63,4 +68,13 @@ if (mode === '--thread' && !isMainThread) {
   });
   const { msPerReplay } = JSON.parse(out.trim().split('\n').at(-1)!) as { msPerReplay: number };
   console.log(`  ${msPerReplay.toFixed(1)} ms per replay (the SDK's timeout on each call into the sandbox)`);
+  if (record && !history) {
+    const figures = [
+      {
+        measure: 'replay of a committed rollout history, in a worker thread',
+        figure: `${msPerReplay.toFixed(1)} ms per replay`,
+      },
+    ];
+    console.log(`written to ${recordResults('replay', { ...facts, command: commandLine('bench:replay'), figures })}`);
+  }
 }

@@ -1,0 +1,136 @@
+/**
+ * The floor: the same routing calls made raw, as Glidepath makes them (a describe for the conflict token, then the
+ * change), on worker deployments of their own on the same server, in the order and spacing of a rollout: v1
+ * current and the manager claimed, then v2's workers start, and the moment v2 is registered its first ramp, a
+ * step change a second later, set current a second later, and a rollback to v1 two seconds after that. Once one
+ * deployment at a time, then as many at once as Glidepath rolled out (the server answers ten at once slower).
+ *
+ * The describes are the product's settled reads (temporal/describe.ts), through the server's continue-as-new window;
+ * every call is retried through transient refusals (./retrying.ts).
+ */
+import type { Worker } from '@temporalio/worker';
+import { createExampleWorker } from '../../examples/worker/worker.js';
+import { describeDeploymentSettled } from '../../temporal/describe.js';
+import { NotYet, retrying } from './retrying.js';
+import { sleep, until, type World } from './world.js';
+
+export type Floor = Record<'describe' | 'firstRamp' | 'stepRamp' | 'setCurrent' | 'rollback', number[]> & {
+  /** Rollouts of the floor run, and why those that failed did. */
+  rollouts: number;
+  failures: string[];
+};
+
+/** Times `call` into `into`: the attempt that answered (a refused one is retried, and not counted). */
+const timed = (what: string, into: number[], call: () => Promise<unknown>) =>
+  retrying(what, async () => {
+    const t0 = performance.now();
+    await call();
+    into.push(performance.now() - t0);
+  });
+
+async function floorRollout(world: World, deploymentName: string, taskQueue: string, floor: Floor): Promise<void> {
+  const svc = world.connection.workflowService;
+  const env = (buildId: string) => ({
+    TEMPORAL_ADDRESS: world.serverAddress,
+    TEMPORAL_NAMESPACE: 'default',
+    TEMPORAL_DEPLOYMENT_NAME: deploymentName,
+    TEMPORAL_WORKER_BUILD_ID: buildId,
+    EXAMPLE_TASK_QUEUE: taskQueue,
+  });
+  const describe = async () =>
+    (await describeDeploymentSettled(svc, 'default', deploymentName)) ??
+    Promise.reject(new NotYet(`worker deployment ${deploymentName} not found`));
+  const token = async () => (await describe()).conflictToken;
+  // A raw describe: `until` reads again through any refusal, and this tight poll is not to cost the server more.
+  const registered = (buildId: string) =>
+    until(
+      async () =>
+        ((
+          await svc.describeWorkerDeploymentVersion({
+            namespace: 'default',
+            deploymentVersion: { deploymentName, buildId },
+          })
+        ).versionTaskQueues?.length ?? 0) >= 2 || undefined,
+      2,
+    );
+  const setCurrent = (buildId: string) => async () =>
+    svc.setWorkerDeploymentCurrentVersion({
+      namespace: 'default',
+      deploymentName,
+      buildId,
+      conflictToken: await token(),
+      identity: 'glidepath',
+    });
+  const ramp = (percentage: number) => async () =>
+    svc.setWorkerDeploymentRampingVersion({
+      namespace: 'default',
+      deploymentName,
+      buildId: 'v2',
+      percentage,
+      conflictToken: await token(),
+      identity: 'glidepath',
+    });
+  const workers: Worker[] = [];
+  const running: Promise<unknown>[] = [];
+  const start = async (buildId: string) => {
+    const worker = await createExampleWorker(env(buildId));
+    workers.push(worker);
+    running.push(worker.run().catch((err: unknown) => err)); // a worker's failure is the rollout's, not the process's
+  };
+  try {
+    await start('v1');
+    await registered('v1');
+    await retrying('set current v1', setCurrent('v1'));
+    await sleep(2000);
+    await retrying('claim the manager identity', async () =>
+      svc.setWorkerDeploymentManager({
+        namespace: 'default',
+        deploymentName,
+        self: true,
+        conflictToken: await token(),
+        identity: 'glidepath',
+      }),
+    );
+    await sleep(2000);
+    await start('v2');
+    await registered('v2');
+    await timed('first ramp', floor.firstRamp, ramp(20));
+    await sleep(1000);
+    await timed('ramp step change', floor.stepRamp, ramp(60));
+    await sleep(1000);
+    await timed('set current v2', floor.setCurrent, setCurrent('v2'));
+    await sleep(2000);
+    await timed('describe', floor.describe, describe);
+    await timed('set current back to v1', floor.rollback, setCurrent('v1'));
+  } finally {
+    for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
+    await Promise.all(running);
+  }
+}
+
+/**
+ * The floor over `count` worker deployments named `<prefix>/f<i>`, one at a time or all at once. A rollout that
+ * fails is counted, with why, and the others go on; the floor fails only when every one did.
+ */
+export async function runFloor(world: World, prefix: string, count: number, atOnce: boolean): Promise<Floor> {
+  const floor: Floor = {
+    describe: [],
+    firstRamp: [],
+    stepRamp: [],
+    setCurrent: [],
+    rollback: [],
+    rollouts: count,
+    failures: [],
+  };
+  const one = (i: number) =>
+    floorRollout(world, `${prefix}/f${i}`, `${prefix}-${i}`, floor).catch((err: unknown) => {
+      const reason = `${prefix}/f${i}: ${err instanceof Error ? err.message : String(err)}`;
+      console.log(`  the floor's rollout ${reason}`);
+      floor.failures.push(reason);
+    });
+  if (atOnce) await Promise.all(Array.from({ length: count }, (_, i) => one(i)));
+  else for (let i = 0; i < count; i++) await one(i);
+  if (floor.failures.length === count)
+    throw new Error(`every rollout of the floor failed; the first: ${floor.failures[0]}`);
+  return floor;
+}
