@@ -10,9 +10,6 @@ import { PermanentError, oneLine, type CallContext, type Classified } from '../a
 import { classifyKubernetesError } from '../kube/errors.js';
 import { classifyTemporalError, managerIdentityRefusal } from '../temporal/errors.js';
 
-// bench/scale.ts reads the gRPC codes here.
-export { GrpcStatus } from '../temporal/errors.js';
-
 /** The `type` of the non-retryable ApplicationFailure an activity throws for a permanent failure. */
 export const permanentFailureType = 'Permanent';
 

@@ -8,7 +8,7 @@ import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
-import { GrpcStatus } from '../../activities/errors.js';
+import { GrpcStatus } from '../../temporal/errors.js';
 import { group, version } from '../../api/common.js';
 import { controllerEnvironment, controllerNodeOptions } from '../../worker/process-settings.js';
 import { searchAttributeKeys } from '../../workflows/search-attributes.js';
