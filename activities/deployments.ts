@@ -16,6 +16,13 @@ import {
   renderVersionedDeployment,
 } from '../kube/versioned-deployment.js';
 
+/** What a stray sweep did: Deployments deleted and scaled down (names), and strays with pods seen (uids). */
+export interface StraySweep {
+  deleted: string[];
+  scaledDown: string[];
+  withPods: string[];
+}
+
 export interface EnsureDeploymentInput {
   owner: Owner;
   desired: Desired;
@@ -201,14 +208,34 @@ export function createDeploymentActivities(apps: k8s.AppsV1Api) {
       }
     },
 
-    /** Deletes the resource's Deployments of builds not in `liveBuildIds` that are scaled to 0; returns their names. */
-    async deleteStrayDeployments(owner: Owner, liveBuildIds: string[]): Promise<string[]> {
+    /**
+     * The resource's Deployments of builds not in `liveBuildIds` (strays): one scaled to 0 is deleted; one with pods
+     * is scaled to 0 when it was a stray with pods the round before too (its uid in `seenWithPods`: an apply whose
+     * workflow task was lost, then decided otherwise). Returns the names deleted and scaled down, and the uids of
+     * the strays with pods left for the next round.
+     */
+    async removeStrayDeployments(owner: Owner, liveBuildIds: string[], seenWithPods: string[]): Promise<StraySweep> {
       const strays = (await ownedDeployments(owner)).filter(
-        (d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? '') && (d.spec?.replicas ?? 0) === 0,
+        (d) => !liveBuildIds.includes(d.metadata?.labels?.[Labels.buildId] ?? ''),
       );
-      for (const d of strays)
-        await ignoreNotFound(apps.deleteNamespacedDeployment({ name: d.metadata!.name!, namespace: owner.namespace }));
-      return strays.map((d) => d.metadata!.name!);
+      const sweep: StraySweep = { deleted: [], scaledDown: [], withPods: [] };
+      for (const d of strays) {
+        const name = d.metadata!.name!;
+        const uid = d.metadata?.uid ?? '';
+        if ((d.spec?.replicas ?? 1) === 0) {
+          await ignoreNotFound(apps.deleteNamespacedDeployment({ name, namespace: owner.namespace }));
+          sweep.deleted.push(name);
+        } else if (seenWithPods.includes(uid)) {
+          await ignoreNotFound(
+            apps.patchNamespacedDeploymentScale(
+              { name, namespace: owner.namespace, body: { spec: { replicas: 0 } }, fieldManager: managerName },
+              withinAttempt(asMergePatch),
+            ),
+          );
+          sweep.scaledDown.push(name);
+        } else sweep.withPods.push(uid);
+      }
+      return sweep;
     },
 
     /** Deletes every Deployment of the resource (no garbage collector is assumed). */

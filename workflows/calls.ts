@@ -45,8 +45,12 @@ export abstract class ActivityCalls {
   /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
   private routingAsActivity = false;
 
-  /** Whether the run is due to continue as new: no local activity then (see `statusWriter`). */
-  abstract continueAsNewDue(): boolean;
+  /**
+   * Whether the run is ending (continuing as new, or handed away): no local activity then (see `statusWriter`).
+   * Never decided from the history's length: an activation after a local activity resolved can see another length
+   * on replay than it did.
+   */
+  abstract runEnding(): boolean;
 
   /** Kubernetes reads and idempotent writes, in the task; a cancelled write is waited for (nothing lands after a deletion). */
   get kube(): ActivityInterfaceFor<Activities> {
@@ -115,7 +119,7 @@ export abstract class ActivityCalls {
       this.routingAsActivity = false;
       return result;
     };
-    if (this.routingAsActivity || this.continueAsNewDue()) return asActivity();
+    if (this.routingAsActivity || this.runEnding()) return asActivity();
     const local = proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
     try {
       const result = await this.oneLocalAtATime(() => write(local));
@@ -130,13 +134,9 @@ export abstract class ActivityCalls {
     return asActivity();
   }
 
-  /**
-   * Whether a report runs inside the task: always, but once the run is due to continue as new. Not decided from
-   * what else the task schedules: an activation after a local activity resolved sees another history length on
-   * replay than it did, so no choice may depend on it.
-   */
+  /** Whether a report runs inside the task: always, but once the run is ending. */
   protected reportsInTask(): boolean {
-    return !this.continueAsNewDue();
+    return !this.runEnding();
   }
 
   /** The report's activities: in the task (two quick attempts within 3 s) or an activity retried until it lands. */
@@ -173,7 +173,7 @@ export abstract class ActivityCalls {
       return result;
     };
     const call = async (name: keyof Activities, args: unknown[]) => {
-      if (this.inTaskAsActivity || this.continueAsNewDue()) return asActivity(name, args);
+      if (this.inTaskAsActivity || this.runEnding()) return asActivity(name, args);
       try {
         return await (local[name] as unknown as AnyActivity)(...args);
       } catch (err) {

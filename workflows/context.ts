@@ -282,6 +282,13 @@ export class RolloutContext extends ActivityCalls {
     return !this.statusDirty && !this.writing && this.pendingEvents.length === 0;
   }
 
+  /** Set when the run continues as new: what it still does (its last reports) goes as activities. */
+  ending = false;
+
+  runEnding(): boolean {
+    return this.ending || this.handedAway !== undefined;
+  }
+
   continueAsNewDue(): boolean {
     if (this.handedAway) return true;
     const info = workflowInfo();

@@ -1,5 +1,5 @@
 /** How a rollout's calls end other than with an answer: what the workflow catches, and what an activity's failure says. */
-import { ActivityFailure, ApplicationFailure, TimeoutFailure } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, TemporalFailure, TimeoutFailure } from '@temporalio/workflow';
 
 /** Thrown at a checkpoint when the history is long enough to continue as new; the state holds the progress. */
 export class ContinueAsNewDue extends Error {
@@ -34,7 +34,11 @@ export function managerHeldBy(err: unknown): string | undefined {
 export function rootCause(err: ActivityFailure): string {
   let failure: Error = err;
   while (failure.cause instanceof Error) failure = failure.cause;
-  return failure === err ? err.message : failure.message;
+  let message = failure === err ? err.message : failure.message;
+  // The SDK's TimeoutFailure carries no cause; the failure as the server sent it (`failure`) keeps the last attempt's.
+  for (let sent = failure instanceof TemporalFailure ? failure.failure?.cause : undefined; sent; sent = sent.cause)
+    if (sent.message) message = sent.message;
+  return message;
 }
 
 /** The message of a permanent (non-retryable) activity failure, or undefined. */

@@ -48,6 +48,8 @@ function liveVersions(r: Resource) {
 /** Level-triggered self-healing: recreates a live Deployment deleted by hand, removes strays. Reads only, unless one is missing. */
 async function resyncLoop(r: Resource): Promise<never> {
   const { ctx, owner } = r;
+  /** The uids of the strays with pods the last round saw (the next scales them to 0 if they are strays still). */
+  let strayWithPods: string[] = [];
   for (;;) {
     // No new round once a ContinueAsNew is due (a stream of resync signals must not hold it off).
     await condition(() => r.state.resyncDue === true && !ctx.continueAsNewDue(), r.state.timings.resyncIntervalMs, {
@@ -70,12 +72,16 @@ async function resyncLoop(r: Resource): Promise<never> {
           ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
         for (const name of healed)
           ctx.event('Warning', 'DeploymentHealed', `${name} was changed by hand and is applied again`);
-        // Deployments of ours that no version needs any more, already at 0 pods. One with pods is left alone.
+        // Deployments of ours that no version needs any more: deleted at 0 pods, scaled to 0 when seen with pods
+        // two rounds running (an apply landed by a workflow task that was lost, then decided otherwise).
         const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
-        const removed = await ctx.withSummary('delete stray Deployments', () =>
-          ctx.kube.deleteStrayDeployments(owner, live),
+        const sweep = await ctx.withSummary('remove stray Deployments', () =>
+          ctx.kube.removeStrayDeployments(owner, live, strayWithPods),
         );
-        for (const name of removed)
+        strayWithPods = sweep.withPods;
+        for (const name of sweep.scaledDown)
+          ctx.event('Warning', 'StrayDeploymentScaledDown', `${name} belongs to no live version: scaled to 0`);
+        for (const name of sweep.deleted)
           ctx.event('Normal', 'StrayDeploymentDeleted', `${name} belongs to no live version and had no pods`);
       },
       () => void (r.state.resyncDue = true),

@@ -73,7 +73,9 @@ export class Resource {
   /** The rollout stopped on a permanent error and waits for a new spec or a control. */
   blocked = false;
   /** The run is on its way to ContinueAsNew: the rollout has stopped, so a control shows only in the next run. */
-  continuingAsNew = false;
+  get continuingAsNew(): boolean {
+    return this.ctx.ending;
+  }
   /** Controls refused in this run, for the status. */
   readonly refused: { count: number; last?: { control: string; why: string } } = { count: 0 };
   private rolloutScope?: CancellationScope;
@@ -298,7 +300,7 @@ export class Resource {
 
   /** Continues as new with the whole state, once the sunsets, the housekeeping and the handlers have stopped. */
   async continueAsNewNow(): Promise<never> {
-    this.continuingAsNew = true;
+    this.ctx.ending = true;
     await this.sunsets.stopAll();
     // One condition, nothing awaited after it: an update handler that started meanwhile is waited for, never cut off.
     // (A deletion that began meanwhile cancelled the housekeeping: the flags say what to do again.)

@@ -36,8 +36,10 @@ export const interceptors: WorkflowInterceptorsFactory = () => {
             first = false;
             if (input.activation.isReplaying) taskCost.historyFetched();
           }
-          // An activation whose jobs run in two batches (signals first) is still one completion.
-          if (!input.activation.isReplaying && input.batchIndex === 0) taskCost.completing();
+          // An activation whose jobs run in two batches (signals first) is still one completion; one that only
+          // resolves local activities is part of the task that started them, completed once.
+          const localOnly = (input.activation.jobs ?? []).every((j) => j.resolveActivity?.isLocal === true);
+          if (!input.activation.isReplaying && input.batchIndex === 0 && !localOnly) taskCost.completing();
           return next(input);
         },
       },

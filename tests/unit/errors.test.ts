@@ -411,9 +411,9 @@ describe('describeCall', () => {
       { call: 'runGate ns/shop/orders v2', namespace: 'shop' },
     ],
     [
-      'deleteStrayDeployments',
-      [owner, ['v1', 'v2']],
-      { call: 'deleteStrayDeployments shop/orders', namespace: 'shop' },
+      'removeStrayDeployments',
+      [owner, ['v1', 'v2'], []],
+      { call: 'removeStrayDeployments shop/orders', namespace: 'shop' },
     ],
     [
       'readGateInput',

@@ -117,9 +117,9 @@ async function pushedPastLimit(r: Rollout): Promise<string> {
   return eventually(`a ContinueAsNew after run ${before}`, async () => {
     const now = (await r.handle().describe()).runId;
     if (now !== before) return now;
-    const resyncs = r.world.callsOf('deleteStrayDeployments').length;
+    const resyncs = r.world.callsOf('removeStrayDeployments').length;
     await r.handle().signal(messages.resync);
-    await eventually('the resync to be done', () => r.world.callsOf('deleteStrayDeployments').length > resyncs);
+    await eventually('the resync to be done', () => r.world.callsOf('removeStrayDeployments').length > resyncs);
     return undefined;
   });
 }
@@ -690,9 +690,9 @@ test('11b. an abort while someone else holds the manager identity before the fin
   expect(answer).toMatchObject({ phase: 'Aborted', current: 'v1', lastAbortReason: 'not now' });
   // Handed back: a resync round later, still nothing routed to v2.
   w.managerHeldBy = undefined;
-  const resyncs = w.callsOf('deleteStrayDeployments').length;
+  const resyncs = w.callsOf('removeStrayDeployments').length;
   await r.handle().signal(messages.resync);
-  await eventually('the resync to be done', () => w.callsOf('deleteStrayDeployments').length > resyncs);
+  await eventually('the resync to be done', () => w.callsOf('removeStrayDeployments').length > resyncs);
   expect([w.current, w.ramping]).toEqual(['v1', undefined]);
   expect(argsOf(w, 'setCurrent').filter(([b]) => b === 'v2').length).toBeGreaterThan(0); // (refused while held)
   expect((await r.status()).phase).toBe('Aborted');

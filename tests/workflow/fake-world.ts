@@ -392,13 +392,19 @@ export class FakeWorlds {
         }
         return { recreated, healed: [] };
       },
-      deleteStrayDeployments: async (owner, live) => {
-        const w = kube(owner, 'deleteStrayDeployments', [live]);
-        const strays = [...w.deployments]
-          .filter(([buildId, d]) => !live.includes(buildId) && d.replicas === 0)
-          .map(([buildId]) => buildId);
-        for (const buildId of strays) w.deployments.delete(buildId);
-        return strays.map((b) => versionedDeploymentName(owner.name, b));
+      removeStrayDeployments: async (owner, live, seenWithPods) => {
+        const w = kube(owner, 'removeStrayDeployments', [live, seenWithPods]);
+        const sweep = { deleted: [] as string[], scaledDown: [] as string[], withPods: [] as string[] };
+        for (const [buildId, d] of [...w.deployments].filter(([b]) => !live.includes(b))) {
+          if (d.replicas === 0) {
+            w.deployments.delete(buildId);
+            sweep.deleted.push(d.name);
+          } else if (seenWithPods.includes(d.name)) {
+            d.replicas = 0;
+            sweep.scaledDown.push(d.name);
+          } else sweep.withPods.push(d.name); // a fake Deployment's name is its uid
+        }
+        return sweep;
       },
       scaleDeployment: async (owner, buildId, replicas) => {
         const w = kube(owner, 'scaleDeployment', [buildId, replicas]);

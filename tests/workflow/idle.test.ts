@@ -6,7 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import proto, { type temporal } from '@temporalio/proto';
-import { rolloutWorkflowId } from '../../api/names.js';
+import { rolloutWorkflowId, versionedDeploymentName } from '../../api/names.js';
 import { activityTypes } from '../../scripts/history.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
@@ -80,9 +80,9 @@ test('a resync round is one workflow task: its read, its repairs and their repor
 
   // Someone deleted the Deployment by hand: the round finds it missing and recreates it.
   world.deployments.delete('v1');
-  const rounds = world.callsOf('deleteStrayDeployments').length;
+  const rounds = world.callsOf('removeStrayDeployments').length;
   await handle.signal(messages.resync);
-  await eventually('the resync round', () => world.callsOf('deleteStrayDeployments').length > rounds);
+  await eventually('the resync round', () => world.callsOf('removeStrayDeployments').length > rounds);
   expect(world.deployments.has('v1')).toBe(true);
   await eventually('the round and its Event to be recorded', async () => {
     const e = (await events()).slice(before);
@@ -96,7 +96,7 @@ test('a resync round is one workflow task: its read, its repairs and their repor
   const round = (await events()).slice(before);
   // No activity: the read, the two repairs and the report run inside the one task the signal brought.
   expect(round.filter((e) => e.activityTaskScheduledEventAttributes)).toEqual([]);
-  expect(activityTypes(round)).toEqual(['readResource', 'reconcileDeployments', 'deleteStrayDeployments', 'report']);
+  expect(activityTypes(round)).toEqual(['readResource', 'reconcileDeployments', 'removeStrayDeployments', 'report']);
   // All four recorded by one workflow task's completion (a wake-up after it, such as the recreated Deployment's, is
   // a task of its own).
   const recordedBy = round.flatMap((e) =>
@@ -106,6 +106,36 @@ test('a resync round is one workflow task: its read, its repairs and their repor
   expect(new Set(recordedBy).size).toBe(1);
 
   await keepHistory(world, 'resync');
+});
+
+test('a stray Deployment with pods (an apply whose task was lost): scaled to 0 at the second resync that finds it, deleted at the third', async () => {
+  const owner = { namespace: 'shop', name: `stray-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
+  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
+  const world = worlds.create(owner, workflowId, timings);
+  const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
+  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
+  workflowIds.push(workflowId);
+  await world.applySpec(desired(1, 'v1'));
+  await eventually('v1 to be current', async () =>
+    (await handle.query(messages.status)).current === 'v1' ? true : undefined,
+  );
+  const name = versionedDeploymentName(owner.name, 'orphan');
+  world.deployments.set('orphan', { name, replicas: 2, generation: 1, available: true });
+  const round = async () => {
+    const rounds = world.callsOf('removeStrayDeployments').length;
+    await handle.signal(messages.resync);
+    await eventually('a resync round', () => world.callsOf('removeStrayDeployments').length > rounds);
+  };
+  await round();
+  expect(world.deployments.get('orphan')?.replicas).toBe(2); // seen once: it may be an apply just made
+  await round();
+  expect(world.deployments.get('orphan')?.replicas).toBe(0);
+  await eventually('the Warning Event', () =>
+    world.events.some((e) => e.reason === 'StrayDeploymentScaledDown' && e.message.includes(name)),
+  );
+  await round();
+  expect(world.deployments.has('orphan')).toBe(false);
+  expect(world.deployments.get('v1')?.replicas).toBe(1); // the live one untouched
 });
 
 test('a resync in an apiserver brownout: the local repair gives up within its bound, and the repair is made as an activity', async () => {

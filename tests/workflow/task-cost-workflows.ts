@@ -1,5 +1,5 @@
-/** A workflow for ./task-cost.test.ts: it waits for `finish`. */
-import { condition, defineSignal, setHandler } from '@temporalio/workflow';
+/** Workflows for ./task-cost.test.ts. */
+import { condition, defineSignal, proxyLocalActivities, setHandler } from '@temporalio/workflow';
 
 export const finish = defineSignal('finish');
 
@@ -8,4 +8,11 @@ export async function waitForFinish(): Promise<string> {
   setHandler(finish, () => void (finished = true));
   await condition(() => finished);
   return 'finished';
+}
+
+const { echo } = proxyLocalActivities<{ echo(x: string): Promise<string> }>({ startToCloseTimeout: '5s' });
+
+/** Two local activities, one after the other, inside its first workflow task: one completion. */
+export async function twoLocals(): Promise<string> {
+  return (await echo('one')) + (await echo('two'));
 }

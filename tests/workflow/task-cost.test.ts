@@ -9,7 +9,7 @@ import { randomUUID } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Client, Connection } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { finish, type waitForFinish } from './task-cost-workflows.js';
+import { finish, type twoLocals, type waitForFinish } from './task-cost-workflows.js';
 import { eventually } from '../harness/eventually.js';
 import { taskCostSinks, workflowInterceptorModules } from '../../worker/controller.js';
 
@@ -17,7 +17,7 @@ const address = process.env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
 const taskQueue = `task-cost-test-${randomUUID().slice(0, 8)}`;
 
-test("a workflow another worker had is charged its history fetch when it replays, one in the cache is not, and each task's completion waits for its turn", async () => {
+test("a workflow another worker had is charged its history fetch when it replays, one in the cache is not, and each task's completion waits for its turn, a local activity's resolution is no completion", async () => {
   let fetches = 0;
   let completions = 0;
   /** While set, completions wait until it is called. */
@@ -32,6 +32,7 @@ test("a workflow another worker had is charged its history fetch when it replays
       taskQueue,
       workflowsPath: fileURLToPath(new URL('./task-cost-workflows.ts', import.meta.url)),
       interceptors: { workflowModules: workflowInterceptorModules },
+      activities: { echo: async (x: string) => Promise.resolve(x) },
       // The controller's sinks, with a budget that counts what it is charged.
       sinks: taskCostSinks({
         charge: () => void fetches++,
@@ -92,8 +93,17 @@ test("a workflow another worker had is charged its history fetch when it replays
       await b.signal(finish);
       await expect(b.result()).resolves.toBe('finished');
       expect(fetches).toBe(1); // b stayed in this worker's cache
+      // A task whose local activities resolve in activations of their own is still one completion.
+      const c = `c-${randomUUID().slice(0, 8)}`;
+      ids.push(c);
+      await expect(client.workflow.execute<typeof twoLocals>('twoLocals', { taskQueue, workflowId: c })).resolves.toBe(
+        'onetwo',
+      );
       // Every completion the server recorded was paid, and only those.
-      expect(completions).toBe((await completedTasks(a.workflowId)) + (await completedTasks(workflowId)));
+      await eventually('the completions paid', async () => {
+        const recorded = (await completedTasks(a.workflowId)) + (await completedTasks(workflowId)) + (await completedTasks(c));
+        return completions === recorded ? true : undefined;
+      });
     });
   } finally {
     await Promise.all(

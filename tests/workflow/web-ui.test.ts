@@ -55,9 +55,9 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   await detailsSay('v1 is gone', /^\*\*v2 current since \d\d:\d\d:\d\d UTC\*\*/);
 
   // A resync round (local activities: their markers carry summaries too).
-  const rounds = world.callsOf('deleteStrayDeployments').length;
+  const rounds = world.callsOf('removeStrayDeployments').length;
   await handle.signal(messages.resync);
-  await eventually('a resync round', () => world.callsOf('deleteStrayDeployments').length > rounds);
+  await eventually('a resync round', () => world.callsOf('removeStrayDeployments').length > rounds);
   // Its markers are written with its workflow task's completion, a moment after the calls.
   const resyncMarked = async () =>
     ((await handle.fetchHistory()).events ?? []).some(
