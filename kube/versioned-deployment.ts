@@ -176,11 +176,16 @@ export function observeDeployment(d: k8s.V1Deployment): DeploymentObservation {
   };
 }
 
-/** What a rollout's waits read a Deployment for: there, whose, available with pods, past its progress deadline. */
+/**
+ * What a rollout's waits read a Deployment for: there, whose, available with pods (at which generation and replicas),
+ * past its progress deadline.
+ */
 export interface Readiness {
   exists: boolean;
   ownerUid: string;
   available: boolean;
+  generation: number;
+  replicas: number;
   progressDeadlineExceeded: boolean;
 }
 
@@ -194,12 +199,15 @@ export function readinessOf(obs: DeploymentObservation): Readiness {
       replicas > 0 &&
       (obs.observedGeneration ?? 0) >= (obs.generation ?? 0) &&
       (obs.availableReplicas ?? 0) >= replicas,
+    generation: obs.observedGeneration ?? 0,
+    replicas,
     progressDeadlineExceeded: obs.progressDeadlineExceeded === true,
   };
 }
 
 /**
- * Whether a Deployment's change wakes its rollout: what a wait is for happened (it became available, it missed its
+ * Whether a Deployment's change wakes its rollout: what a wait is for happened (it became available, or available at a
+ * new generation or with more replicas: the changes between may have been coalesced away; it missed its
  * progress deadline), it is gone, or it is another incarnation's. Status churn, a new generation on its way and a
  * Deployment losing pods (a scale-down, a crash) wake nothing: no wait is for them, and the workflow's reads see them.
  */
@@ -207,7 +215,10 @@ export function wakesRollout(before: Readiness | undefined, after: Readiness): b
   if (!after.exists) return before?.exists !== false;
   if (!before?.exists) return after.available || after.progressDeadlineExceeded;
   return (
-    (after.available && !before.available) ||
+    (after.available &&
+      (!before.available ||
+        after.replicas > before.replicas ||
+        (after.generation !== before.generation && after.replicas === before.replicas))) ||
     (after.progressDeadlineExceeded && !before.progressDeadlineExceeded) ||
     after.ownerUid !== before.ownerUid
   );

@@ -193,10 +193,8 @@ export class Watcher {
     this.retry.schedule(`resource ${m.namespace}/${m.name} (${m.uid})`, () => this.onResourceGone(obj));
   }
 
-  private scheduleDeployment(d: k8s.V1Deployment, exists: boolean, opts: { force?: boolean } = {}): void {
-    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () =>
-      this.onDeployment(d, exists, opts.force ?? false),
-    );
+  private scheduleDeployment(d: k8s.V1Deployment, exists: boolean): void {
+    this.retry.schedule(`deployment ${d.metadata?.namespace}/${d.metadata?.name}`, () => this.onDeployment(d, exists));
   }
 
   /**
@@ -332,14 +330,14 @@ export class Watcher {
     }
   }
 
-  private async onDeployment(d: k8s.V1Deployment, exists: boolean, force: boolean): Promise<void> {
+  private async onDeployment(d: k8s.V1Deployment, exists: boolean): Promise<void> {
     const ns = d.metadata?.namespace ?? '';
     const owner = d.metadata?.labels?.[Labels.workerDeployment];
     if (!owner) return;
     const obs = { ...observeDeployment(d), exists: exists && !d.metadata?.deletionTimestamp };
     const key = `${ns}/${obs.name}`;
     const readiness = readinessOf(obs);
-    if (force || wakesRollout(this.observed.get(key), readiness)) await this.signals.deploymentObserved(ns, owner, obs);
+    if (wakesRollout(this.observed.get(key), readiness)) await this.signals.deploymentObserved(ns, owner, obs);
     if (exists) this.observed.set(key, readiness);
     else this.observed.delete(key);
   }

@@ -55,13 +55,13 @@ export const localReportingOptions: LocalActivityOptions = {
 };
 
 /**
- * A routing write inside the workflow task: two attempts within 10 s, then it goes as an activity. The task holds
+ * A routing write inside the workflow task: one attempt within 10 s, then it goes as an activity. The task holds
  * its worker slot meanwhile, as long as the server takes to change the routing.
  */
 export const localRoutingWriteOptions: LocalActivityOptions = {
   scheduleToCloseTimeout: '10s',
   startToCloseTimeout: '10s',
-  retry: { initialInterval: '200ms', maximumAttempts: 2 },
+  retry: { maximumAttempts: 1 },
 };
 
 /** Status writes and Events: retried until they land (Events never fail: they are best effort). */

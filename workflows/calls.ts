@@ -31,6 +31,9 @@ import {
 import { waitsTaskQueue } from './task-queues.js';
 
 type AnyActivity = (...args: unknown[]) => Promise<unknown>;
+type CallKind = 'kube' | 'temporal' | 'routing';
+/** How a call inside the task went: its answer, or that it is to be made as an activity. */
+type Turn<T> = { local: true; value: T } | { local: false };
 
 export abstract class ActivityCalls {
   /**
@@ -40,10 +43,11 @@ export abstract class ActivityCalls {
   private summaryNow?: string;
   /** The local activity last queued: the next starts when it is done. */
   private localTail: Promise<unknown> = Promise.resolve();
-  /** A call inside the task failed: the next go as activities until one succeeds. */
-  private inTaskAsActivity = false;
-  /** A local routing write failed: the next goes as an activity, whose retries outlast an outage. */
-  private routingAsActivity = false;
+  /**
+   * The kinds of call (Kubernetes, Temporal, routing writes) whose last call inside the task failed: their next go
+   * as activities, whose retries outlast an outage, until one succeeds. Read when a call's turn comes.
+   */
+  private readonly asActivity = new Set<CallKind>();
 
   /**
    * Whether the run is ending (continuing as new, or handed away): no local activity then (see `statusWriter`).
@@ -54,11 +58,11 @@ export abstract class ActivityCalls {
 
   /** Kubernetes reads and idempotent writes, in the task; a cancelled write is waited for (nothing lands after a deletion). */
   get kube(): ActivityInterfaceFor<Activities> {
-    return this.inTask(kubeOptions);
+    return this.inTask('kube', kubeOptions);
   }
   /** Temporal reads and version deletes, in the task. */
   get temporal(): ActivityInterfaceFor<Activities> {
-    return this.inTask(temporalOptions);
+    return this.inTask('temporal', temporalOptions);
   }
   /** Temporal calls that are recorded before they are made: a set-current, a ramp's clearing. */
   get temporalActivity(): ActivityInterfaceFor<Activities> {
@@ -114,24 +118,12 @@ export abstract class ActivityCalls {
    */
   async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>) {
     const byActivity = this.temporalActivity; // the summary is read now, synchronously
-    const asActivity = async () => {
-      const result = await write(byActivity);
-      this.routingAsActivity = false;
-      return result;
-    };
-    if (this.routingAsActivity || this.runEnding()) return asActivity();
     const local = proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
-    try {
-      const result = await this.oneLocalAtATime(() => write(local));
-      if (!result.deferred) return result;
-    } catch (err) {
-      if (isCancellation(err)) throw err;
-      // A refusal too (permanent, the manager identity held) goes again as an activity: a local activity's failure
-      // can come unwrapped, and the activity's is the one the callers read (`call`).
-      log.warn('routing write not made inside the workflow task: again as an activity', { error: String(err) });
-      this.routingAsActivity = true;
-    }
-    return asActivity();
+    const turn = await this.inTurn('routing', () => write(local));
+    if (turn.local && !turn.value.deferred) return turn.value;
+    const result = await write(byActivity);
+    this.asActivity.delete('routing');
+    return result;
   }
 
   /** Whether a report runs inside the task: always, but once the run is ending. */
@@ -153,6 +145,25 @@ export abstract class ActivityCalls {
     return run;
   }
 
+  /**
+   * Makes a call of `kind` inside the task when its turn comes (`run`, one local activity), unless calls of its kind
+   * go as activities then, or the run is ending; a failure says the caller makes it as an activity (a refusal too:
+   * a local activity's failure can come unwrapped, and the activity's is the one the callers read, `call`).
+   */
+  private inTurn<T>(kind: CallKind, run: () => Promise<T>): Promise<Turn<T>> {
+    return this.oneLocalAtATime(async (): Promise<Turn<T>> => {
+      if (this.asActivity.has(kind) || this.runEnding()) return { local: false };
+      try {
+        return { local: true, value: await run() };
+      } catch (err) {
+        if (isCancellation(err)) throw err;
+        log.warn('call not made inside the workflow task: again as an activity', { kind, error: String(err) });
+        this.asActivity.add(kind);
+        return { local: false };
+      }
+    });
+  }
+
   /** `local`'s activities, each run one at a time (`oneLocalAtATime`). */
   private queued(local: ActivityInterfaceFor<Activities>): ActivityInterfaceFor<Activities> {
     return new Proxy(local, {
@@ -163,25 +174,16 @@ export abstract class ActivityCalls {
     });
   }
 
-  /** Activities called inside the task, again as activities with `fallback` when that failed. */
-  private inTask(fallback: ActivityOptions): ActivityInterfaceFor<Activities> {
+  /** Activities of `kind` called inside the task, made as activities with `fallback` when that failed. */
+  private inTask(kind: CallKind, fallback: ActivityOptions): ActivityInterfaceFor<Activities> {
     const byActivity = this.activities(fallback); // the summary is read now, synchronously
-    const local = this.queued(proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() }));
-    const asActivity = async (name: keyof Activities, args: unknown[]) => {
-      const result = await (byActivity[name] as unknown as AnyActivity)(...args);
-      this.inTaskAsActivity = false;
-      return result;
-    };
+    const local = proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });
     const call = async (name: keyof Activities, args: unknown[]) => {
-      if (this.inTaskAsActivity || this.runEnding()) return asActivity(name, args);
-      try {
-        return await (local[name] as unknown as AnyActivity)(...args);
-      } catch (err) {
-        if (isCancellation(err)) throw err;
-        log.warn('call not made inside the workflow task: again as an activity', { call: name, error: String(err) });
-        this.inTaskAsActivity = true;
-      }
-      return asActivity(name, args);
+      const turn = await this.inTurn(kind, () => (local[name] as unknown as AnyActivity)(...args));
+      if (turn.local) return turn.value;
+      const result = await (byActivity[name] as unknown as AnyActivity)(...args);
+      this.asActivity.delete(kind);
+      return result;
     };
     return new Proxy({} as ActivityInterfaceFor<Activities>, {
       get:

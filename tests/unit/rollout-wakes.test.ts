@@ -32,8 +32,17 @@ describe('wakesRollout: which Deployment changes wake a rollout', () => {
     expect(wakes(edited, { ...edited, observedGeneration: 2 })).toBe(true);
   });
 
+  it('wakes when it is available at a new generation or with more replicas, the changes between coalesced away', () => {
+    const next = { ...available, generation: 2, observedGeneration: 2, resourceVersion: '20' };
+    expect(wakes(available, next)).toBe(true);
+    expect(wakes(available, { ...next, replicas: 4, availableReplicas: 4 })).toBe(true);
+    expect(wakes(next, { ...next, resourceVersion: '21' })).toBe(false); // status churn
+  });
+
   it('does not wake for a scale-down or lost pods: no wait is for them', () => {
     expect(wakes(available, { ...available, replicas: 0, generation: 2 })).toBe(false);
+    const scaledDown = { ...available, replicas: 2, availableReplicas: 2, generation: 2, observedGeneration: 2 };
+    expect(wakes(available, scaledDown)).toBe(false);
     expect(wakes(available, { ...available, availableReplicas: 1 })).toBe(false);
     expect(readinessOf({ ...available, replicas: 0, availableReplicas: 0 }).available).toBe(false);
   });

@@ -554,6 +554,26 @@ test('8. rollback after v2 became current: v1 current at once (no ramp), routing
   await keepHistory(r.world, 'rollback-retry');
 });
 
+test('8b. rollback onto a build scaled to 0 whose pods still stop: its Deployment is applied again and available before routing goes back', async () => {
+  const r = await withCurrentV1('rollback-scaled', {}, withSunset(desired(1, 'v1'), keepRunning));
+  const w = r.world;
+  await r.spec(withSunset(desired(2, 'v2'), keepRunning));
+  await r.until('v2 current', (s) => s.phase === 'Ready' && s.current === 'v2');
+  // A scale-down landed (perhaps by a task that was lost): 0 replicas, two pods still stopping and answering.
+  const v1 = w.deployments.get('v1')!;
+  const replicas = v1.replicas;
+  Object.assign(v1, { replicas: 0, stopping: replicas });
+
+  const before = w.calls.length;
+  const answer = await r.control('rollback', { identity: 'oncall', reason: 'checkout errors' });
+  expect(answer).toMatchObject({ current: 'v1', reason: 'RolledBack' });
+  const after = w.calls.slice(before).map((c) => c.name);
+  const applied = after.indexOf('ensureVersionedDeployment');
+  expect(applied).toBeGreaterThanOrEqual(0);
+  expect(applied).toBeLessThan(after.indexOf('setCurrent'));
+  expect(w.deployments.get('v1')?.replicas).toBe(replicas);
+});
+
 test('9. the spec back on v1 within rollbackWindow: v1 current at once, no gate, no ramp, even under Manual with a gate', async () => {
   const gate = { workflowType: 'smokeTest' };
   const r = await withCurrentV1('spec-back', {}, withSunset(desired(1, 'v1'), keepRunning));

@@ -54,6 +54,8 @@ interface FakeDeployment {
   replicas: number;
   generation: number;
   available: boolean;
+  /** Pods still stopping after a scale-down, counted available until they are gone. */
+  stopping?: number;
 }
 
 /** Calls that change routing in Temporal. */
@@ -251,7 +253,7 @@ export class FakeWorld {
       generation: d.generation,
       observedGeneration: d.available ? d.generation : d.generation - 1,
       replicas: d.replicas,
-      availableReplicas: d.available ? d.replicas : 0,
+      availableReplicas: d.available ? Math.max(d.replicas, d.stopping ?? 0) : 0,
     };
   }
 
