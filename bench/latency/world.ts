@@ -10,6 +10,8 @@ import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
+import { benchResource } from '../resource.js';
+import { createRolloutNamespace } from '../../scripts/servers/rollout-namespace.js';
 import { startController, type Controller } from '../../worker/controller.js';
 import { installCrds } from '../../scripts/servers/install-crds.js';
 import { startKube, startTemporal, stopProcesses, type ServerProcess } from '../../scripts/servers/servers.js';
@@ -54,21 +56,9 @@ export async function startWorld(): Promise<World> {
     installCrds(kube.kubeconfig, kube.kubectl);
     const kc = new k8s.KubeConfig();
     kc.loadFromFile(kube.kubeconfig);
+    await createRolloutNamespace(kc, namespace, server.address);
     const core = kc.makeApiClient(k8s.CoreV1Api);
-    await core.createNamespace({ body: { metadata: { name: namespace } } });
     const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-    await custom.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'temporalconnections',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'TemporalConnection',
-        metadata: { name: 'local' },
-        spec: { hostPort: server.address },
-      },
-    });
     // Their own process, as real pods: their workers must not share the controller's CPU time slice.
     pods = spawn(process.execPath, ['--import', 'tsx', join(root, 'simulator/main.ts')], {
       env: { ...process.env, KUBECONFIG: kube.kubeconfig, NODE_OPTIONS: '' },
@@ -104,12 +94,11 @@ export async function startWorld(): Promise<World> {
 }
 
 /** The resource `name` at `marker` (v1, v2): a Progressive rollout with two 1 s steps. */
-export const twd = (name: string, marker: string) => ({
-  apiVersion: `${group}/${version}`,
-  kind: 'TemporalWorkerDeployment',
-  metadata: { name, namespace },
-  spec: {
-    replicas: 1,
+export const twd = (name: string, marker: string) =>
+  benchResource({
+    name,
+    namespace,
+    marker,
     rollout: {
       strategy: 'Progressive',
       steps: [
@@ -117,24 +106,9 @@ export const twd = (name: string, marker: string) => ({
         { rampPercentage: 60, pauseDuration: '1s' },
       ],
     },
-    sunset: { scaledownDelay: '0s', deleteDelay: '0s' },
-    workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: 'default' },
-    template: {
-      spec: {
-        containers: [
-          {
-            name: 'w',
-            image: 'bench:1',
-            env: [
-              { name: 'EXAMPLE_TASK_QUEUE', value: `bench-${name}` },
-              { name: 'MARKER', value: marker },
-            ],
-          },
-        ],
-      },
-    },
-  },
-});
+    temporalNamespace: 'default',
+    taskQueuePrefix: 'bench',
+  });
 
 export interface Status {
   phase?: string;

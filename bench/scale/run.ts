@@ -10,6 +10,8 @@ import { msToTs } from '@temporalio/common/lib/time.js';
 import proto from '@temporalio/proto';
 import { GrpcStatus } from '../../temporal/errors.js';
 import { group, version } from '../../api/common.js';
+import { benchResource } from '../resource.js';
+import { createRolloutNamespace } from '../../scripts/servers/rollout-namespace.js';
 import { controllerEnvironment, controllerNodeOptions } from '../../worker/process-settings.js';
 import { searchAttributeKeys } from '../../workflows/search-attributes.js';
 import { freePort, startKube, startTemporal } from '../../scripts/servers/servers.js';
@@ -98,19 +100,7 @@ export async function run(): Promise<Run> {
   const kc = new k8s.KubeConfig();
   kc.loadFromFile(kube.kubeconfig);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  await kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: k8sNamespace } } });
-  await custom.createNamespacedCustomObject({
-    group,
-    version,
-    namespace: k8sNamespace,
-    plural: 'temporalconnections',
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind: 'TemporalConnection',
-      metadata: { name: 'local' },
-      spec: { hostPort: temporal.address },
-    },
-  });
+  await createRolloutNamespace(kc, k8sNamespace, temporal.address);
 
   // The controllers' namespace, with Glidepath's search attributes (without them rollouts run without), and the baseline.
   const connection = await Connection.connect({ address: temporal.address });
@@ -252,31 +242,15 @@ export async function run(): Promise<Run> {
   });
   await informer.start();
 
-  const twd = (name: string, marker: 'v1' | 'v2') => ({
-    apiVersion: `${group}/${version}`,
-    kind: 'TemporalWorkerDeployment',
-    metadata: { name, namespace: k8sNamespace },
-    spec: {
-      replicas: 1,
+  const twd = (name: string, marker: 'v1' | 'v2') =>
+    benchResource({
+      name,
+      namespace: k8sNamespace,
+      marker,
       rollout: marker === 'v1' ? { strategy: 'AllAtOnce' } : { strategy: 'Progressive', steps },
-      sunset: { scaledownDelay: '0s', deleteDelay: '0s' },
-      workerOptions: { connectionRef: { name: 'local' }, temporalNamespace: podNamespace },
-      template: {
-        spec: {
-          containers: [
-            {
-              name: 'w',
-              image: 'bench:1',
-              env: [
-                { name: 'EXAMPLE_TASK_QUEUE', value: `scale-${name}` },
-                { name: 'MARKER', value: marker },
-              ],
-            },
-          ],
-        },
-      },
-    },
-  });
+      temporalNamespace: podNamespace,
+      taskQueuePrefix: 'scale',
+    });
   const settle = (what: string, done: Map<string, number>, timeoutMs: number) =>
     until(what, () => (done.size >= resources ? true : undefined), timeoutMs, 250).catch((err: Error) =>
       console.log(`  ${err.message}: ${done.size}/${resources}`),

@@ -13,6 +13,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import * as k8s from '@kubernetes/client-node';
+import { createTemporalConnection } from '../../scripts/servers/rollout-namespace.js';
 import { Client, Connection } from '@temporalio/client';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
@@ -285,18 +286,7 @@ test(
 
     await step('a namespace with a TemporalConnection to the dev server', where, async () => {
       await core.createNamespace({ body: { metadata: { name: namespace } } });
-      await custom.createNamespacedCustomObject({
-        group,
-        version,
-        namespace,
-        plural: 'temporalconnections',
-        body: {
-          apiVersion: `${group}/${version}`,
-          kind: 'TemporalConnection',
-          metadata: { name: 'local' },
-          spec: { hostPort: process.env.TEMPORAL_ADDRESS },
-        },
-      });
+      await createTemporalConnection(custom, namespace, process.env.TEMPORAL_ADDRESS!);
     });
     const deploymentEvents = await watchDeployments();
 

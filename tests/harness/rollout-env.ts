@@ -15,6 +15,7 @@ import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
 import { resolveInstallation } from '../../worker/installation.js';
 import { ForeignLabels } from '../../kube/foreign-deployments.js';
 import { Labels } from '../../kube/versioned-deployment.js';
+import { createRolloutNamespace } from '../../scripts/servers/rollout-namespace.js';
 import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../kube/client.js';
 import { describeDeploymentSettled, describeVersionSettled } from '../../temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
@@ -61,20 +62,8 @@ export async function startRolloutEnv(
   kc.loadFromFile(opts.kubeconfig ?? process.env.KUBECONFIG!);
   const core = kc.makeApiClient(k8s.CoreV1Api);
   const namespace = opts.namespace ?? `${label}-${randomBytes(3).toString('hex')}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
+  await createRolloutNamespace(kc, namespace, process.env.TEMPORAL_ADDRESS!);
   const custom = kc.makeApiClient(k8s.CustomObjectsApi);
-  await custom.createNamespacedCustomObject({
-    group,
-    version,
-    namespace,
-    plural: 'temporalconnections',
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind: 'TemporalConnection',
-      metadata: { name: 'local' },
-      spec: { hostPort: process.env.TEMPORAL_ADDRESS },
-    },
-  });
   const address = process.env.TEMPORAL_ADDRESS!;
   const temporalNamespace = process.env.TEMPORAL_NAMESPACE ?? 'default';
   const connection = await Connection.connect({ address });

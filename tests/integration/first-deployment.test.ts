@@ -5,6 +5,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
+import { createRolloutNamespace } from '../../scripts/servers/rollout-namespace.js';
 import { computeBuildId } from '../../api/build-id.js';
 import { group, version } from '../../api/common.js';
 import { parseConnection, parseWorkerResource } from '../../api/kinds.js';
@@ -30,19 +31,7 @@ beforeAll(async () => {
   apps = kc.makeApiClient(k8s.AppsV1Api);
   core = kc.makeApiClient(k8s.CoreV1Api);
   namespace = `firstdep-${randomBytes(3).toString('hex')}`;
-  await core.createNamespace({ body: { metadata: { name: namespace } } });
-  await custom.createNamespacedCustomObject({
-    group,
-    version,
-    namespace,
-    plural: 'temporalconnections',
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind: 'TemporalConnection',
-      metadata: { name: 'local' },
-      spec: { hostPort: 'temporal.test:7233' },
-    },
-  });
+  await createRolloutNamespace(kc, namespace, 'temporal.test:7233');
 });
 afterAll(async () => {
   if (namespace) await core.deleteNamespace({ name: namespace });

@@ -8,6 +8,7 @@ import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
 import { asMergePatch } from '../../kube/client.js';
 import { freePort } from '../../scripts/servers/processes.js';
+import { createTemporalConnection } from '../../scripts/servers/rollout-namespace.js';
 import { apply, eventually, resource, startRolloutEnv, twdStatus, type RolloutEnv } from '../harness/rollout-env.js';
 
 let env: RolloutEnv;
@@ -32,18 +33,7 @@ const warnings = async (name: string) =>
 
 test('a connection nothing answers: the status and an Event say the call is refused; fixed, the rollout goes on', async () => {
   const closed = await freePort(); // nothing listens there
-  await env.custom.createNamespacedCustomObject({
-    group,
-    version,
-    namespace: env.namespace,
-    plural: 'temporalconnections',
-    body: {
-      apiVersion: `${group}/${version}`,
-      kind: 'TemporalConnection',
-      metadata: { name: 'nowhere' },
-      spec: { hostPort: `127.0.0.1:${closed}` },
-    },
-  });
+  await createTemporalConnection(env.custom, env.namespace, `127.0.0.1:${closed}`, 'nowhere');
   const twd = resource(env, 'unreachable', { env: { VERSION: 'v1' } });
   twd.spec.workerOptions.connectionRef = { name: 'nowhere' };
   await apply(env, twd);

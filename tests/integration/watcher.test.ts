@@ -4,6 +4,7 @@
  * was unreachable, and resources deleted behind the finalizer's back.
  */
 import * as k8s from '@kubernetes/client-node';
+import { createTemporalConnection } from '../../scripts/servers/rollout-namespace.js';
 import { WorkflowNotFoundError, type Client } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { group, version } from '../../api/common.js';
@@ -329,18 +330,7 @@ describe('signals lost while Temporal was unreachable', () => {
     const namespace = `${env.namespace}-${label}`;
     await env.kc.makeApiClient(k8s.CoreV1Api).createNamespace({ body: { metadata: { name: namespace } } });
     await before?.(namespace);
-    const connection = (await env.custom.createNamespacedCustomObject({
-      group,
-      version,
-      namespace,
-      plural: 'temporalconnections',
-      body: {
-        apiVersion: `${group}/${version}`,
-        kind: 'TemporalConnection',
-        metadata: { name: 'local' },
-        spec: { hostPort: process.env.TEMPORAL_ADDRESS },
-      },
-    })) as k8s.KubernetesObject;
+    const connection = await createTemporalConnection(env.custom, namespace, process.env.TEMPORAL_ADDRESS!);
     const connectionVersion = connection.metadata!.resourceVersion!;
     const { client, temporal } = unreliable(env.client);
     const lines: string[] = [];

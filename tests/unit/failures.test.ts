@@ -26,7 +26,7 @@ describe('rootCause', () => {
     expect(rootCause(err as ActivityFailure)).toBe('activity StartToClose timeout');
   });
 
-  it("an application failure says its own message", () => {
+  it('an application failure says its own message', () => {
     const err = received({ message: 'Secret shop/tls not found', applicationFailureInfo: { type: 'PermanentError' } });
     expect(rootCause(err as ActivityFailure)).toBe('Secret shop/tls not found');
   });

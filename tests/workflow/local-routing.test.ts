@@ -72,8 +72,8 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
     30_000,
   );
 
-  // Two local attempts, then the activity.
-  expect(local).toEqual([true, true, false]);
+  // One local attempt, then the activity.
+  expect(local).toEqual([true, false]);
   const events = await history();
   expect(events.map(scheduledActivityType).filter((n) => n && routing.includes(n))).toEqual([
     'setCurrent',

@@ -101,7 +101,8 @@ test("a workflow another worker had is charged its history fetch when it replays
       );
       // Every completion the server recorded was paid, and only those.
       await eventually('the completions paid', async () => {
-        const recorded = (await completedTasks(a.workflowId)) + (await completedTasks(workflowId)) + (await completedTasks(c));
+        const recorded =
+          (await completedTasks(a.workflowId)) + (await completedTasks(workflowId)) + (await completedTasks(c));
         return completions === recorded ? true : undefined;
       });
     });

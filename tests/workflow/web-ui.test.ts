@@ -61,7 +61,7 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
   // Its markers are written with its workflow task's completion, a moment after the calls.
   const resyncMarked = async () =>
     ((await handle.fetchHistory()).events ?? []).some(
-      (e) => e.markerRecordedEventAttributes && summaryOf(e) === 'delete stray Deployments',
+      (e) => e.markerRecordedEventAttributes && summaryOf(e) === 'remove stray Deployments',
     );
   await eventually('the resync round in the history', resyncMarked);
 
@@ -96,7 +96,7 @@ test('the Web UI reads where a Progressive rollout stands, and a summary on ever
       'count executions pinned to v1',
       'scale v1 to 0',
       'reconcile the Deployments',
-      'delete stray Deployments',
+      'remove stray Deployments',
       expect.stringMatching(/^write the status: Ramping, with (Event|\d+ Events:) /),
     ]),
   );
