@@ -86,7 +86,7 @@ export function rolloutView(
   now: number,
 ): RolloutView {
   const target = status.target;
-  const ramping = target?.stepIndex !== undefined && (target.rampPercentage ?? 0) > 0;
+  const ramping = target?.step?.index !== undefined && (target.rampPercentage ?? 0) > 0;
   const ramp = target ? (ramping ? target.rampPercentage! : 0) : undefined;
   const versions: VersionView[] = [];
   const counted = (buildId: string) => (buildId in open ? { openExecutions: open[buildId] } : {});
@@ -148,23 +148,23 @@ export function rolloutView(
 
 /** The Progressive step in force and the time left in its pause: held time so far, plus the hold counting now. */
 export function stepView(status: RolloutStatus, now: number): StepView | undefined {
-  const target = status.target;
+  const progress = status.target?.step;
   const steps = status.steps ?? [];
-  if (status.strategy !== 'Progressive' || target?.stepIndex === undefined || !steps[target.stepIndex])
-    return undefined;
-  const step = steps[target.stepIndex]!;
+  const index = progress?.index;
+  if (status.strategy !== 'Progressive' || !progress || index === undefined || !steps[index]) return undefined;
+  const step = steps[index]!;
   const view: StepView = {
-    number: target.stepIndex + 1,
+    number: index + 1,
     count: steps.length,
     rampPercentage: step.rampPercentage,
     counting: false,
   };
   if (!step.pauseDuration) return view;
   view.pauseMs = parseDuration(step.pauseDuration);
-  const since = target.stepHeldSince ? Date.parse(target.stepHeldSince) : NaN;
-  const counting = !target.stepDone && !status.paused && !Number.isNaN(since);
-  const held = (target.stepHeldMs ?? 0) + (counting ? Math.max(0, now - since) : 0);
-  view.leftMs = target.stepDone ? 0 : Math.max(0, view.pauseMs - held);
+  const since = progress.heldSince ? Date.parse(progress.heldSince) : NaN;
+  const counting = !progress.done && !status.paused && !Number.isNaN(since);
+  const held = progress.heldMs + (counting ? Math.max(0, now - since) : 0);
+  view.leftMs = progress.done ? 0 : Math.max(0, view.pauseMs - held);
   view.counting = counting && view.leftMs > 0;
   return view;
 }

@@ -111,7 +111,7 @@ export async function adoptForeignVersions(
     state.current ||
     !target ||
     !desired ||
-    target.applied ||
+    target.stage !== 'deploying' ||
     target.rollback ||
     target.buildId !== desired.buildId
   )

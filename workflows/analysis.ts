@@ -10,6 +10,7 @@ import type { RolloutContext } from './context.js';
 import { analysisVerdict, isPaused, recheckDelay, type AnalysisVerdict } from './decisions.js';
 import type { GateOutcome } from './gates.js';
 import { waitWhilePaused } from './waiting.js';
+import { stepAt } from './state.js';
 
 const now = () => new Date();
 
@@ -17,6 +18,7 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
   const { state } = ctx;
   const target = state.target!;
   const buildId = target.buildId;
+  const step = (target.step ??= stepAt(now().toISOString()));
   const maxWaitMs = parseDuration(analysis.maxWait ?? '10m');
   for (let attempt = 0; ; attempt++) {
     const verdict = await measure(ctx, analysis);
@@ -27,7 +29,7 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
       ctx.record('transition', 'AnalysisPassed', 'glidepath', state.lastAnalysis);
       return 'passed';
     }
-    const waited = target.analysisWaitMs ?? 0;
+    const waited = step.analysisWaitMs;
     if (verdict.kind === 'inconclusive' && waited < maxWaitMs) {
       if (attempt === 0)
         ctx.transition(
@@ -43,7 +45,7 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
         state.promote !== undefined ||
         isPaused(state);
       await ctx.wait(interrupted, delay, `wait for executions on ${buildId} to analyse`);
-      target.analysisWaitMs = waited + (Date.now() - started);
+      step.analysisWaitMs = waited + (Date.now() - started);
       if (state.desired!.spec.rollout.analysis === undefined) return 'passed'; // the spec no longer asks for it
       const promote = state.promote;
       if (promote) {
@@ -67,8 +69,8 @@ export async function analyse(ctx: RolloutContext, analysis: Analysis, label: st
     }
     const outcome = await pauseOnAnalysis(ctx, buildId, cause, verdict, label);
     if (outcome !== 'again') return outcome;
-    target.analysisWaitMs = 0;
-    target.stepStartedAt = now().toISOString(); // `retry`: a fresh window
+    step.analysisWaitMs = 0;
+    step.startedAt = now().toISOString(); // `retry`: a fresh window
   }
 }
 
@@ -77,7 +79,7 @@ async function measure(ctx: RolloutContext, analysis: Analysis): Promise<Analysi
   const { state } = ctx;
   const target = state.target!;
   const since = {
-    sinceIso: target.stepStartedAt ?? target.rampingSince ?? now().toISOString(),
+    sinceIso: target.step?.startedAt ?? target.rampingSince ?? now().toISOString(),
     ...(analysis.workflowTypes ? { workflowTypes: analysis.workflowTypes } : {}),
   };
   const where = ctx.temporalTarget(target.place);

@@ -105,7 +105,7 @@ export class RolloutContext extends ActivityCalls {
   transition(phase: Phase, reason: Reason, message: string, type: 'Normal' | 'Warning' = 'Normal'): void {
     const at = now();
     const s = this.state;
-    const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.stepIndex } : undefined;
+    const target = s.target ? { buildId: s.target.buildId, stepIndex: s.target.step?.index } : undefined;
     const phaseSince = s.phaseSince ?? s.since;
     const { points, measured } = transitionMetrics({
       before: { phase: s.phase, reason: s.reason, phaseSince, measured: s.measured },

@@ -8,7 +8,7 @@ import { isDrained } from '../api/version-status.js';
 import type { Analysis, Rollout, RolloutStep } from '../api/temporal-worker-deployment.js';
 import { problemWithRollbackTo, rollbackWindowMs } from './controls.js';
 import type { ResourceRead } from '../activities/index.js';
-import type { RolloutState, SunsetVersion, Target, TemporalPlace } from './state.js';
+import type { RolloutState, StepProgress, SunsetVersion, Target, TemporalPlace } from './state.js';
 import type { Desired, Owner } from '../api/resource.js';
 
 const isObject = (x: unknown): x is Record<string, unknown> => typeof x === 'object' && x !== null && !Array.isArray(x);
@@ -158,6 +158,7 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
     next.target = {
       buildId: desired.buildId,
       generation: desired.generation,
+      stage: 'deploying',
       ...(rollback ? { rollback: { reason: `the spec went back to ${desired.buildId}`, who: 'spec' } } : {}),
     };
     // A signal's pause was for the rollout it held, not for a new one.
@@ -168,7 +169,7 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
     next.target.gateKey !== undefined &&
     next.target.gateKey !== gateKey(desired.spec.rollout.gate)
   ) {
-    next.target = { ...next.target, gatePassed: false, gateKey: undefined }; // another gate: it runs again
+    next.target = { ...next.target, gateKey: undefined }; // another gate: it runs again
   }
   const knownTemplate = state.templates?.[desired.buildId];
   next.templates = { ...state.templates, [desired.buildId]: desired.spec.template };
@@ -212,7 +213,7 @@ export type RampPlan =
  */
 export function nextRampStep(
   rollout: Pick<Rollout, 'strategy' | 'steps'>,
-  target: Pick<Target, 'rampPercentage' | 'stepDone' | 'promotedFully'>,
+  target: Pick<Target, 'rampPercentage' | 'promotedFully'> & { step?: Pick<StepProgress, 'done'> },
 ): RampPlan {
   if (rollout.strategy === 'AllAtOnce' || target.promotedFully) return { kind: 'current' };
   if (rollout.strategy === 'Manual') return { kind: 'awaitPromotion' };
@@ -222,7 +223,7 @@ export function nextRampStep(
   const index = steps.findIndex((s) => s.rampPercentage >= live);
   if (index === -1) return { kind: 'current' };
   if (steps[index]!.rampPercentage > live) return { kind: 'step', index, rampNow: true };
-  if (!target.stepDone) return { kind: 'step', index, rampNow: false };
+  if (!target.step?.done) return { kind: 'step', index, rampNow: false };
   return index + 1 < steps.length ? { kind: 'step', index: index + 1, rampNow: true } : { kind: 'current' };
 }
 

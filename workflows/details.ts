@@ -104,9 +104,9 @@ function targetWords(state: RolloutState, t: Target, now: Date): string {
 /** "step 1 of 3", for a Progressive rollout that has reached a step. */
 function stepWords(state: RolloutState, t: Target): string | undefined {
   const steps = state.desired?.spec.rollout.steps ?? [];
-  if (state.desired?.spec.rollout.strategy !== 'Progressive' || t.stepIndex === undefined || !steps.length)
-    return undefined;
-  return `step ${t.stepIndex + 1} of ${steps.length}`;
+  const index = t.step?.index;
+  if (state.desired?.spec.rollout.strategy !== 'Progressive' || index === undefined || !steps.length) return undefined;
+  return `step ${index + 1} of ${steps.length}`;
 }
 
 /**
@@ -115,18 +115,20 @@ function stepWords(state: RolloutState, t: Target): string | undefined {
  */
 function timeLeft(state: RolloutState, t: Target, now: Date): { left: string; until?: string } | undefined {
   const rollout = state.desired?.spec.rollout;
+  const step = t.step;
+  if (!step || step.done) return undefined;
   const pause =
     rollout?.strategy === 'Progressive'
-      ? t.stepIndex !== undefined
-        ? rollout.steps?.[t.stepIndex]?.pauseDuration
+      ? step.index !== undefined
+        ? rollout.steps?.[step.index]?.pauseDuration
         : undefined
-      : !t.stepAnalysed
+      : t.stage === 'analysing'
         ? rollout?.analysis?.window
         : undefined;
-  if (!pause || t.stepDone) return undefined;
-  const unheld = parseDuration(pause) - (t.stepHeldMs ?? 0);
-  if (t.stepHeldSince) {
-    const endsAt = Date.parse(t.stepHeldSince) + unheld;
+  if (!pause) return undefined;
+  const unheld = parseDuration(pause) - step.heldMs;
+  if (step.heldSince) {
+    const endsAt = Date.parse(step.heldSince) + unheld;
     return { left: seconds(endsAt - now.getTime()), until: moment(new Date(endsAt).toISOString(), now) };
   }
   return unheld > 0 ? { left: seconds(unheld) } : undefined;

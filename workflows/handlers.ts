@@ -249,6 +249,7 @@ class Controls {
     state.target = {
       buildId: to,
       generation: spec.generation,
+      stage: 'deploying',
       rollback: { reason, who: by },
       ...(version?.place ? { place: version.place } : {}),
     };
@@ -268,7 +269,7 @@ class Controls {
         state.deprecated = state.deprecated.filter((v) => v.buildId !== plan.buildId);
         state.templates = { ...state.templates, [plan.buildId]: state.templates?.[plan.buildId] ?? spec.spec.template };
         forgetForeignTemplates(state); // an adopted build is never rendered
-        state.target = { buildId: plan.buildId, generation: spec.generation };
+        state.target = { buildId: plan.buildId, generation: spec.generation, stage: 'deploying' };
         r.sunsets.sync();
         r.unblocked = true;
         return () => this.state.phase !== 'Aborted';

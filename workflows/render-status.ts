@@ -87,7 +87,7 @@ export function renderStatus(state: RolloutState, workflow?: RolloutWorkflowRef)
           deploymentName: deploymentName(target.buildId),
           status: target.rampPercentage !== undefined ? 'Ramping' : 'Inactive',
           rampPercentage: target.rampPercentage,
-          stepIndex: target.stepIndex,
+          stepIndex: target.step?.index,
           rampingSince: target.rampingSince,
         }
       : undefined,

@@ -10,7 +10,7 @@ import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
 import { timedOut } from './failures.js';
-import type { Target } from './state.js';
+import { stepAt, type StepProgress, type Target } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
 import {
@@ -42,7 +42,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   // 1. The Deployment first: it is what someone who just ran `kubectl apply` waits to see. Temporal is asked
   //    meanwhile (adopting what it already routes to: a resource migrated from temporal-worker-controller).
   target.place ??= placeOf(state.desired!);
-  if (!target.applied) {
+  if (target.stage === 'deploying') {
     // A new resource's Deployment may be applied already, by the adoption check, with the routing read.
     const early = appliedEarly?.buildId === buildId ? appliedEarly : undefined;
     ctx.transition('Deploying', 'Deploying', `applying the Deployment of ${buildId}`);
@@ -58,47 +58,49 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       state.current = { buildId: routing.current, since: now().toISOString(), place: target.place };
     if (state.current?.buildId === buildId) return makeCurrent(ctx, sunsets, buildId);
     await makeRoomForVersion(ctx, buildId, routing);
-    target.applied = true;
+    target.stage = 'registering';
   }
 
-  // 2. Available, 3. registered (once: a run that continued as new past them goes on from there).
-  if (!target.registration) {
+  // 2. Available, 3. registered.
+  if (target.stage === 'registering') {
     await waitUntilAvailable(ctx, buildId);
     ctx.transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);
     const { taskQueues, unversionedPollers, workflowTaskQueues } = await awaitRegistered(ctx, buildId);
     target.registration = { taskQueues, unversionedPollers, ...(workflowTaskQueues ? { workflowTaskQueues } : {}) };
+    target.stage = 'gating';
   }
-  const registration = target.registration;
+  const registration = target.registration!;
 
-  // 4. The rollout's gate, once (again when a new generation changed it: see the routing loop).
-  if ((await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
+  // 4. The rollout's gate (again when a new generation changed it: see the routing loop).
+  if (target.stage === 'gating') {
+    if ((await rolloutGate(ctx, registration)) === 'aborted') return abandon(ctx, sunsets, buildId);
+    target.stage = analysisWindow(ctx) ? 'analysing' : 'routing';
+  }
 
   // AllAtOnce / Manual with `analysis.window`: the target is analysed for that long before promotion.
-  const analysis = ctx.spec().rollout.analysis;
-  if (
-    analysis?.window &&
-    ctx.spec().rollout.strategy !== 'Progressive' &&
-    !target.stepAnalysed &&
-    !target.promotedFully
-  ) {
-    const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis.window };
-    target.stepStartedAt ??= now().toISOString();
-    ctx.transition('Gating', 'Gating', `analysing ${buildId} for ${analysis.window} before promotion`);
-    const held = await holdStep(
-      ctx,
-      target,
-      window,
-      'the analysis window',
-      state.desired!.generation,
-      (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`,
-    );
-    if (held === 'elapsed' || held === 'edited') {
-      const outcome = await analyse(ctx, analysis, 'before promotion');
-      if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
-      if (outcome === 'promotedFully') target.promotedFully = true;
+  if (target.stage === 'analysing') {
+    const analysis = ctx.spec().rollout.analysis;
+    if (analysisWindow(ctx) && !target.promotedFully) {
+      const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis!.window };
+      const step = (target.step ??= stepAt(now().toISOString()));
+      ctx.transition('Gating', 'Gating', `analysing ${buildId} for ${analysis!.window} before promotion`);
+      const held = await holdStep(
+        ctx,
+        step,
+        window,
+        'the analysis window',
+        state.desired!.generation,
+        (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`,
+      );
+      if (held === 'elapsed' || held === 'edited') {
+        const outcome = await analyse(ctx, analysis!, 'before promotion');
+        if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
+        if (outcome === 'promotedFully') target.promotedFully = true;
+      }
+      if (held === 'promoted' || held === 'promotedFully') target.promotedFully = true; // a person's go-ahead ends the window
     }
-    if (held === 'promoted' || held === 'promotedFully') target.promotedFully = true; // a person's go-ahead ends the window
-    target.stepAnalysed = true;
+    target.step = undefined;
+    target.stage = 'routing';
   }
 
   // 5. Route, as the spec in force says (it may change on the way: each round reads it again).
@@ -107,7 +109,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   for (;;) {
     stillTarget(ctx, buildId);
     // A new generation that changed the gate runs it before the next routing change.
-    if (ctx.spec().rollout.gate && !target.gatePassed && (await rolloutGate(ctx, registration)) === 'aborted')
+    if (ctx.spec().rollout.gate && target.gateKey === undefined && (await rolloutGate(ctx, registration)) === 'aborted')
       return abandon(ctx, sunsets, buildId);
     const generation = state.desired!.generation;
     const plan = nextRampStep(ctx.spec().rollout, target);
@@ -139,37 +141,32 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       );
       stillTarget(ctx, buildId);
       const at = now().toISOString();
-      Object.assign(target, {
-        stepIndex: plan.index,
-        rampPercentage: step.rampPercentage,
-        rampingSince: target.rampingSince ?? at,
-        stepHeldMs: 0,
-        stepDone: false,
-        stepStartedAt: at,
-        stepAnalysed: false,
-        analysisWaitMs: 0,
-      });
+      target.rampPercentage = step.rampPercentage;
+      target.rampingSince ??= at;
+      target.step = stepAt(at, plan.index);
     }
-    target.stepIndex = plan.index;
+    // The step at the live ramp (after a ContinueAsNew, an adoption, or steps edited around it).
+    const progress = (target.step = { ...(target.step ?? stepAt(now().toISOString())), index: plan.index });
     ctx.transition('Ramping', 'Ramping', `step ${plan.index + 1}/${steps.length}: ${stepSummary(step)}`);
-    const outcome = await holdStep(ctx, target, step, `step ${plan.index + 1}/${steps.length}`, generation);
+    const outcome = await holdStep(ctx, progress, step, `step ${plan.index + 1}/${steps.length}`, generation);
     if (outcome === 'edited') continue;
     if (outcome === 'promotedFully') {
       target.promotedFully = true;
       continue;
     }
-    if (outcome === 'elapsed' && analysis && !target.stepAnalysed) {
+    const analysis = ctx.spec().rollout.analysis;
+    if (outcome === 'elapsed' && analysis && !progress.analysed) {
       const analysed = await analyse(ctx, analysis, `step ${plan.index + 1}/${steps.length}`);
       if (analysed === 'aborted') return abandon(ctx, sunsets, buildId);
       if (analysed === 'promotedFully') target.promotedFully = true;
-      target.stepAnalysed = true;
+      progress.analysed = true;
     }
     if (outcome === 'elapsed' && step.gate) {
       const gated = await passGate(ctx, step.gate, registration, `step-${plan.index + 1}`);
       if (gated === 'aborted') return abandon(ctx, sunsets, buildId);
       if (gated === 'promotedFully') target.promotedFully = true;
     }
-    target.stepDone = true;
+    progress.done = true;
   }
 }
 
@@ -180,10 +177,9 @@ async function rolloutGate(
 ): Promise<'aborted' | undefined> {
   const target = ctx.state.target!;
   const gate = ctx.spec().rollout.gate;
-  if (!gate || target.gatePassed) return undefined;
+  if (!gate || target.gateKey !== undefined) return undefined;
   const outcome = await passGate(ctx, gate, registration, 'rollout');
   if (outcome === 'aborted') return 'aborted';
-  target.gatePassed = true;
   target.gateKey = gateKey(gate);
   if (outcome === 'promotedFully') target.promotedFully = true;
   return undefined;
@@ -263,7 +259,7 @@ function takePromote(ctx: RolloutContext): 'promoted' | 'promotedFully' {
  */
 async function holdStep(
   ctx: RolloutContext,
-  target: Target,
+  progress: StepProgress,
   step: RolloutStep,
   label: string,
   generation: number,
@@ -276,13 +272,13 @@ async function holdStep(
   }
   const pause = parseDuration(step.pauseDuration);
   for (;;) {
-    await waitWhilePaused(ctx, { promoteEnds: true, leftMs: pause - (target.stepHeldMs ?? 0), label });
+    await waitWhilePaused(ctx, { promoteEnds: true, leftMs: pause - progress.heldMs, label });
     if (state.promote !== undefined) return takePromote(ctx);
     if (state.desired!.generation !== generation) return 'edited';
-    const remaining = pause - (target.stepHeldMs ?? 0);
+    const remaining = pause - progress.heldMs;
     if (remaining <= 0) return 'elapsed';
     const started = Date.now();
-    target.stepHeldSince = new Date(started).toISOString();
+    progress.heldSince = new Date(started).toISOString();
     ctx.showDetails(); // "… 1m40s left (until 14:03:20 UTC)"
     try {
       await ctx.wait(
@@ -291,10 +287,15 @@ async function holdStep(
         summary(remaining),
       );
     } finally {
-      target.stepHeldSince = undefined;
+      progress.heldSince = undefined;
     }
-    target.stepHeldMs = (target.stepHeldMs ?? 0) + (Date.now() - started);
+    progress.heldMs += Date.now() - started;
     ctx.showDetails();
     ctx.checkpoint();
   }
+}
+
+/** Whether the spec asks for an analysis window before promotion (AllAtOnce and Manual; Progressive analyses its steps). */
+function analysisWindow(ctx: RolloutContext): boolean {
+  return ctx.spec().rollout.analysis?.window !== undefined && ctx.spec().rollout.strategy !== 'Progressive';
 }

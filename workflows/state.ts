@@ -8,47 +8,72 @@ import type { PodTemplate, RolloutStep, Strategy } from '../api/temporal-worker-
 import type { Phase, Reason, VersionStatus } from '../api/rollout-status.js';
 import type { MeasuredRollout } from './metrics.js';
 
+/**
+ * Where a target's rollout is. Each stage is done before the next begins, and a run that continued as new resumes
+ * in the stage it was in:
+ * - `deploying`: its Deployment is applied and there is room for it in Temporal;
+ * - `registering`: the Deployment becomes available and its workers poll Temporal;
+ * - `gating`: the rollout gate runs;
+ * - `analysing`: AllAtOnce's or Manual's analysis window before promotion;
+ * - `routing`: the ramp steps (`step`) or the wait for promote, then current.
+ */
+export type Stage = 'deploying' | 'registering' | 'gating' | 'analysing' | 'routing';
+
+/** The Progressive step in force (or the analysis window before promotion): how long it is held, what it passed. */
+export interface StepProgress {
+  /** Index of the Progressive step; absent for the analysis window. */
+  index?: number;
+  /** When it began (its analysis counts executions closed since). */
+  startedAt: string;
+  /** Time it has been held so far, paused time excluded (carried across ContinueAsNew). */
+  heldMs: number;
+  /** While its pause is counting: since when, on top of `heldMs` (read-only: the CLI's time left). */
+  heldSince?: string;
+  /** Its pause elapsed and its gate passed, or it was promoted. */
+  done: boolean;
+  /** It passed its analysis (not run again after ContinueAsNew). */
+  analysed: boolean;
+  /** Time its analysis has waited for enough executions (carried across ContinueAsNew). */
+  analysisWaitMs: number;
+}
+
+/** A step just begun at `at`. */
+export const stepAt = (at: string, index?: number): StepProgress => ({
+  ...(index !== undefined ? { index } : {}),
+  startedAt: at,
+  heldMs: 0,
+  done: false,
+  analysed: false,
+  analysisWaitMs: 0,
+});
+
 /** The version being rolled out. */
 export interface Target {
   buildId: string;
   generation: number;
-  /** Index of the Progressive step in force, once ramping. */
-  stepIndex?: number;
+  stage: Stage;
+  /** The live ramp, once ramping, and since when it first ramped. */
   rampPercentage?: number;
   rampingSince?: string;
-  /** The rollout gate passed (it is not run again after a restart or ContinueAsNew). */
-  gatePassed?: boolean;
-  /** Time the step in force has been held so far, paused time excluded (carried across ContinueAsNew). */
-  stepHeldMs?: number;
-  /** While the step's pause is counting: since when, on top of `stepHeldMs` (read-only: the CLI's time left). */
-  stepHeldSince?: string;
-  /** The step in force is done (its pause elapsed and its gate passed, or it was promoted). */
-  stepDone?: boolean;
+  /** The step in force, in the `analysing` and `routing` stages. */
+  step?: StepProgress;
   /** Time spent waiting for the Deployment to be available, paused time excluded. */
   availableWaitMs?: number;
-  /** Its Deployment was applied and there is room for it in Temporal (not done again after ContinueAsNew). */
-  applied?: boolean;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
   registration?: { taskQueues: string[]; unversionedPollers: boolean; workflowTaskQueues?: string[] };
   /** The worker deployment's manager identity was claimed for this rollout. */
   managerClaimed?: boolean;
   /** `retry` after a paused analysis: analyse again over a fresh window. */
   reanalyse?: boolean;
-  /** Time the analysis has waited for enough executions (carried across ContinueAsNew). */
-  analysisWaitMs?: number;
   /** Promoted to current (Manual's go-ahead, or `promote {full}`): kept until it is current, across ContinueAsNew. */
   promotedFully?: boolean;
   /** The Temporal it is deployed to (set when its rollout starts). */
   place?: TemporalPlace;
   /** A build that was current moments ago and still runs: made current at once, no gate, no steps. */
   rollback?: { reason: string; who: string };
-  /** When the step in force began (its analysis counts executions closed since). */
-  stepStartedAt?: string;
-  /** The step in force passed its analysis (not run again after ContinueAsNew). */
-  stepAnalysed?: boolean;
   /** The workflow ID of each gate's run (by label): kept until a person asks a failed gate to run again. */
   gateRunIds?: Record<string, string>;
-  /** The gate definition that passed: a new generation with another gate runs it again. */
+  /** The definition of the rollout gate that passed: a new generation with another gate runs it again. */
   gateKey?: string;
 }
 

@@ -2,7 +2,7 @@
  * What `glidepath status`, `history` and `list` show, from a workflow status: the view (step, time left,
  * versions with traffic and open executions) and the lines a person reads in the terminal.
  */
-import type { RolloutStatus, Target, TemporalPlace } from '../../workflows/state.js';
+import type { RolloutStatus, StepProgress, Target, TemporalPlace } from '../../workflows/state.js';
 import {
   age,
   formatData,
@@ -25,7 +25,10 @@ const steps = [
   { rampPercentage: 50 },
 ];
 
-function status(over: Partial<RolloutStatus> = {}, target: Partial<Target> = {}): RolloutStatus {
+/** Target fields over the default target's; `step` fields over its step's. */
+type TargetOver = Omit<Partial<Target>, 'step'> & { step?: Partial<StepProgress> };
+
+function status(over: Partial<RolloutStatus> = {}, { step, ...target }: TargetOver = {}): RolloutStatus {
   return {
     phase: 'Ramping',
     reason: 'Ramping',
@@ -35,11 +38,19 @@ function status(over: Partial<RolloutStatus> = {}, target: Partial<Target> = {})
     target: {
       buildId: 'v2',
       generation: 4,
-      stepIndex: 1,
+      stage: 'routing',
       rampPercentage: 25,
       rampingSince: iso(90_000),
-      stepHeldMs: 60_000,
-      stepHeldSince: iso(140_000),
+      step: {
+        index: 1,
+        startedAt: iso(200_000),
+        heldMs: 60_000,
+        heldSince: iso(140_000),
+        done: false,
+        analysed: false,
+        analysisWaitMs: 0,
+        ...step,
+      },
       ...target,
     },
     deprecated: [{ buildId: 'v0', deprecatedSince: iso(3_600_000), status: 'Draining' }],
@@ -64,26 +75,26 @@ describe('stepView: the step in force and the time left in its pause', () => {
   });
 
   test('paused: the clock stands at what was held before the pause', () => {
-    expect(stepView(status({ paused: true, phase: 'Paused' }, { stepHeldSince: undefined }), now)).toMatchObject({
+    expect(stepView(status({ paused: true, phase: 'Paused' }, { step: { heldSince: undefined } }), now)).toMatchObject({
       leftMs: 240_000,
       counting: false,
     });
   });
 
   test('a pause that is over shows 0 left; a step without pauseDuration waits for promote; other strategies have no step', () => {
-    expect(stepView(status({}, { stepHeldSince: iso(10 * 60_000) }), now)).toMatchObject({
+    expect(stepView(status({}, { step: { heldSince: iso(10 * 60_000) } }), now)).toMatchObject({
       leftMs: 0,
       counting: false,
     });
-    expect(stepView(status({}, { stepDone: true }), now)).toMatchObject({ leftMs: 0 });
-    expect(stepView(status({}, { stepIndex: 2, rampPercentage: 50 }), now)).toEqual({
+    expect(stepView(status({}, { step: { done: true } }), now)).toMatchObject({ leftMs: 0 });
+    expect(stepView(status({}, { step: { index: 2 }, rampPercentage: 50 }), now)).toEqual({
       number: 3,
       count: 3,
       rampPercentage: 50,
       counting: false,
     });
     expect(stepView(status({ strategy: 'AllAtOnce' }), now)).toBeUndefined();
-    expect(stepView(status({}, { stepIndex: undefined }), now)).toBeUndefined();
+    expect(stepView(status({}, { step: { index: undefined } }), now)).toBeUndefined();
   });
 });
 
@@ -115,14 +126,14 @@ describe('rolloutView', () => {
     const registration = { taskQueues: ['q'], unversionedPollers: false };
     const early = rolloutView(
       ref,
-      status({ phase: 'Deploying' }, { stepIndex: undefined, rampPercentage: undefined }),
+      status({ phase: 'Deploying' }, { step: { index: undefined }, rampPercentage: undefined }),
       {},
       now,
     );
     expect(early.versions[0]).toMatchObject({ status: 'NotRegistered', traffic: 0 });
     const deploying = rolloutView(
       ref,
-      status({ phase: 'WaitingForPollers' }, { stepIndex: undefined, rampPercentage: undefined, registration }),
+      status({ phase: 'WaitingForPollers' }, { step: { index: undefined }, rampPercentage: undefined, registration }),
       {},
       now,
     );
@@ -185,17 +196,17 @@ describe('progressBar / stepTrack / stepLine', () => {
   test('the step track marks done steps, the one in force, and ends at 100%', () => {
     const view = rolloutView(ref, status(), {}, now);
     expect(stepTrack(view)).toBe('10% ✔ › 25% ◀ › 50% › 100%');
-    expect(stepTrack(rolloutView(ref, status({}, { stepHeldSince: iso(10 * 60_000) }), {}, now))).toBe(
+    expect(stepTrack(rolloutView(ref, status({}, { step: { heldSince: iso(10 * 60_000) } }), {}, now))).toBe(
       '10% ✔ › 25% ✔ › 50% › 100%',
     );
   });
 
   test('the step line says the time left, the time left when paused, or that the step waits for promote', () => {
     expect(stepLine(rolloutView(ref, status(), {}, now))).toBe('step 2 of 3 · 1m40s left of 5m');
-    expect(stepLine(rolloutView(ref, status({ paused: true }, { stepHeldSince: undefined }), {}, now))).toBe(
+    expect(stepLine(rolloutView(ref, status({ paused: true }, { step: { heldSince: undefined } }), {}, now))).toBe(
       'step 2 of 3 · paused with 4m left of 5m',
     );
-    expect(stepLine(rolloutView(ref, status({}, { stepIndex: 2, rampPercentage: 50 }), {}, now))).toBe(
+    expect(stepLine(rolloutView(ref, status({}, { step: { index: 2 }, rampPercentage: 50 }), {}, now))).toBe(
       'step 3 of 3 · until promoted',
     );
   });

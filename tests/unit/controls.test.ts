@@ -6,7 +6,7 @@ import {
   problemWithRollbackTo,
 } from '../../workflows/controls.js';
 import { analysisVerdict, planSpecChange } from '../../workflows/decisions.js';
-import type { RolloutState } from '../../workflows/state.js';
+import { stepAt, type RolloutState } from '../../workflows/state.js';
 import type { Desired } from '../../api/resource.js';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 
@@ -66,7 +66,7 @@ describe('parseControl', () => {
 describe('problemWithControl', () => {
   const ramping = afterV2({
     desired: desired(3, 'v3'),
-    target: { buildId: 'v3', generation: 3, rampPercentage: 25, stepIndex: 0 },
+    target: { buildId: 'v3', generation: 3, stage: 'routing', rampPercentage: 25, step: stepAt(now.toISOString(), 0) },
     phase: 'Ramping',
   });
   test.each<[string, Parameters<typeof problemWithControl>[0], object, RolloutState, string | undefined]>([
@@ -128,7 +128,7 @@ describe('problemWithControl', () => {
 
 describe('planRollback', () => {
   test('during a rollout: abort the target (back to current)', () => {
-    const s = afterV2({ target: { buildId: 'v3', generation: 3 } });
+    const s = afterV2({ target: { buildId: 'v3', generation: 3, stage: 'routing' } });
     expect(planRollback(s, undefined, now, 3_600_000)).toEqual({ kind: 'abortTarget', buildId: 'v3' });
   });
   test('after a rollout: the build current before, within the window', () => {
@@ -176,13 +176,16 @@ describe('planRetry', () => {
   });
   test('a failed gate or analysis runs again', () => {
     const s = afterV2({
-      target: { buildId: 'v3', generation: 3 },
+      target: { buildId: 'v3', generation: 3, stage: 'routing' },
       pausedBy: { reason: 'gate failed', buildId: 'v3', cause: 'GateFailed' },
     });
     expect(planRetry(s, undefined, false)).toEqual({ kind: 'unpause', buildId: 'v3' });
   });
   test('a person’s pause is not a failure to retry', () => {
-    const s = afterV2({ target: { buildId: 'v3', generation: 3 }, pausedBy: { reason: 'look', buildId: 'v3' } });
+    const s = afterV2({
+      target: { buildId: 'v3', generation: 3, stage: 'routing' },
+      pausedBy: { reason: 'look', buildId: 'v3' },
+    });
     expect(planRetry(s, undefined, false).kind).toBe('refused');
     expect(planRetry(s, undefined, true)).toEqual({ kind: 'unblock' });
   });
@@ -194,6 +197,7 @@ describe('planSpecChange with controls', () => {
     expect(next.target).toEqual({
       buildId: 'v1',
       generation: 3,
+      stage: 'deploying',
       rollback: { reason: 'the spec went back to v1', who: 'spec' },
     });
     expect(next.deprecated.map((v) => v.buildId)).toEqual([]);
@@ -202,7 +206,7 @@ describe('planSpecChange with controls', () => {
     const late = afterV2({ desired: desired(2, 'v2', { strategy: 'AllAtOnce', rollbackWindow: '5m' }) });
     expect(
       planSpecChange(late, desired(3, 'v1', { strategy: 'AllAtOnce', rollbackWindow: '5m' }), now).state.target,
-    ).toEqual({ buildId: 'v1', generation: 3 });
+    ).toEqual({ buildId: 'v1', generation: 3, stage: 'deploying' });
   });
   test('a new generation of an aborted build rolls it out again; the same generation does not', () => {
     const aborted = afterV2({
@@ -212,7 +216,7 @@ describe('planSpecChange with controls', () => {
     });
     expect(planSpecChange(aborted, desired(4, 'v3'), now).state).toMatchObject({
       aborted: undefined,
-      target: { buildId: 'v3', generation: 4 },
+      target: { buildId: 'v3', generation: 4, stage: 'deploying' },
     });
     expect(planSpecChange(aborted, { ...desired(3, 'v3'), connectionVersion: '2' }, now).state.aborted).toEqual({
       buildId: 'v3',
@@ -236,7 +240,7 @@ describe('planSpecChange with controls', () => {
   test('a pause by a control is for the rollout it held: a new build is not held by it', () => {
     const paused = afterV2({
       desired: desired(3, 'v3'),
-      target: { buildId: 'v3', generation: 3 },
+      target: { buildId: 'v3', generation: 3, stage: 'routing' },
       pausedBy: { reason: 'look', buildId: 'v3' },
     });
     expect(planSpecChange(paused, desired(4, 'v4'), now).state.pausedBy).toBeUndefined();
@@ -244,10 +248,10 @@ describe('planSpecChange with controls', () => {
   test('a new generation with another gate runs the gate again', () => {
     const gated = afterV2({
       desired: desired(3, 'v3'),
-      target: { buildId: 'v3', generation: 3, gatePassed: true, gateKey: 'null' },
+      target: { buildId: 'v3', generation: 3, stage: 'routing', gateKey: 'null' },
     });
     const withGate = desired(4, 'v3', { strategy: 'AllAtOnce', gate: { workflowType: 'check' } });
-    expect(planSpecChange(gated, withGate, now).state.target).toMatchObject({ gatePassed: false });
+    expect(planSpecChange(gated, withGate, now).state.target).toMatchObject({ gateKey: undefined, stage: 'routing' });
   });
 });
 

@@ -23,7 +23,7 @@ import {
   type SunsetAction,
 } from '../../workflows/decisions.js';
 import { renderStatus } from '../../workflows/render-status.js';
-import { type RolloutState, type SunsetVersion } from '../../workflows/state.js';
+import { stepAt, type RolloutState, type SunsetVersion } from '../../workflows/state.js';
 import { defaultTimings } from '../../api/timings.js';
 import { type Desired } from '../../api/resource.js';
 
@@ -93,14 +93,20 @@ describe('placeChangeProblem', () => {
     ).toMatch(/^the connection's hostPort changed from temporal-frontend.temporal:7233 to other:7233/);
     expect(
       placeChangeProblem(
-        state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1, rampPercentage: 10 } }),
+        state({
+          desired: desired('v1', 1),
+          target: { buildId: 'v1', generation: 1, stage: 'routing', rampPercentage: 10 },
+        }),
         moved,
       ),
     ).toBeDefined();
   });
   test('a first target nothing routes to yet (a Temporal it cannot reach, say) moves freely', () => {
     expect(
-      placeChangeProblem(state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1 } }), moved),
+      placeChangeProblem(
+        state({ desired: desired('v1', 1), target: { buildId: 'v1', generation: 1, stage: 'routing' } }),
+        moved,
+      ),
     ).toBeUndefined();
   });
 });
@@ -152,7 +158,7 @@ describe('planSpecChange', () => {
       before: state({
         desired: desired('v2', 3),
         current,
-        target: { buildId: 'v2', generation: 3, rampPercentage: 10 },
+        target: { buildId: 'v2', generation: 3, stage: 'routing', rampPercentage: 10 },
       }),
       spec: desired('v2', 4, { replicas: 5 }),
       expected: { reapply: true, target: 'v2', targetGeneration: 3, deprecated: [] },
@@ -174,7 +180,7 @@ describe('planSpecChange', () => {
       before: state({
         desired: desired('v2', 2),
         current,
-        target: { buildId: 'v2', generation: 2, rampPercentage: 25 },
+        target: { buildId: 'v2', generation: 2, stage: 'routing', rampPercentage: 25 },
       }),
       spec: desired('v3', 3),
       expected: {
@@ -196,7 +202,7 @@ describe('planSpecChange', () => {
       before: state({
         desired: desired('v2', 2),
         current,
-        target: { buildId: 'v2', generation: 2 },
+        target: { buildId: 'v2', generation: 2, stage: 'routing' },
         deprecated: [deprecated('v0'), deprecated('v2')],
       }),
       spec: desired('v3', 3),
@@ -216,7 +222,7 @@ describe('planSpecChange', () => {
       before: state({
         desired: desired('v2', 2),
         current,
-        target: { buildId: 'v2', generation: 2, rampPercentage: 50 },
+        target: { buildId: 'v2', generation: 2, stage: 'routing', rampPercentage: 50 },
       }),
       spec: desired('v1', 3),
       expected: {
@@ -319,7 +325,7 @@ describe('planSpecChange', () => {
 });
 
 describe('rolloutPending', () => {
-  const target = { buildId: 'v2', generation: 2 };
+  const target = { buildId: 'v2', generation: 2, stage: 'routing' as const };
   test.each<[string, Partial<RolloutState>, boolean]>([
     ['no target: nothing to roll out', {}, false],
     ['a target: roll it out', { target }, true],
@@ -651,18 +657,25 @@ describe('renderStatus', () => {
   >([
     [
       'a ramping target is Ramping',
-      { buildId: 'v2', generation: 2, rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) },
+      {
+        buildId: 'v2',
+        generation: 2,
+        stage: 'routing',
+        rampPercentage: 25,
+        step: stepAt(iso(-minute), 1),
+        rampingSince: iso(-minute),
+      },
       { status: 'Ramping', rampPercentage: 25, stepIndex: 1, rampingSince: iso(-minute) },
     ],
-    ['a target without a ramp is Inactive', { buildId: 'v2', generation: 2 }, { status: 'Inactive' }],
+    ['a target without a ramp is Inactive', { buildId: 'v2', generation: 2, stage: 'routing' }, { status: 'Inactive' }],
     [
       'a ramp without a step index (not Progressive) is Ramping',
-      { buildId: 'v2', generation: 2, rampPercentage: 100 },
+      { buildId: 'v2', generation: 2, stage: 'routing', rampPercentage: 100 },
       { status: 'Ramping', rampPercentage: 100 },
     ],
     [
       'a step index without a ramp is Inactive',
-      { buildId: 'v2', generation: 2, stepIndex: 0 },
+      { buildId: 'v2', generation: 2, stage: 'routing', step: stepAt(iso(-minute), 0) },
       { status: 'Inactive', stepIndex: 0 },
     ],
   ])('targetVersion: %s', (_name, target, expected) => {
@@ -682,7 +695,7 @@ describe('renderStatus', () => {
         message: 'gate Smoke failed',
         desired: desired('v3', 4),
         current: { buildId: 'v1', since: earlier },
-        target: { buildId: 'v3', generation: 4 },
+        target: { buildId: 'v3', generation: 4, stage: 'routing' },
         deprecated: [
           deprecated('V2.0_rc', { status: 'Drained', drainedSince: iso(-hour) }),
           deprecated('v0', { status: 'Draining' }),
@@ -772,13 +785,13 @@ describe('nextRampStep: edits mid-rollout continue from the live ramp', () => {
     [
       'at a step done: the next one',
       { strategy: 'Progressive', steps },
-      { rampPercentage: 40, stepDone: true },
+      { rampPercentage: 40, step: { done: true } },
       { kind: 'step', index: 2, rampNow: true },
     ],
     [
       'the last step done: current',
       { strategy: 'Progressive', steps },
-      { rampPercentage: 70, stepDone: true },
+      { rampPercentage: 70, step: { done: true } },
       { kind: 'current' },
     ],
     [
@@ -796,7 +809,7 @@ describe('nextRampStep: edits mid-rollout continue from the live ramp', () => {
     [
       'steps edited to fewer: never backwards',
       { strategy: 'Progressive', steps: [{ rampPercentage: 5 }, { rampPercentage: 50 }] },
-      { rampPercentage: 40, stepDone: true },
+      { rampPercentage: 40, step: { done: true } },
       { kind: 'step', index: 1, rampNow: true },
     ],
     [

@@ -14,7 +14,7 @@ import {
   staticSummary,
   summaryLine,
 } from '../../workflows/details.js';
-import { type RolloutState, type SunsetVersion, type Target } from '../../workflows/state.js';
+import { type RolloutState, type StepProgress, type SunsetVersion, type Target } from '../../workflows/state.js';
 import { defaultTimings } from '../../api/timings.js';
 
 const now = new Date('2026-11-23T14:01:40Z');
@@ -55,7 +55,16 @@ function state(over: Partial<RolloutState> = {}, rollout: RolloutInput = progres
 }
 
 const current = { buildId: 'v1', since: '2026-11-20T09:00:00Z' };
-const target = (t: Partial<Target> = {}): Target => ({ buildId: 'v2', generation: 2, ...t });
+/** The target in `routing` (or the stage `t` says), with a step of `step`'s fields when given. */
+const target = (t: Partial<Target> = {}, step?: Partial<StepProgress>): Target => ({
+  buildId: 'v2',
+  generation: 2,
+  stage: 'routing',
+  ...(step
+    ? { step: { startedAt: ago(5 * minute), heldMs: 0, done: false, analysed: false, analysisWaitMs: 0, ...step } }
+    : {}),
+  ...t,
+});
 const sunset = (v: Partial<SunsetVersion>): SunsetVersion => ({
   buildId: 'v0',
   deprecatedSince: ago(10 * minute),
@@ -67,7 +76,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
     [
       'a step whose timer runs: time left and when it ends, the current version, a version draining with its pinned executions',
       {
-        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 0, stepHeldSince: ago(20 * second) }),
+        target: target({ rampPercentage: 25 }, { index: 0, heldMs: 0, heldSince: ago(20 * second) }),
         current,
         deprecated: [sunset({ status: 'Draining', openExecutions: { count: 3, at: ago(10 * minute) } })],
       },
@@ -77,7 +86,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
     [
       'a step resumed after a pause: the time held before counts',
       {
-        target: target({ stepIndex: 1, rampPercentage: 50, stepHeldMs: 3 * minute, stepHeldSince: ago(minute) }),
+        target: target({ rampPercentage: 50 }, { index: 1, heldMs: 3 * minute, heldSince: ago(minute) }),
         current,
       },
       undefined,
@@ -85,7 +94,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
     ],
     [
       'a step between its transition and its timer: the whole pause is left',
-      { target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 0 }), current },
+      { target: target({ rampPercentage: 25 }, { index: 0, heldMs: 0 }), current },
       undefined,
       'v2 ramping 25 % — step 1 of 3, 2m left; v1 current',
     ],
@@ -94,7 +103,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
       {
         phase: 'Paused',
         reason: 'Paused',
-        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 78 * second }),
+        target: target({ rampPercentage: 25 }, { index: 0, heldMs: 78 * second }),
         current,
       },
       undefined,
@@ -105,7 +114,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
       {
         phase: 'AwaitingPromotion',
         reason: 'AwaitingPromotion',
-        target: target({ stepIndex: 2, rampPercentage: 75 }),
+        target: target({ rampPercentage: 75 }, { index: 2 }),
         current,
       },
       undefined,
@@ -119,7 +128,12 @@ describe('headline: where the rollout stands, in one sentence', () => {
     ],
     [
       'the analysis window of AllAtOnce counts down',
-      { phase: 'Gating', reason: 'Gating', target: target({ stepHeldMs: 0, stepHeldSince: ago(minute) }), current },
+      {
+        phase: 'Gating',
+        reason: 'Gating',
+        target: target({ stage: 'analysing' }, { heldMs: 0, heldSince: ago(minute) }),
+        current,
+      },
       { strategy: 'AllAtOnce', analysis: { window: '5m', maxFailurePercentage: 5 } },
       'v2 being checked — 4m left (until 14:05:40 UTC); v1 current',
     ],
@@ -128,7 +142,7 @@ describe('headline: where the rollout stands, in one sentence', () => {
       {
         phase: 'Gating',
         reason: 'Gating',
-        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 2 * minute }),
+        target: target({ rampPercentage: 25 }, { index: 0, heldMs: 2 * minute }),
         current,
       },
       undefined,
@@ -243,7 +257,7 @@ describe('currentDetails', () => {
         phase: 'Paused',
         reason: 'AnalysisFailed',
         message: 'analysis step 1/3: v2: 3 of 20 failed (15 %) — over 5 %',
-        target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 2 * minute }),
+        target: target({ rampPercentage: 25 }, { index: 0, heldMs: 2 * minute }),
         current,
         lastAnalysis: 'step 1/3: v2: 3 of 20 failed (15 %) — over 5 %',
         retrying: { what: 'write the status', message: 'connection refused', since: ago(40 * second) },
@@ -278,7 +292,7 @@ describe('currentDetails', () => {
 
   test('the time left follows the clock it is given (the same state later says less is left)', () => {
     const s = state({
-      target: target({ stepIndex: 0, rampPercentage: 25, stepHeldMs: 0, stepHeldSince: ago(20 * second) }),
+      target: target({ rampPercentage: 25 }, { index: 0, heldMs: 0, heldSince: ago(20 * second) }),
       current,
     });
     expect(headline(s, new Date(now.getTime() + 90 * second))).toContain('10s left (until 14:03:20 UTC)');

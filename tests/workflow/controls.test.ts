@@ -320,7 +320,7 @@ test('4. resume (update) continues the remaining pause of the step, not a new on
     reason: 'Paused',
     paused: true,
     current: 'v1',
-    target: { buildId: 'v2', rampPercentage: 50, stepIndex: 0 },
+    target: { buildId: 'v2', stage: 'routing', rampPercentage: 50, step: { index: 0 } },
   });
   const left = /^Paused \((\d)s left in step 1\/1\): looking at dashboards$/.exec(paused.message);
   expect(left).not.toBeNull();

@@ -209,7 +209,7 @@ test('4. pause stops the step clock; the status says Paused; resume carries on w
   expect(s).toMatchObject({ phase: 'Paused', reason: 'Paused', paused: true, current: 'v1' });
   // The step's timer stopped: the status says how much of it is left (2 s less the time it ran, under a second when loaded).
   expect(s.message).toMatch(/^Paused \((\d+ms|[12]s) left in step 1\/1\): looking at dashboards$/);
-  expect(s.target).toMatchObject({ buildId: 'v2', rampPercentage: 50, stepIndex: 0 });
+  expect(s.target).toMatchObject({ buildId: 'v2', stage: 'routing', rampPercentage: 50, step: { index: 0 } });
 
   // Paused for longer than the step had left: nothing moves.
   await sleep(2500);
