@@ -6,26 +6,16 @@
  * real dev server, activities stubbed by the in-memory world of ./fake-world.ts.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import type { temporal } from '@temporalio/proto';
-import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey } from '../../workflows/search-attributes.js';
 import type { RolloutStatus } from '../../workflows/state.js';
-import type { Desired } from '../../api/resource.js';
-import {
-  FakeWorlds,
-  desired,
-  startFakeRig,
-  type FakeRig,
-  routingCalls,
-  type FakeWorld,
-  testInstallation,
-} from './fake-world.js';
+import { desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory, summaryOf } from './fixtures.js';
+import { startRollout as start, type Rollout } from './driver.js';
 
 type HistoryEvent = temporal.api.history.v1.IHistoryEvent;
 
@@ -35,81 +25,34 @@ const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 10
 
 let rig: FakeRig;
 let client: Client;
-let worlds: FakeWorlds;
-const workflowIds: string[] = [];
 
 beforeAll(async () => {
   rig = await startFakeRig(taskQueue);
-  ({ client, worlds } = rig);
+  ({ client } = rig);
 });
 
 afterAll(async () => {
-  await rig?.stop(workflowIds);
+  await rig?.stop();
 });
 
 // ---- helpers ----
 
-interface Rollout {
-  world: FakeWorld;
-  firstRunId: string;
-  /** Follows the latest run of the chain (no run ID). */
-  latest(): WorkflowHandle<typeof RolloutWorkflow>;
-  /** The run ID of the latest run. */
-  runId(): Promise<string>;
-  spec(d: Desired): Promise<void>;
-  status(): Promise<RolloutStatus>;
-  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
-  /** Waits until the workflow has continued as new past the run `runId` (the latest run is another one). */
-  continuedPast(runId: string): Promise<string>;
-  /** Grows the history with resync signals (an idle run adds no events of its own) until it continues as new. */
-  pushedPastLimit(): Promise<string>;
-}
+const startRollout = (label: string, limits = timings) => start(rig, label, limits);
 
-async function startRollout(label: string, limits = timings): Promise<Rollout> {
-  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, limits);
-  const started = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
-    taskQueue,
-    workflowId,
-    args: [{ owner }],
-  });
-  workflowIds.push(workflowId);
-  const latest = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  const status = () => latest().query(messages.status);
-  const runId = async () => (await latest().describe()).runId;
-  return {
-    world,
-    firstRunId: started.firstExecutionRunId,
-    latest,
-    runId,
-    spec: (d) => world.applySpec(d),
-    status,
-    until: async (what, probe) =>
-      eventually(what, async () => {
-        const s = await status();
-        return probe(s) ? s : undefined;
-      }),
-    continuedPast: (before) =>
-      eventually(`a ContinueAsNew after run ${before}`, async () => {
-        const now = await runId();
-        return now !== before ? now : undefined;
-      }),
-    pushedPastLimit: async () => {
-      const before = await runId();
-      return eventually(
-        `a ContinueAsNew after run ${before}`,
-        async () => {
-          const now = await runId();
-          if (now !== before) return now;
-          await latest().signal(messages.resync);
-          return undefined;
-        },
-        30_000,
-        200,
-      );
+/** Grows the history with resync signals (an idle run adds no events of its own) until it continues as new. */
+async function pushedPastLimit(r: Rollout): Promise<string> {
+  const before = await r.runId();
+  return eventually(
+    `a ContinueAsNew after run ${before}`,
+    async () => {
+      const now = await r.runId();
+      if (now !== before) return now;
+      await r.handle().signal(messages.resync);
+      return undefined;
     },
-  };
+    30_000,
+    200,
+  );
 }
 
 /** v1 then v2 (AllAtOnce, generations 1 and 2), v2 current. */
@@ -127,7 +70,7 @@ const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args
 async function runsAfter(r: Rollout, runId: string): Promise<number> {
   let n = 0;
   for (let run = runId; ; n++) {
-    const { events } = await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory();
+    const { events } = await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory();
     const next = events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId;
     if (!next) return n;
     run = next;
@@ -151,7 +94,7 @@ test('1. past its history limit it continues as new, and the new run knows what 
   const w = r.world;
 
   // The first run ended by continuing as new.
-  const first = client.workflow.getHandle(r.latest().workflowId, r.firstRunId);
+  const first = client.workflow.getHandle(r.handle().workflowId, r.firstRunId);
   await eventually(
     'the first run to continue as new',
     async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW',
@@ -165,14 +108,14 @@ test('1. past its history limit it continues as new, and the new run knows what 
   // And again, now that v2 is current (v1's drainage checks fill the history): the latest run still knows it.
   const runAfterV2 = await r.runId();
   expect(runAfterV2).not.toBe(r.firstRunId);
-  await r.pushedPastLimit();
+  await pushedPastLimit(r);
   const s = await r.until('v1 draining, as the new run reads it', (s) => s.deprecated[0]?.status === 'Draining');
   expect(s).toMatchObject({ phase: 'Ready', reason: 'RolloutComplete', current: 'v2', generation: 2, paused: false });
   expect(s.target).toBeUndefined();
   expect(s.deprecated).toEqual([expect.objectContaining({ buildId: 'v1', status: 'Draining' })]);
-  expect((await r.latest().describe()).status.name).toBe('RUNNING');
+  expect((await r.handle().describe()).status.name).toBe('RUNNING');
   // The search attributes follow the chain.
-  expect((await r.latest().describe()).typedSearchAttributes.get(currentBuildKey)).toBe('v2');
+  expect((await r.handle().describe()).typedSearchAttributes.get(currentBuildKey)).toBe('v2');
 
   // Nothing was rolled out again by a new run: each version was applied, registered and made current once.
   expect(argsOf(w, 'ensureVersionedDeployment')).toEqual([
@@ -188,7 +131,7 @@ test('1. past its history limit it continues as new, and the new run knows what 
   const lateLocalReports: string[] = [];
   for (let run: string | undefined = r.firstRunId; run;) {
     const events: HistoryEvent[] =
-      (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+      (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
     for (const m of events.filter(
       (e) =>
         e.markerRecordedEventAttributes?.markerName === 'core_local_activity' &&
@@ -223,7 +166,7 @@ test('2. a new spec after continuing as new rolls out, and a sunset in progress 
 
   // v2 is draining; its drainage checks carry on across runs, never scaling it down early.
   const deprecatedIn = await r.runId();
-  const continued = await r.pushedPastLimit();
+  const continued = await pushedPastLimit(r);
   await eventually('a drainage check of v2 in a later run', async () => {
     const checks = w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2').length;
     await sleep(500);
@@ -259,12 +202,12 @@ test('2. a new spec after continuing as new rolls out, and a sunset in progress 
 test('3. a duplicate hint sent after continuing as new asks for no read; a read of the same generation changes nothing', async () => {
   const r = await rolledToV2('can-dedupe');
   const w = r.world;
-  await r.pushedPastLimit();
+  await pushedPastLimit(r);
   // The new run has read its owner (its first task's read: the run exists a moment before that task runs), and
   // nothing more is under way (a resync sent as it continued may have come to the new run).
   const runBefore = await eventually('the new run to have read its owner', async () => {
     const run = await r.runId();
-    const events = (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+    const events = (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
     return activityTypes(events).includes('readResource') ? run : undefined;
   });
   await quiet(w);
@@ -275,7 +218,7 @@ test('3. a duplicate hint sent after continuing as new asks for no read; a read 
   await w.wake(); // a duplicate: the resourceVersion the runs read
   await w.wake();
   // Signals to one workflow ID are handled in order, across runs: once the resync after them has run, they were seen.
-  await r.latest().signal(messages.resync);
+  await r.handle().signal(messages.resync);
   await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
   await sleep(300);
   // The resync's own read, and the first read of each run that began since (the limit is tiny): none for the hints.
@@ -318,14 +261,14 @@ test('4. a spec change that arrives around a ContinueAsNew is acted on, not drop
   );
   await eventually('a drainage check of v1 in flight', () => w.versionStatusInFlight === 1);
   expect(w.callsOf('versionStatus').at(-1)?.args[0]).toBe('v1');
-  const waiting = await r.latest().describe();
+  const waiting = await r.handle().describe();
   expect(waiting.status.name).toBe('RUNNING');
 
   // A new connection (same generation, same build): every live Deployment is re-applied.
   const applied = argsOf(w, 'ensureVersionedDeployment').length;
   await r.spec({ ...desired(2, 'v2'), connectionVersion: '2' });
   release();
-  await r.pushedPastLimit();
+  await pushedPastLimit(r);
   await eventually(
     'the live Deployments to be re-applied',
     () => argsOf(w, 'ensureVersionedDeployment').length > applied,
@@ -354,7 +297,7 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
 
   // Pushed past the limit: the run cancels v0's sunset and waits for the scale-down to end.
   const run = await r.runId();
-  const history = async () => (await client.workflow.getHandle(r.latest().workflowId, run).fetchHistory()).events ?? [];
+  const history = async () => (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
   const scaleCancelled = (events: HistoryEvent[]) => {
     const scheduled = events
       .filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'scaleDeployment')
@@ -367,7 +310,7 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
     'the run to wait for its sunsets to stop',
     async () => {
       if (scaleCancelled(await history())) return true;
-      await r.latest().signal(messages.resync);
+      await r.handle().signal(messages.resync);
       return false;
     },
     60_000,
@@ -375,7 +318,7 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
   );
 
   // The abort retires v2 meanwhile. Once its signal's task completed, whatever that task began is in the history.
-  await r.latest().signal(messages.abort, { reason: 'error rate', identity: 'alice' });
+  await r.handle().signal(messages.abort, { reason: 'error rate', identity: 'alice' });
   const signalled = await eventually('the abort to be handled', async () => {
     const events = await history();
     const at = events.findIndex((e) => e.workflowExecutionSignaledEventAttributes?.signalName === messages.abort.name);
@@ -393,7 +336,7 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
   );
   expect(begun.filter((name) => name !== 'report')).toEqual([]);
   expect(w.callsOf('versionStatus').filter((c) => c.args[0] === 'v2')).toEqual([]);
-  expect((await client.workflow.getHandle(r.latest().workflowId, run).describe()).status.name).toBe('RUNNING');
+  expect((await client.workflow.getHandle(r.handle().workflowId, run).describe()).status.name).toBe('RUNNING');
 
   // The scale-down ends: the run continues as new, and the next clears v2's ramp, says Aborted and sunsets v2.
   release();
@@ -406,5 +349,5 @@ test('5. an abort while the run waits for its sunsets to stop, before continuing
   expect(s.target).toBeUndefined();
   await eventually('the ramp cleared', () => w.ramping === undefined && w.rampPercentage === 0);
   expect(argsOf(w, 'clearRampIf')).toContainEqual(['v2']);
-  expect((await client.workflow.getHandle(r.latest().workflowId, run).describe()).status.name).toBe('CONTINUED_AS_NEW');
+  expect((await client.workflow.getHandle(r.handle().workflowId, run).describe()).status.name).toBe('CONTINUED_AS_NEW');
 });

@@ -6,100 +6,35 @@
  * and the `history` query.
  */
 import { randomUUID } from 'node:crypto';
-import { WorkflowUpdateFailedError, WorkflowUpdateStage, type Client, type WorkflowHandle } from '@temporalio/client';
-import type { SignalDefinition, UpdateDefinition } from '@temporalio/common';
-import { rolloutWorkflowId } from '../../api/names.js';
+import { WorkflowUpdateFailedError, WorkflowUpdateStage } from '@temporalio/client';
 import { TemporalWorkerDeploymentSpec } from '../../api/temporal-worker-deployment.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { HistoryEntry, RolloutStatus } from '../../workflows/state.js';
 import type { Desired } from '../../api/resource.js';
 import type { Timings } from '../../api/timings.js';
-import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
+import { desired, startFakeRig, type FakeRig, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
+import { withCurrentV1 as currentV1, type Rollout } from './driver.js';
 
 const taskQueue = `controls-test-${randomUUID().slice(0, 8)}`;
 const timings: Partial<Timings> = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
 
 let rig: FakeRig;
-let client: Client;
-let worlds: FakeWorlds;
-const workflowIds: string[] = [];
 
 beforeAll(async () => {
   rig = await startFakeRig(taskQueue);
-  ({ client, worlds } = rig);
 });
 
 afterAll(async () => {
-  await rig?.stop(workflowIds);
+  await rig?.stop();
 });
 
 // ---- helpers ----
 
-type Request = messages.PromoteRequest & messages.RollbackRequest & messages.AbortRequest;
-
-interface Rollout {
-  world: FakeWorld;
-  /** The latest run of the chain. */
-  handle(): WorkflowHandle<typeof RolloutWorkflow>;
-  spec(d: Desired): Promise<void>;
-  status(): Promise<RolloutStatus>;
-  history(): Promise<HistoryEntry[]>;
-  /** The control as an update: its answer (the status once it took effect), or a rejection. */
-  control(name: messages.ControlName, req?: Request): Promise<RolloutStatus>;
-  /** The control as a signal. */
-  signal(name: messages.ControlName, req?: Request): Promise<void>;
-  /** The status once `probe` holds. */
-  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
-}
-
-const signals = {
-  pause: messages.pause,
-  resume: messages.resume,
-  abort: messages.abort,
-  promote: messages.promote,
-  rollback: messages.rollback,
-  retry: messages.retry,
-};
-
-async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
-  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, { ...timings, ...extra });
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
-  workflowIds.push(workflowId);
-  const handle = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  const status = () => handle().query(messages.status);
-  return {
-    world,
-    handle,
-    spec: (d) => world.applySpec(d),
-    status,
-    history: () => handle().query(messages.history),
-    control: (name, req = {}) =>
-      handle().executeUpdate(messages.updates[name] as UpdateDefinition<RolloutStatus, [Request]>, { args: [req] }),
-    signal: (name, req = {}) => handle().signal(signals[name] as SignalDefinition<[Request?]>, req),
-    until: (what, probe) =>
-      eventually(what, async () => {
-        const s = await status();
-        return probe(s) ? s : undefined;
-      }),
-  };
-}
-
-/** A rollout whose first version v1 (AllAtOnce, generation 1) is current. */
-async function withCurrentV1(
-  label: string,
-  extra: Partial<Timings> = {},
-  first: Desired = desired(1, 'v1'),
-): Promise<Rollout> {
-  const r = await startRollout(label, extra);
-  await r.spec(first);
-  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
-  return r;
-}
+/** A rollout whose first version v1 (AllAtOnce, generation 1, or `first`) is current. */
+const withCurrentV1 = (label: string, extra: Partial<Timings> = {}, first?: Desired) =>
+  currentV1(rig, label, { ...timings, ...extra }, first);
 
 /** The spec with other sunset settings (parsed again, so defaults apply). */
 function withSunset(d: Desired, sunset: Record<string, unknown>): Desired {
@@ -489,7 +424,7 @@ test('7b. controls sent as updates while the run keeps continuing as new are nev
   // The replay fixture: a run that took updates in the Manual wait and continued as new from it.
   let waited: string | undefined;
   for (let run: string | undefined = [...runs][0]; run && !waited;) {
-    const events = (await client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
+    const events = (await rig.client.workflow.getHandle(r.handle().workflowId, run).fetchHistory()).events ?? [];
     const next = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
     if (next && events.some((e) => e.workflowExecutionUpdateAcceptedEventAttributes)) waited = run;
     run = next;

@@ -7,11 +7,10 @@
 import { randomUUID } from 'node:crypto';
 import { ApplicationFailure, defaultPayloadConverter } from '@temporalio/common';
 import proto from '@temporalio/proto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
-import type { RolloutStatus } from '../../workflows/state.js';
 import type { Desired } from '../../api/resource.js';
 import type { Timings } from '../../api/timings.js';
 import { activityTypes } from '../../scripts/history.js';
@@ -19,10 +18,8 @@ import { currentBuildKey, phaseKey } from '../../workflows/search-attributes.js'
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, type FakeWorld, testInstallation } from './fake-world.js';
+import { startRollout as start, withCurrentV1 as currentV1, type Rollout } from './driver.js';
 
-const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
-const unhandledCommand =
-  proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
 const taskQueue = `core-safety-test-${randomUUID().slice(0, 8)}`;
 const timings: Partial<Timings> = {
   drainPollMaxMs: 200,
@@ -45,57 +42,8 @@ afterAll(async () => {
   await rig?.stop(workflowIds);
 });
 
-interface Rollout {
-  world: FakeWorld;
-  owner: { namespace: string; name: string; uid: string };
-  /** The latest run of the chain. */
-  handle(): WorkflowHandle<typeof RolloutWorkflow>;
-  spec(d: Desired): Promise<void>;
-  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
-  /** Why each workflow task of every run so far failed (none, if all is well). */
-  taskFailures(): Promise<string[]>;
-}
-
-async function startRollout(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
-  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, { ...timings, ...extra });
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
-  workflowIds.push(workflowId);
-  const handle = () => client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  return {
-    world,
-    owner,
-    handle,
-    spec: (d) => world.applySpec(d),
-    until: (what, probe) =>
-      eventually(what, async () => {
-        const s = await handle().query(messages.status);
-        return probe(s) ? s : undefined;
-      }),
-    taskFailures: async () => {
-      const failures: string[] = [];
-      for await (const run of client.workflow.list({ query: `WorkflowId = "${workflowId}"` })) {
-        const history = await client.workflow.getHandle(workflowId, run.runId).fetchHistory();
-        for (const e of history.events ?? []) {
-          // UnhandledCommand is the server's "signals came in while you completed: run the task again" (here, a
-          // ContinueAsNew racing pod-status signals), not a failure of the workflow's code.
-          const cause = e.workflowTaskFailedEventAttributes?.cause;
-          if (e.eventType === taskFailed && cause !== unhandledCommand)
-            failures.push(e.workflowTaskFailedEventAttributes?.failure?.message ?? 'workflow task failed');
-        }
-      }
-      return failures;
-    },
-  };
-}
-
-async function withCurrentV1(label: string, extra: Partial<Timings> = {}): Promise<Rollout> {
-  const r = await startRollout(label, extra);
-  await r.spec(desired(1, 'v1'));
-  await r.until('v1 current', (s) => s.phase === 'Ready' && s.current === 'v1');
-  return r;
-}
+const startRollout = (label: string, extra: Partial<Timings> = {}) => start(rig, label, { ...timings, ...extra });
+const withCurrentV1 = (label: string, extra: Partial<Timings> = {}) => currentV1(rig, label, { ...timings, ...extra });
 
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
 const noTaskFailures = async (r: Rollout) => expect(await r.taskFailures()).toEqual([]);

@@ -11,6 +11,7 @@ import {
   Connection,
   WorkflowNotFoundError,
   type WorkflowHandle,
+  type WorkflowHandleWithFirstExecutionRunId,
   type WorkflowStartOptions,
 } from '@temporalio/client';
 import { ApplicationFailure, Context } from '@temporalio/activity';
@@ -665,8 +666,10 @@ export interface FakeRig {
   client: Client;
   worlds: FakeWorlds;
   taskQueue: string;
-  /** Terminates the given workflows (their latest runs), stops the worker, closes the connections. */
-  stop(workflowIds: string[]): Promise<void>;
+  /** Starts the owner's RolloutWorkflow as the watcher does (ended by `stop`). */
+  start(workflowId: string, owner: Owner): Promise<WorkflowHandleWithFirstExecutionRunId<typeof RolloutWorkflow>>;
+  /** Terminates the workflows it started and the given ones (their latest runs), stops the workers, closes the connections. */
+  stop(workflowIds?: string[]): Promise<void>;
 }
 
 export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
@@ -691,14 +694,23 @@ export async function startFakeRig(taskQueue: string): Promise<FakeRig> {
     activities: worlds.activities(),
   });
   const running = Promise.all([worker.run(), waits.run()]);
+  const started: string[] = [];
   return {
     client,
     worlds,
     taskQueue,
-    async stop(workflowIds) {
+    async start(workflowId, owner) {
+      started.push(workflowId);
+      return client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
+        taskQueue,
+        workflowId,
+        args: [{ owner }],
+      });
+    },
+    async stop(workflowIds = []) {
       // Nothing of one test file may linger: end every rollout still open.
       await Promise.all(
-        workflowIds.map((id) =>
+        [...started, ...workflowIds].map((id) =>
           client.workflow
             .getHandle(id)
             .terminate('test file done')

@@ -5,83 +5,30 @@
  * delays are a second or two.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client, WorkflowHandle } from '@temporalio/client';
-import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
-import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { RolloutStatus } from '../../workflows/state.js';
-import type { Desired } from '../../api/resource.js';
-import {
-  FakeWorlds,
-  desired,
-  startFakeRig,
-  type FakeRig,
-  routingCalls,
-  type FakeWorld,
-  testInstallation,
-} from './fake-world.js';
+import { desired, startFakeRig, type FakeRig, routingCalls, type FakeWorld } from './fake-world.js';
 import { eventually, sleep } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
+import { startRollout as start, withCurrentV1 as currentV1 } from './driver.js';
 
 const taskQueue = `rollout-workflow-test-${randomUUID().slice(0, 8)}`;
 const timings = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
 
 let rig: FakeRig;
-let client: Client;
-let worlds: FakeWorlds;
-const handles: WorkflowHandle<typeof RolloutWorkflow>[] = [];
 
 beforeAll(async () => {
   rig = await startFakeRig(taskQueue);
-  ({ client, worlds } = rig);
 });
 
 afterAll(async () => {
-  await rig?.stop(handles.map((h) => h.workflowId));
+  await rig?.stop();
 });
 
 // ---- helpers ----
 
-interface Rollout {
-  world: FakeWorld;
-  handle: WorkflowHandle<typeof RolloutWorkflow>;
-  spec(d: Desired): Promise<void>;
-  status(): Promise<RolloutStatus>;
-  /** The status once `probe` holds. */
-  until(what: string, probe: (s: RolloutStatus) => boolean): Promise<RolloutStatus>;
-}
-
-async function startRollout(label: string): Promise<Rollout> {
-  const owner = { namespace: 'shop', name: `${label}-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, timings);
-  const handle = await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', {
-    taskQueue,
-    workflowId,
-    args: [{ owner }],
-  });
-  handles.push(handle);
-  const status = () => handle.query(messages.status);
-  return {
-    world,
-    handle,
-    spec: (d) => world.applySpec(d),
-    status,
-    until: async (what, probe) =>
-      eventually(what, async () => {
-        const s = await status();
-        return probe(s) ? s : undefined;
-      }),
-  };
-}
-
-/** A rollout whose first version v1 (AllAtOnce, generation 1) is current. */
-async function withCurrentV1(label: string): Promise<Rollout> {
-  const r = await startRollout(label);
-  await r.spec(desired(1, 'v1', { strategy: 'AllAtOnce' }));
-  await r.until('v1 to be current', (s) => s.phase === 'Ready' && s.current === 'v1');
-  return r;
-}
+const startRollout = (label: string) => start(rig, label, timings);
+const withCurrentV1 = (label: string) => currentV1(rig, label, timings);
 
 const buildsOf = (s: RolloutStatus) => s.deprecated.map((v) => v.buildId);
 const argsOf = (w: FakeWorld, name: string) => w.callsOf(name).map((c) => c.args);
@@ -158,7 +105,7 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
 
   // The watcher's "v1 Deployment deleted" must not bring it back: a resync sees only live versions.
   const resyncs = w.callsOf('reconcileDeployments').length;
-  await r.handle.signal(messages.resync);
+  await r.handle().signal(messages.resync);
   await eventually('a resync', () => w.callsOf('reconcileDeployments').length > resyncs);
   expect(
     w.callsOf('reconcileDeployments').filter((c) => c.at >= del!.at && (c.args[0] as string[]).includes('v1')),
@@ -168,7 +115,7 @@ test('2. AllAtOnce v1→v2: v2 current; v1 is sunset only once drained (scale to
   // 12 (recording half): a finished run's history (the resource deleted) is a committed replay fixture, the one
   // `npm run bench:replay` replays by default (bench/replay.ts).
   await keepHistory(w, 'all-at-once-v1-v2');
-  expect((await r.handle.describe()).status.name).toBe('COMPLETED');
+  expect((await r.handle().describe()).status.name).toBe('COMPLETED');
 });
 
 test('3. Progressive 10/50/90: ramps in order, each held for its pause, then current', async () => {
@@ -204,7 +151,7 @@ test('4. pause stops the step clock; the status says Paused; resume carries on w
   await sleep(300);
 
   const pausedAt = Date.now();
-  await r.handle.signal(messages.pause, { reason: 'looking at dashboards' });
+  await r.handle().signal(messages.pause, { reason: 'looking at dashboards' });
   let s = await r.until('phase Paused', (s) => s.phase === 'Paused');
   expect(s).toMatchObject({ phase: 'Paused', reason: 'Paused', paused: true, current: 'v1' });
   // The step's timer stopped: the status says how much of it is left (2 s less the time it ran, under a second when loaded).
@@ -218,7 +165,7 @@ test('4. pause stops the step clock; the status says Paused; resume carries on w
   expect(argsOf(w, 'setCurrent')).toEqual([['v1']]);
 
   const resumedAt = Date.now();
-  await r.handle.signal(messages.resume);
+  await r.handle().signal(messages.resume);
   s = await r.until('phase Ramping again', (s) => s.phase !== 'Paused');
   expect(s.paused).toBe(false);
   await r.until('v2 to be current', (s) => s.current === 'v2');
@@ -243,7 +190,7 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
   await sleep(500);
   expect(argsOf(w, 'setRamping')).toEqual([['v2', 10]]);
 
-  await r.handle.signal(messages.promote);
+  await r.handle().signal(messages.promote);
   s = await r.until(
     'step 2 awaiting promotion',
     (s) => s.phase === 'AwaitingPromotion' && s.message.startsWith('step 2/3'),
@@ -253,7 +200,7 @@ test('5. promote ends a step without pauseDuration; promote {full:true} skips th
     ['v2', 50],
   ]);
 
-  await r.handle.signal(messages.promote, { full: true });
+  await r.handle().signal(messages.promote, { full: true });
   await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(argsOf(w, 'setRamping')).toEqual([
     ['v2', 10],
@@ -267,12 +214,12 @@ test('5b. a pause while a step awaits promotion shows Paused; resume returns to 
   const r = await withCurrentV1('pause-awaiting');
   await r.spec(desired(2, 'v2', { strategy: 'Progressive', steps: [{ rampPercentage: 20 }] }));
   await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
-  await r.handle.signal(messages.pause, { reason: 'on call is busy' });
+  await r.handle().signal(messages.pause, { reason: 'on call is busy' });
   const paused = await r.until('phase Paused', (s) => s.phase === 'Paused');
   expect(paused).toMatchObject({ paused: true, message: 'on call is busy' });
-  await r.handle.signal(messages.resume);
+  await r.handle().signal(messages.resume);
   await r.until('awaiting promotion again', (s) => s.phase === 'AwaitingPromotion' && !s.paused);
-  await r.handle.signal(messages.promote);
+  await r.handle().signal(messages.promote);
   await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(argsOf(r.world, 'setRamping')).toEqual([['v2', 20]]);
 });
@@ -287,7 +234,7 @@ test('6. Manual: no routing call for the new version until promote', async () =>
   expect(w.sequence(routingCalls, 'v2')).toEqual([]);
   expect(w.deployments.has('v2')).toBe(true);
 
-  await r.handle.signal(messages.promote);
+  await r.handle().signal(messages.promote);
   await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(w.sequence(routingCalls, 'v2')).toEqual(['setCurrent']);
   await keepHistory(r.world, 'manual');
@@ -300,7 +247,7 @@ test('7. abort during a ramp: ramp cleared, target sunset, current unchanged, ph
   await r.until('ramping', (s) => s.phase === 'Ramping');
   expect(w.ramping).toBe('v2');
 
-  await r.handle.signal(messages.abort, { reason: 'error rate too high' });
+  await r.handle().signal(messages.abort, { reason: 'error rate too high' });
   const s = await r.until('phase Aborted', (s) => s.phase === 'Aborted');
   expect(s).toMatchObject({ reason: 'Aborted', current: 'v1', lastAbortReason: 'error rate too high' });
   expect(s.target).toBeUndefined();
@@ -328,7 +275,7 @@ test('7b. an abort that arrives while the target is being made current is refuse
   r.world.setCurrentDelayMs = 1500;
   await r.spec(desired(2, 'v2', { strategy: 'AllAtOnce' }));
   await eventually('setCurrent(v2) under way', () => argsOf(r.world, 'setCurrent').some(([b]) => b === 'v2'));
-  await r.handle.signal(messages.abort, { reason: 'too late' });
+  await r.handle().signal(messages.abort, { reason: 'too late' });
   const s = await r.until('v2 current', (s) => s.current === 'v2' && s.phase === 'Ready');
   expect(s.lastAbortReason).toBeUndefined();
   expect(s.deprecated.map((v) => v.buildId)).toEqual(['v1']);
@@ -390,7 +337,7 @@ describe('9. a failed gate', () => {
     expect(w.callsOf('runGate')).toHaveLength(1);
     expect(w.sequence(['setRamping', 'setCurrent'], 'v2')).toEqual([]);
 
-    await r.handle.signal(messages.resume);
+    await r.handle().signal(messages.resume);
     await r.until('v2 to be current', (s) => s.current === 'v2' && s.phase === 'Ready');
     expect(w.callsOf('runGate')).toHaveLength(2);
     expect(indexOf(w, 'setCurrent', 'v2')).toBeGreaterThan(w.calls.indexOf(w.callsOf('runGate')[1]!));
@@ -405,7 +352,7 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
   await r.until('v2 awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
 
   await w.deleteResource();
-  await r.handle.result();
+  await r.handle().result();
   // The pods go before the versions: the server deletes a version only once it no longer sees its pollers.
   const cleanup = [
     'routeAway',
@@ -424,7 +371,7 @@ test('10. deleted: routes away, scales down and deletes everything, drops the fi
   expect(w.ramping).toBeUndefined();
   expect(w.sequence(['setCurrent'], 'v2')).toEqual([]);
   expect(w.statuses.at(-1)?.phase).toBe('Deleting');
-  expect((await r.handle.describe()).status.name).toBe('COMPLETED');
+  expect((await r.handle().describe()).status.name).toBe('COMPLETED');
 });
 
 test('11. a duplicate hint (the resourceVersion last read) asks for no read; a read of the same or an older generation changes nothing', async () => {
@@ -437,7 +384,7 @@ test('11. a duplicate hint (the resourceVersion last read) asks for no read; a r
   /** A resync round (which reads the resource itself, once); signals are handled in order, so those before it were seen. */
   const resync = async () => {
     const before = rounds();
-    await r.handle.signal(messages.resync);
+    await r.handle().signal(messages.resync);
     await eventually('a resync', () => rounds() > before);
   };
 
@@ -475,13 +422,13 @@ test('11. a duplicate hint (the resourceVersion last read) asks for no read; a r
 test('a promote sent while nothing awaits it does not approve a later Manual rollout', async () => {
   const r = await withCurrentV1('stray-promote');
   const w = r.world;
-  await r.handle.signal(messages.promote);
+  await r.handle().signal(messages.promote);
   await r.spec(desired(2, 'v2', { strategy: 'Manual' }));
   await r.until('awaiting promotion', (s) => s.phase === 'AwaitingPromotion');
   await sleep(500);
   expect((await r.status()).current).toBe('v1');
   expect(w.sequence(routingCalls, 'v2')).toEqual([]);
 
-  await r.handle.signal(messages.promote);
+  await r.handle().signal(messages.promote);
   await r.until('v2 to be current', (s) => s.current === 'v2');
 });
