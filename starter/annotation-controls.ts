@@ -6,8 +6,8 @@ import type * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
 import type { UpdateDefinition } from '@temporalio/common';
-import { group, version } from '../api/common.js';
-import { pluralOf, type ResourceKind } from '../api/kinds.js';
+import type { ResourceKind } from '../api/kinds.js';
+import { addressOf } from './raw-resource.js';
 import { rolloutWorkflowId } from '../api/names.js';
 import type { KubernetesActivities } from '../activities/kubernetes.js';
 import { statusCode } from '../kube/client.js';
@@ -145,15 +145,9 @@ export class AnnotationControls {
 
   /** Removes the annotation only while it still has the value just run: a newer value is a control of its own. */
   private async removeAnnotation(obj: Resource, c: AnnotatedControl): Promise<void> {
-    const meta = obj.metadata!;
     try {
       await this.w.custom.patchNamespacedCustomObject({
-        group,
-        version,
-        plural: pluralOf(this.w.kindOf(obj)),
-        namespace: meta.namespace!,
-        name: meta.name!,
-        fieldManager: this.w.fieldManager,
+        ...addressOf(obj, this.w.fieldManager),
         body: removalPatch(c.key, c.value),
       });
     } catch (err) {

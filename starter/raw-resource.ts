@@ -2,7 +2,8 @@
  * What the watcher reads off a resource object as the caches hold it, before any parse: its kind, the connection it
  * names, and which of two namesakes came first.
  */
-import { resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
+import { group, version } from '../api/common.js';
+import { pluralOf, resourceKinds, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
 import type { Resource } from './informers.js';
 
 /** The kind of a resource object (every object in the caches says it: ./informers.ts). */
@@ -23,4 +24,10 @@ export function firstCreated(a: Resource, b: Resource): Resource {
   if (at(a) !== at(b)) return at(a) < at(b) ? a : b;
   if (kindOf(a) !== kindOf(b)) return kindOf(a) === 'TemporalWorkerDeployment' ? a : b;
   return String(a.metadata?.uid) < String(b.metadata?.uid) ? a : b;
+}
+
+/** Where a resource object is in the apiserver, for a write to it by `fieldManager`. */
+export function addressOf(obj: Resource, fieldManager: string) {
+  const meta = obj.metadata!;
+  return { group, version, plural: pluralOf(kindOf(obj)), namespace: meta.namespace!, name: meta.name!, fieldManager };
 }

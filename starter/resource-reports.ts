@@ -4,11 +4,12 @@
  * generation and message (the watcher's own status write comes back as an update event).
  */
 import type * as k8s from '@kubernetes/client-node';
-import { apiVersion, group, version } from '../api/common.js';
-import { pluralOf, type ResourceKind } from '../api/kinds.js';
+import { apiVersion } from '../api/common.js';
+import type { ResourceKind } from '../api/kinds.js';
 import { finalizer, installationAnnotation } from '../api/names.js';
 import type { KubernetesActivities } from '../activities/kubernetes.js';
 import { asApply, ignoreNotFound } from '../kube/client.js';
+import { addressOf } from './raw-resource.js';
 import type { SpecChangedHint } from '../workflows/messages.js';
 import type { Resource } from './informers.js';
 import type { RolloutSignals } from './workflow-signals.js';
@@ -133,12 +134,7 @@ export class ResourceReports {
     await ignoreNotFound(
       this.w.custom.patchNamespacedCustomObjectStatus(
         {
-          group,
-          version,
-          plural: pluralOf(this.w.kindOf(obj)),
-          namespace: meta.namespace!,
-          name: meta.name!,
-          fieldManager: this.w.fieldManager,
+          ...addressOf(obj, this.w.fieldManager),
           force: true,
           body: {
             apiVersion,
