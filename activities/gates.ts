@@ -10,7 +10,7 @@ import {
 } from '@temporalio/client';
 import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
-import { heartbeating, type Charge } from './heartbeats.js';
+import { heartbeating } from './heartbeats.js';
 
 /** A gate workflow to run on a build. */
 export interface GateRun {
@@ -32,11 +32,7 @@ export interface GateRun {
  * The gate activities. `readGateInput` reads a gate's input from its ConfigMap or Secret (the Kubernetes activities'
  * reader, with the same JSON rules).
  */
-export function createGateActivities(
-  connections: TemporalConnections,
-  readGateInput: GateInputReader,
-  chargeHeartbeat: Charge = () => {},
-) {
+export function createGateActivities(connections: TemporalConnections, readGateInput: GateInputReader) {
   return {
     /** Cancels a gate workflow (an abort, a superseding spec): at once, not at the waiting activity's next heartbeat. */
     async cancelGate(t: TemporalTarget, workflowId: string): Promise<void> {
@@ -73,7 +69,6 @@ export function createGateActivities(
       const ctx = Context.current();
       return heartbeating(
         ctx,
-        chargeHeartbeat,
         () => true,
         async () => {
           try {

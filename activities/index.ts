@@ -4,7 +4,6 @@ import type * as k8s from '@kubernetes/client-node';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { withFailureClassification } from './errors.js';
 import type { Timings } from '../api/timings.js';
-import { chargedHeartbeat, type Charge } from './heartbeats.js';
 import { ignoreNotFound } from '../kube/client.js';
 import { createKubernetesActivities } from './kubernetes.js';
 import { gateInputReader } from '../kube/gate-input.js';
@@ -14,7 +13,6 @@ import { createDrainageActivities } from '../temporal/drainage.js';
 import { createAnalysisActivities } from '../temporal/analysis.js';
 import { createPinnedActivities } from '../temporal/pinned.js';
 import { TemporalConnections } from '../temporal/connections.js';
-import type { HeartbeatOf } from '../temporal/activity-context.js';
 
 export type { TemporalTarget } from '../temporal/connections.js';
 export type { RegistrationCheck, VersionRegistration } from './registration.js';
@@ -28,8 +26,7 @@ export type { PinnedAction } from '../temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
 
 /**
- * The activities (their Temporal connections with `temporalInterceptors`, the controller's rate budget, which
- * `chargeHeartbeat` also tells of their heartbeats), each wrapped so that a permanent failure is a non-retryable
+ * The activities (their Temporal connections with `temporalInterceptors`: the controller's pace of calls), each wrapped so that a permanent failure is a non-retryable
  * ApplicationFailure of type `Permanent` and an expected, transient one a one-line error (see ./errors.ts).
  */
 export function createActivities(
@@ -37,8 +34,6 @@ export function createActivities(
   identity: string,
   options: {
     temporalInterceptors?: Interceptor[];
-    chargeHeartbeat?: Charge;
-    budgetWaitMs?: () => number;
     timings?: Partial<Timings>;
     installation: string;
   },
@@ -52,22 +47,14 @@ export function createActivities(
     );
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
-  const temporal = createTemporalActivities(
-    connections,
-    identity,
-    gateInputReader(core),
-    options.chargeHeartbeat,
-    options.budgetWaitMs,
-  );
-  // The waits of temporal/ heartbeat as the ones here do: each counted in the budget as the SDK sends it.
-  const heartbeatOf: HeartbeatOf = (ctx) => chargedHeartbeat(ctx, options.chargeHeartbeat ?? (() => {}));
+  const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
   const activities = withFailureClassification({
     ...createKubernetesActivities(kc),
     ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
     ...temporal,
-    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId), heartbeatOf),
+    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId)),
     ...createAnalysisActivities(connections),
-    ...createPinnedActivities(connections, identity, heartbeatOf),
+    ...createPinnedActivities(connections, identity),
   });
   return { activities, close: () => connections.closeAll() };
 }

@@ -13,7 +13,7 @@ import {
   refusedPollDelay,
   registrationPollDelay,
 } from '../temporal/describe.js';
-import { heartbeating, type Charge } from './heartbeats.js';
+import { heartbeating } from './heartbeats.js';
 import { routingOf } from './routing.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
@@ -65,7 +65,7 @@ async function unversionedWorkSeen(connection: Connection, t: TemporalTarget, qu
   return false;
 }
 
-export function createRegistrationActivities(connections: TemporalConnections, chargeHeartbeat: Charge = () => {}) {
+export function createRegistrationActivities(connections: TemporalConnections) {
   return {
     /**
      * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
@@ -122,7 +122,6 @@ export function createRegistrationActivities(connections: TemporalConnections, c
       let registeredAt: number | undefined;
       return heartbeating(
         ctx,
-        chargeHeartbeat,
         () => Date.now() - answeredAt < 60_000,
         async () => {
           const current = routingOf(

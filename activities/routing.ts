@@ -3,7 +3,6 @@
  * Changes carry the conflict token of a describe made just before (or of our last write), and the controller's
  * identity.
  */
-import { Context } from '@temporalio/activity';
 import { isGrpcServiceError } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import type { VersionStatus } from '../api/rollout-status.js';
@@ -51,14 +50,10 @@ export interface RoutingCallOptions {
 /** The conflict token after a routing write (base64), for the next one. */
 export interface RoutingCallResult {
   conflictToken?: string;
-  /** Inside a workflow task (a local activity) the write was not made: the budget is busy; it goes as an activity. */
-  deferred?: true;
 }
 
 const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult =>
   token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {};
-/** How long a local routing write may wait for the budget before it goes as an activity instead (`deferred`). */
-const deferLocalWritesAfterMs = 100;
 const isConflict = (err: unknown) =>
   isGrpcServiceError(err) &&
   err.code === GrpcStatus.FAILED_PRECONDITION &&
@@ -86,18 +81,7 @@ export function routingOf(res: Described): Routing {
   };
 }
 
-export function createRoutingActivities(
-  connections: TemporalConnections,
-  identity: string,
-  budgetWaitMs: () => number = () => 0,
-) {
-  /**
-   * A routing write inside a workflow task (a local activity) holds that task and its worker slot until it is
-   * done: while the budget would make it wait its turn (a thousand rollouts moving), it is not made there but
-   * answered `deferred`, and goes as an activity (an answer, not a failure: nothing to log or retry).
-   */
-  const deferred = (): boolean => budgetWaitMs() > deferLocalWritesAfterMs && Context.current().info.isLocal;
-
+export function createRoutingActivities(connections: TemporalConnections, identity: string) {
   async function service(t: TemporalTarget) {
     return (await connections.get(t)).workflowService;
   }
@@ -188,7 +172,6 @@ export function createRoutingActivities(
       percentage: number,
       o: RoutingCallOptions = {},
     ): Promise<RoutingCallResult> {
-      if (deferred()) return { deferred: true };
       return routingWrite(
         t,
         o,
@@ -207,7 +190,6 @@ export function createRoutingActivities(
     },
 
     async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
-      if (deferred()) return { deferred: true };
       return routingWrite(
         t,
         o,

@@ -5,7 +5,6 @@
 import type { GateInputReader } from '../kube/gate-input.js';
 import type { TemporalConnections } from '../temporal/connections.js';
 import { createGateActivities } from './gates.js';
-import type { Charge } from './heartbeats.js';
 import { createRegistrationActivities } from './registration.js';
 import { createRoutingActivities } from './routing.js';
 import { createVersionActivities } from './versions.js';
@@ -18,14 +17,12 @@ export function createTemporalActivities(
   connections: TemporalConnections,
   identity: string,
   readGateInput: GateInputReader,
-  chargeHeartbeat: Charge = () => {},
-  budgetWaitMs: () => number = () => 0,
 ) {
   return {
-    ...createRoutingActivities(connections, identity, budgetWaitMs),
-    ...createRegistrationActivities(connections, chargeHeartbeat),
+    ...createRoutingActivities(connections, identity),
+    ...createRegistrationActivities(connections),
     ...createVersionActivities(connections, identity),
-    ...createGateActivities(connections, readGateInput, chargeHeartbeat),
+    ...createGateActivities(connections, readGateInput),
   };
 }
 

@@ -10,8 +10,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Worker as Thread, isMainThread, workerData } from 'node:worker_threads';
 import { Worker } from '@temporalio/worker';
-import { installRuntime, rolloutBundle, taskCostSinks } from '../worker/controller.js';
-import { RateBudget } from '../worker/rate-budget.js';
+import { installRuntime, rolloutBundle } from '../worker/controller.js';
 import { historyFromJson, rolloutWorkflowIdOf } from '../scripts/history.js';
 import { commandLine, recordResults, runFacts } from './record.js';
 
@@ -22,7 +21,7 @@ const self = fileURLToPath(import.meta.url);
 async function replay(file: string, n: number): Promise<number> {
   installRuntime('WARN');
   const history = historyFromJson(JSON.parse(readFileSync(file, 'utf8')));
-  const options = { workflowBundle: await rolloutBundle(), sinks: taskCostSinks(new RateBudget(1000)) };
+  const options = { workflowBundle: await rolloutBundle() };
   const workflowId = rolloutWorkflowIdOf(history); // a run under another ID ends at once (not its owner's workflow)
   const run = async (count: number) => {
     const started = performance.now();

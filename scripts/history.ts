@@ -60,14 +60,7 @@ export interface CompletedActivity {
   result: unknown;
 }
 
-/** Whether a routing write's result says it was deferred, not made (a local one while the budget was busy). */
-export const isDeferred = (result: unknown): boolean =>
-  (result as { deferred?: unknown } | undefined)?.deferred === true;
-
-/**
- * Every completed activity of a history, scheduled or local, in the order their results were recorded (a routing
- * write answered `deferred` among them: `isDeferred`).
- */
+/** Every completed activity of a history, scheduled or local, in the order their results were recorded. */
 export function completedActivities(events: HistoryEvent[]): CompletedActivity[] {
   const byId = new Map(events.map((e) => [String(e.eventId), e]));
   const startedOf = new Map(

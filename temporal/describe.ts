@@ -104,7 +104,7 @@ export async function settledRead<T>(
 export const registrationPollDelay = (previousMs: number | undefined, describeMs: number): number =>
   Math.min(Math.max(previousMs === undefined ? 50 : Math.min(previousMs * 2, 1000), 10 * (describeMs - 200)), 5_000);
 
-/** The wait after a busy server refused a describe (deadline exceeded, unavailable, a spent budget). */
+/** The wait after a busy server refused a describe (deadline exceeded, unavailable). */
 export const refusedPollDelay = 5_000;
 
 /** A worker deployment, or `undefined` when it does not exist. */

@@ -17,9 +17,7 @@ import {
   Runtime,
   Worker,
   bundleWorkflowCode,
-  type InjectedSinks,
   type LogLevel,
-  type TunerHolder,
   type WorkerOptions,
   type WorkflowBundle,
 } from '@temporalio/worker';
@@ -27,11 +25,9 @@ import { createActivities } from '../activities/index.js';
 import { installationManagerIdentity, installationTaskQueue } from '../api/names.js';
 import { resolveInstallation } from './installation.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
-import { RateBudget } from './rate-budget.js';
-import { budgetedSlots, completionMaxWaitMs, completionsPaid, HistoryFetchCredits } from './task-slots.js';
+import { temporalLimits } from './temporal-limits.js';
 import {
   activityErrorCounter,
-  budgetMetrics,
   initializeCounters,
   prometheusMetrics,
   recordResourceGauges,
@@ -39,7 +35,6 @@ import {
 } from './metrics.js';
 import { searchAttributeKeys } from '../workflows/search-attributes.js';
 import { waitsTaskQueue } from '../workflows/task-queues.js';
-import type { TaskCostSinks } from '../workflows/task-cost.js';
 import type { Timings } from '../api/timings.js';
 
 export const defaultMaxCachedWorkflows = 100;
@@ -47,8 +42,7 @@ export const defaultMaxCachedWorkflows = 100;
 export const defaultTemporalQps = 50;
 /**
  * Pollers scale with the work the server reports, from one per queue when idle (a fixed ten per queue would cost
- * hundreds of empty long polls an hour) to four: each holds a slot paid from the budget ahead of its poll, so more
- * would queue ahead of the process's own calls without getting more tasks through it.
+ * hundreds of empty long polls an hour) to four: the slots, not the pollers, bound the tasks a second.
  */
 const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = {
   type: 'autoscaling',
@@ -57,8 +51,6 @@ const autoscaling: NonNullable<WorkerOptions['workflowTaskPollerBehavior']> = {
   maximum: 4,
 };
 const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
-/** Bundled with the workflows: ../workflows/task-cost.ts reports the history fetches and completions of their tasks. */
-export const workflowInterceptorModules = [fileURLToPath(new URL('../workflows/task-cost.ts', import.meta.url))];
 
 export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
@@ -87,12 +79,10 @@ export interface ControllerOptions {
   maxCachedWorkflows?: number;
   /**
    * Temporal calls a second the process makes (the watcher's signals, the activities' describes and routing calls,
-   * heartbeats and its workers' task polls and completions; default 50), their starts planned so that no second
-   * holds more, up to `temporalBurst` at once (default and most in effect: the rate). See ./rate-budget.ts and
-   * ./task-slots.ts.
+   * heartbeats and its workers' task polls and completions; default 50), shared out to the SDK's own limits
+   * (./temporal-limits.ts).
    */
   temporalQps?: number;
-  temporalBurst?: number;
   /**
    * Activities a second the server hands out on the controller's task queue, for all its replicas together
    * (Temporal's `maxTaskQueueActivitiesPerSecond`); default: unbounded.
@@ -167,7 +157,6 @@ let bundle: Promise<WorkflowBundle> | undefined;
 export function rolloutBundle(): Promise<WorkflowBundle> {
   bundle ??= bundleWorkflowCode({
     workflowsPath,
-    workflowInterceptorModules,
     logger: { log() {}, trace() {}, debug() {}, info() {}, warn() {}, error() {} },
   }).then((b) => ({ ...b, code: latin1Source(b.code) }));
   return bundle;
@@ -188,17 +177,8 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const installation = await resolveInstallation(options.kubeConfig, options.namespaces, options.installation);
   const taskQueue = options.taskQueue ?? installationTaskQueue(installation);
   const identity = options.identity ?? `glidepath@${hostname()}/${process.pid}`;
-  const qps = options.temporalQps ?? defaultTemporalQps;
-  const budgetCount = budgetMetrics();
-  const budget = new RateBudget(
-    qps,
-    options.temporalBurst ?? Math.ceil(qps),
-    undefined,
-    undefined,
-    budgetCount.counted,
-  );
-  const peaksShown = setInterval(() => budgetCount.peaks(budget.recentPeaks()), 1_000).unref();
-  const interceptors = [...budget.interceptors(), temporalRequestCounter()];
+  const limits = temporalLimits(options.temporalQps ?? defaultTemporalQps);
+  const interceptors = [...limits.interceptors, temporalRequestCounter()];
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
   const connection = await Connection.connect({ address, tls, apiKey, interceptors });
   const client = new Client({ connection, namespace, identity });
@@ -220,13 +200,14 @@ export async function startController(options: ControllerOptions): Promise<Contr
   }, 60_000).unref();
   const { activities, close } = createActivities(options.kubeConfig, managerIdentity, {
     temporalInterceptors: interceptors,
-    chargeHeartbeat: () => budget.charge(),
-    budgetWaitMs: () => budget.waitNowMs(),
     timings,
     installation,
   });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
-  const fetchCredits = new HistoryFetchCredits(budget);
+  // The server's limit on each task queue, for every replica of the installation together.
+  const queueLimit = options.maxActivitiesPerSecond
+    ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond }
+    : {};
   const worker = await Worker.create({
     connection: nativeConnection,
     namespace,
@@ -235,10 +216,9 @@ export async function startController(options: ControllerOptions): Promise<Contr
     workflowBundle: options.workflowBundle ?? (await rolloutBundle()),
     activities,
     maxCachedWorkflows: options.maxCachedWorkflows ?? defaultMaxCachedWorkflows,
-    tuner: budgetedTuner(budget, { workflowTasks: 40, activities: 100 }, fetchCredits),
-    ...(options.maxActivitiesPerSecond ? { maxTaskQueueActivitiesPerSecond: options.maxActivitiesPerSecond } : {}),
-    interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
-    sinks: taskCostSinks(budget, fetchCredits),
+    ...limits.main,
+    ...queueLimit,
+    interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
   // Long waits (registration, gates, drainage) on a task queue of their own: hundreds of them cannot take the
@@ -249,8 +229,9 @@ export async function startController(options: ControllerOptions): Promise<Contr
     taskQueue: waitsTaskQueue(taskQueue),
     identity,
     activities,
-    tuner: budgetedTuner(budget, { workflowTasks: 1, activities: 1000 }), // no workflows here: it never polls for them
-    interceptors: { activity: [activityErrorCounter(), completionsPaid(budget)] },
+    ...limits.waits,
+    ...queueLimit,
+    interceptors: { activity: [activityErrorCounter()] },
     ...polling,
   });
   const workers = [worker, waits];
@@ -292,7 +273,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
     },
     stop() {
       stopping ??= (async () => {
-        clearInterval(peaksShown);
         clearInterval(searchAttributesChecked);
         await watcher.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
@@ -303,45 +283,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
       })();
       return stopping;
     },
-  };
-}
-
-/**
- * What a workflow's tasks cost beyond their polls (../workflows/task-cost.ts), paid from the budget:
- * - the history a replay from the start needed: paid ahead with its task's poll while most tasks need one
- *   (`HistoryFetchCredits`), else counted after the fact (`RateBudget.charge`): the calls waiting get room only
- *   once the window has it again. A fetch comes before a workflow task the budget paid for, so fetches never
- *   outnumber the tasks.
- * - a new activation's completion, before it is sent: it waits for room ahead of the calls that start work, at
- *   most `completionMaxWaitMs`, and goes out beyond that (`RateBudget.turnWithin`), as an activity's does.
- */
-export function taskCostSinks(
-  budget: Pick<RateBudget, 'charge' | 'turnWithin'>,
-  fetches: Pick<HistoryFetchCredits, 'fetched'> = new HistoryFetchCredits(budget),
-): InjectedSinks<TaskCostSinks> {
-  return {
-    taskCost: {
-      historyFetched: { fn: () => fetches.fetched(), callDuringReplay: true },
-      completing: { fn: () => budget.turnWithin(completionMaxWaitMs) },
-    },
-  };
-}
-
-/**
- * A worker's slots: its workflow tasks and activities at most so many at once (the SDK's defaults are 40 and 100),
- * each task's poll paid from the process's Temporal budget (its completion pays when it is sent: `taskCostSinks`
- * and `completionsPaid`); a local activity has no poll or completion (the Temporal calls it makes pay as any).
- */
-function budgetedTuner(
-  budget: RateBudget,
-  max: { workflowTasks: number; activities: number },
-  fetches?: HistoryFetchCredits,
-): TunerHolder {
-  return {
-    workflowTaskSlotSupplier: budgetedSlots(budget, max.workflowTasks, fetches),
-    activityTaskSlotSupplier: budgetedSlots(budget, max.activities),
-    localActivityTaskSlotSupplier: { type: 'fixed-size', numSlots: 100 },
-    nexusTaskSlotSupplier: { type: 'fixed-size', numSlots: 1 },
   };
 }
 

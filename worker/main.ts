@@ -44,7 +44,6 @@ const { values } = parseArgs({
     'manager-identity': { type: 'string' },
     'max-cached-workflows': { type: 'string' },
     'temporal-qps': { type: 'string' },
-    'temporal-burst': { type: 'string' },
     'max-activities-per-second': { type: 'string' },
     'metrics-bind-address': { type: 'string', default: ':8080' },
     'health-probe-bind-address': { type: 'string', default: ':8081' },
@@ -54,7 +53,7 @@ const { values } = parseArgs({
 });
 if (values.help) {
   console.log(
-    'usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--installation-id ID] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--temporal-burst N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]',
+    'usage: npm start -- [--kubeconfig PATH] [--temporal-address HOST:PORT] [--temporal-namespace NS] [--installation-id ID] [--task-queue NAME] [--namespace NS]... [--resync-interval DURATION] [--manager-identity NAME] [--max-cached-workflows N] [--temporal-qps N] [--max-activities-per-second N] [--metrics-bind-address HOST:PORT] [--health-probe-bind-address HOST:PORT] [--log-format json|text]',
   );
   process.exit(0);
 }
@@ -75,18 +74,11 @@ function bindAddress(flag: 'metrics-bind-address' | 'health-probe-bind-address')
 }
 
 /** A flag that must be a whole number ≥ 0 (absent: undefined). */
-function count(flag: 'max-cached-workflows' | 'temporal-burst'): number | undefined {
+function count(flag: 'max-cached-workflows'): number | undefined {
   const raw = values[flag];
   if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) refuse(`--${flag}: "${raw}" is not a whole number`);
   return Number(raw);
-}
-
-/** --temporal-burst: a whole number ≥ 1 (absent: undefined, the rate). */
-function burst(): number | undefined {
-  const n = count('temporal-burst');
-  if (n === 0) refuse('--temporal-burst: "0" lets no call through: at least 1');
-  return n;
 }
 
 /** A flag that must be a number above 0, like 2.5 (absent: undefined). */
@@ -159,7 +151,6 @@ const controller = await startController({
   managerIdentity: values['manager-identity'],
   maxCachedWorkflows: count('max-cached-workflows'),
   temporalQps: rate('temporal-qps'),
-  temporalBurst: burst(),
   maxActivitiesPerSecond: rate('max-activities-per-second'),
   workflowBundle: await rolloutBundleApart(),
   timings: env.GLIDEPATH_DRAIN_POLL_MAX ? { drainPollMaxMs: Number(env.GLIDEPATH_DRAIN_POLL_MAX) } : undefined,

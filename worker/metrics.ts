@@ -13,8 +13,6 @@ import { durationBuckets, resourceLabels, RolloutMetric, rolloutMetricDescriptio
 export const ProcessMetric = {
   activityErrors: 'glidepath_activity_errors_total',
   temporalRequests: 'glidepath_temporal_requests_total',
-  budgetCalls: 'glidepath_temporal_budget_calls_total',
-  budgetPeakCalls: 'glidepath_temporal_budget_peak_calls',
   rampPercentage: 'glidepath_rollout_ramp_percentage',
   phase: 'glidepath_rollout_phase',
 } as const;
@@ -96,7 +94,7 @@ export function activityErrorCounter(): (ctx: { info: { activityType: string } }
  * Counts every call the process's Temporal clients send (the watcher's, the CLI's and the activities'), by
  * operation: with the Temporal core's own `temporal_request` and `temporal_long_request` (the workers' polls,
  * completions and heartbeats) it is every request the controller makes, counted where it is sent. Innermost of a
- * connection's interceptors, so each retry counts and a call the budget refused (never sent) does not.
+ * connection's interceptors, so each retry counts, as it is sent (after its turn in ./temporal-limits.ts's pace).
  */
 export function temporalRequestCounter(): Interceptor {
   let counter: MetricCounter | undefined;
@@ -113,39 +111,6 @@ export function temporalRequestCounter(): Interceptor {
         next(metadata, listener);
       },
     });
-}
-
-/**
- * The Temporal budget's own count (./rate-budget.ts), exact where a scrape a second is not: every call it counts, by
- * whether it waited for room (`paid`) or went without (`unheld`: heartbeats, history fetches, completions past their
- * wait), and the most it counted within one second and within five that ended in the last ten seconds.
- */
-export function budgetMetrics(): {
-  counted: (how: 'paid' | 'unheld') => void;
-  peaks: (p: { second: number; fiveSeconds: number }) => void;
-} {
-  let counter: MetricCounter | undefined;
-  let gauge: MetricGauge | undefined;
-  return {
-    counted(how) {
-      counter ??= Runtime.instance().metricMeter.createCounter(
-        ProcessMetric.budgetCalls,
-        '1',
-        "Temporal calls the controller's budget counted, by whether they waited for room",
-      );
-      counter.add(1, { how });
-    },
-    peaks({ second, fiveSeconds }) {
-      gauge ??= Runtime.instance().metricMeter.createGauge(
-        ProcessMetric.budgetPeakCalls,
-        'int',
-        '1',
-        "The most Temporal calls the controller's budget counted within a window ending in the last 10 s",
-      );
-      gauge.set(second, { window: '1s' });
-      gauge.set(fiveSeconds, { window: '5s' });
-    },
-  };
 }
 
 /** The status of a resource as the watcher sees it (absent: the resource is gone). */

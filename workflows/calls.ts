@@ -109,7 +109,7 @@ export abstract class ActivityCalls {
 
   /**
    * A ramp (`write` with the activities to make it with), inside the workflow task that decided it. When the local
-   * write was deferred (a busy budget) or failed, it goes as an activity; a local write that landed but did not
+   * write failed, it goes as an activity; a local write that landed but did not
    * answer in time is harmless again: the activity finds the routing done. Not for a set-current: a local write
    * lands before its task is recorded, and a task lost then (a controller killed) runs again with what came
    * meanwhile first; an abort accepted there would leave the build it aborted current. A stray ramp is undone by
@@ -120,7 +120,7 @@ export abstract class ActivityCalls {
     const byActivity = this.temporalActivity; // the summary is read now, synchronously
     const local = proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
     const turn = await this.inTurn('routing', () => write(local));
-    if (turn.local && !turn.value.deferred) return turn.value;
+    if (turn.local) return turn.value;
     const result = await write(byActivity);
     this.asActivity.delete('routing');
     return result;

@@ -8,7 +8,6 @@ import { rolloutWorkflowId } from '../../api/names.js';
 import {
   completedActivities,
   eventTime as at,
-  isDeferred,
   localActivityScheduledAt,
   localActivityType,
   scheduledActivityType,
@@ -78,7 +77,7 @@ export async function rolloutFigures(
     );
   // Scheduled or local (a ramp is local), with when its result was recorded.
   const done = completedActivities(events);
-  const completed = (type: string) => done.filter((a) => a.type === type && !isDeferred(a.result));
+  const completed = (type: string) => done.filter((a) => a.type === type);
   // The last "available" signal of the v2 Deployment, then the v2 routing change.
   const v2Available = events.filter((e) => {
     const s = e.workflowExecutionSignaledEventAttributes;
@@ -152,7 +151,7 @@ export function rollbackOnServerClock(name: string, events: HistoryEvent[], verb
       );
   }
   const done = completedActivities(events)
-    .filter((a) => a.type === 'setCurrent' && !isDeferred(a.result))
+    .filter((a) => a.type === 'setCurrent')
     .at(-1);
   if (!done) return undefined;
   // A local set-current's marker is written with the task that accepted the update: from that task's start then.
@@ -174,14 +173,9 @@ export async function historyEvents(world: World, names: string[]): Promise<Hist
   for (const name of names) {
     const events = await historyOf(world, name);
     // Scheduled, by their scheduling; local, by their marker (written with the task that made the call).
-    const deferred = new Set(
-      completedActivities(events)
-        .filter((a) => a.local && isDeferred(a.result))
-        .map((a) => a.eventId),
-    );
     const routing = events
       .map((e) => ({ id: Number(e.eventId), type: scheduledActivityType(e) ?? localActivityType(e) ?? '' }))
-      .filter((e) => (e.type === 'setRamping' || e.type === 'setCurrent') && !deferred.has(e.id));
+      .filter((e) => e.type === 'setRamping' || e.type === 'setCurrent');
     for (let k = 1; k < routing.length; k++) {
       const [from, to] = [routing[k - 1]!, routing[k]!];
       if (from.type === 'setRamping') out.perStep.push(to.id - from.id);

@@ -72,7 +72,6 @@ export async function startWorld(): Promise<World> {
       timings: { drainPollMaxMs: 1000 },
       log: (message, fields) => void watcherLines.push({ at: performance.now(), message, fields }),
       ...(process.env.BENCH_TEMPORAL_QPS ? { temporalQps: Number(process.env.BENCH_TEMPORAL_QPS) } : {}),
-      ...(process.env.BENCH_TEMPORAL_BURST ? { temporalBurst: Number(process.env.BENCH_TEMPORAL_BURST) } : {}),
     });
     connection = await Connection.connect({ address: server.address });
     return {

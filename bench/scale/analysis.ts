@@ -103,23 +103,6 @@ export function memoryAndCpu(from: number, to: number) {
   return { runTicks, peakRss, startRss, cpuMs };
 }
 
-/**
- * The controllers' budgets' own count over a phase (exact, each call counted as it goes out; a read covers the
- * 10 s before it): the most within 1 s and 5 s, and the calls that waited for room or not. `undefined` when the
- * controllers' /metrics were not read.
- */
-export function budgetOver(from: number, to: number) {
-  const budgets = ticks.filter((t) => t.at >= from && t.at <= to + 1000 && t.own).map((t) => t.own!.budget);
-  if (!budgets.length) return undefined;
-  const [a, b] = [budgets[0]!, budgets.at(-1)!];
-  return {
-    peak1s: peak(budgets.map((x) => x.peak1s)),
-    peak5s: peak(budgets.map((x) => x.peak5s)),
-    paid: b.paid - a.paid,
-    unheld: b.unheld - a.unheld,
-  };
-}
-
 /** Requests for `operation` in the controllers' namespace between `from` and `to` (RespondWorkflowTaskFailed …). */
 export function callsOf(from: number, to: number, operation: string): number {
   const all = totals(from, to);

@@ -9,7 +9,6 @@ import { stripVTControlCharacters } from 'node:util';
 import { delta, kubeRequestsMetric } from '../../scripts/servers/metrics.js';
 import { controllerCount, controllerNamespace, goneTimeoutMs, resources, routingChanges, steps } from './options.js';
 import {
-  budgetOver,
   busiestOver,
   callsOf,
   controllerCallsBetween,
@@ -76,12 +75,6 @@ export function printReport(run: Run): void {
       `    by the controller's own count where it sends them (${ownRequestMetrics.join(' + ')}): over any 1 s at most ${f0(peakOver(from, to, 1, byOwn))}, over 5 s ${f0(peakOver(from, to, 5, byOwn))}, ` +
         `mean ${f1(own ? own.calls / own.seconds : NaN)}, ${f0(own?.calls ?? NaN)} in all (${f1((own?.calls ?? NaN) / resources)} per resource)`,
     );
-    const budget = budgetOver(from, to);
-    if (budget)
-      console.log(
-        `    by the controller's budget as each call goes out (exact; a read covers the 10 s before it): within any 1 s at most ${f0(budget.peak1s)}, within 5 s ${f1(budget.peak5s / 5)}/s; ` +
-          `${f0(budget.paid + budget.unheld)} counted, ${f0(budget.unheld)} of them unheld (heartbeats, history fetches, completions past their wait)`,
-      );
     for (const seconds of process.env.BENCH_VERBOSE ? [5, 1] : []) {
       const busiest = busiestOver(from, to, seconds, byOwn);
       if (!busiest?.a.own || !busiest.b.own) continue;

@@ -69,19 +69,7 @@ export interface Tick {
    * (`ownRequestMetrics`), per operation, and when they were read: the middle of their scrape (the tick's `at` waits
    * for the slower dev server, and a scrape's own 0.1–0.3 s would read a second's rate up to 30 % off).
    */
-  own?: { at: number; byOperation: Map<string, number>; budget: BudgetCount };
-}
-
-/**
- * The controllers' Temporal budgets' own count (worker/metrics.ts `budgetMetrics`), summed over them: the calls
- * counted by whether they waited for room, and the most counted within 1 s and 5 s in the 10 s before the read
- * (exact, each call counted as it goes out; summed over several controllers, an upper bound of their sum's peak).
- */
-interface BudgetCount {
-  paid: number;
-  unheld: number;
-  peak1s: number;
-  peak5s: number;
+  own?: { at: number; byOperation: Map<string, number> };
 }
 
 /**
@@ -89,26 +77,17 @@ interface BudgetCount {
  * heartbeats; long polls apart) and Glidepath's clients' (worker/metrics.ts `temporalRequestCounter`).
  */
 export const ownRequestMetrics = ['temporal_request', 'temporal_long_request', 'glidepath_temporal_requests_total'];
-const budgetMetricNames = ['glidepath_temporal_budget_calls_total', 'glidepath_temporal_budget_peak_calls'];
 
 /** The controllers' own count of their Temporal requests by operation (summed over them), and when the last answered. */
 async function scrapeOwnRequests(ports: number[]): Promise<Tick['own']> {
   const sent = Date.now();
   const pages = await Promise.all(
-    ports.map((port) =>
-      scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, [...ownRequestMetrics, ...budgetMetricNames], 5_000),
-    ),
+    ports.map((port) => scrapeTemporalMetrics(`http://127.0.0.1:${port}/metrics`, ownRequestMetrics, 5_000)),
   );
   const byOperation = new Map<string, number>();
-  const budget: BudgetCount = { paid: 0, unheld: 0, peak1s: 0, peak5s: 0 };
-  for (const x of pages.flat()) {
-    if (x.name === 'glidepath_temporal_budget_calls_total')
-      budget[x.labels.how === 'unheld' ? 'unheld' : 'paid'] += x.value;
-    else if (x.name === 'glidepath_temporal_budget_peak_calls')
-      budget[x.labels.window === '5s' ? 'peak5s' : 'peak1s'] += x.value;
-    else byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
-  }
-  return { at: (sent + Date.now()) / 2, byOperation, budget };
+  for (const x of pages.flat())
+    byOperation.set(x.labels.operation ?? '?', (byOperation.get(x.labels.operation ?? '?') ?? 0) + x.value);
+  return { at: (sent + Date.now()) / 2, byOperation };
 }
 export const ownTotal = (own: NonNullable<Tick['own']>) => [...own.byOperation.values()].reduce((a, b) => a + b, 0);
 

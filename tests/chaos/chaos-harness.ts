@@ -12,7 +12,7 @@ import * as k8s from '@kubernetes/client-node';
 import type { Client } from '@temporalio/client';
 import proto from '@temporalio/proto';
 import { Labels } from '../../kube/versioned-deployment.js';
-import { isDeferred, localActivityType } from '../../scripts/history.js';
+import { localActivityType } from '../../scripts/history.js';
 import { portOpen, type ServerProcess } from '../../scripts/servers/processes.js';
 
 export const root = fileURLToPath(new URL('../..', import.meta.url));
@@ -228,10 +228,7 @@ export async function chainReport(client: Client, workflowId: string, buildId: s
         }
       }
       // A local ramp's arguments are not in the history: its summary says them ("ramp <build> to <n>%").
-      const made =
-        localActivityType(e) === 'setRamping' &&
-        !e.markerRecordedEventAttributes?.failure &&
-        !isDeferred(decode(e.markerRecordedEventAttributes?.details?.result?.payloads?.[0]));
+      const made = localActivityType(e) === 'setRamping' && !e.markerRecordedEventAttributes?.failure;
       const local = made ? /^ramp (\S+) to (\d+)%$/.exec(String(decode(e.userMetadata?.summary))) : null;
       if (local?.[1] === buildId) {
         report.rampsCompleted.push(Number(local[2]));

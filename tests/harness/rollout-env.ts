@@ -20,7 +20,7 @@ import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../..
 import { describeDeploymentSettled, describeVersionSettled } from '../../temporal/describe.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
-import { completedActivities, isDeferred, type CompletedActivity } from '../../scripts/history.js';
+import { completedActivities, type CompletedActivity } from '../../scripts/history.js';
 
 export const plural = 'temporalworkerdeployments';
 
@@ -343,9 +343,7 @@ export async function routingCalls(
 /** The completed routing calls (setRamping, setCurrent) of a resource's rollout, scheduled or local. */
 async function routingCallsIn(env: RolloutEnv, name: string): Promise<CompletedActivity[]> {
   const events = (await workflowHandle(env, name).fetchHistory()).events ?? [];
-  return completedActivities(events).filter(
-    (a) => (a.type === 'setRamping' || a.type === 'setCurrent') && !isDeferred(a.result),
-  );
+  return completedActivities(events).filter((a) => a.type === 'setRamping' || a.type === 'setCurrent');
 }
 
 export { eventually } from './eventually.js';

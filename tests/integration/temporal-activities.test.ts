@@ -249,29 +249,6 @@ test('routing writes with our last conflict token need no describe; a stale one 
 const inActivity = <A extends unknown[], R>(fn: (...args: A) => Promise<R>, ...args: A): Promise<R> =>
   new MockActivityEnvironment().run(fn, ...args);
 
-test('a routing write inside a workflow task is deferred, unmade, while the budget would make it wait; as an activity, or with the budget free, it is made', async () => {
-  const { t, deploymentName, taskQueue } = fresh('deferred');
-  await startWorker(deploymentName, taskQueue, 'A');
-  let budgetWaitMs = 500;
-  const budgeted = createTemporalActivities(
-    connections,
-    identity,
-    async () => undefined,
-    () => {},
-    () => budgetWaitMs,
-  );
-  const local = () => new MockActivityEnvironment({ isLocal: true });
-
-  expect(await local().run(budgeted.setCurrent, t, 'A')).toEqual({ deferred: true });
-  expect((await temporal.describeRouting(t)).current).toBeUndefined(); // no call went
-  await eventually('A current, as an activity', () =>
-    new MockActivityEnvironment({ isLocal: false }).run(budgeted.setCurrent, t, 'A').then(() => true),
-  );
-  expect((await temporal.describeRouting(t)).current).toBe('A');
-  budgetWaitMs = 0;
-  await local().run(budgeted.setRamping, t, '', 0); // nothing ramps: a no-op write, made inside the task
-}, 120_000);
-
 test('actOnPinned terminates, signals and cancels the running executions on a version; again, it is a no-op', async () => {
   const { t, deploymentName, taskQueue } = fresh('act');
   await startWorker(deploymentName, taskQueue, 'A', { hold: '5m' });

@@ -146,11 +146,6 @@ export class FakeWorld {
   ) {}
 
   private resourceVersion = 0;
-  /**
-   * Routing writes inside a workflow task (local activities) that the activity answers `deferred` without making
-   * them, as it does while the controller's Temporal budget is busy: by name, for the arguments a function picks.
-   */
-  readonly deferLocal = new Map<string, (args: unknown[]) => boolean>();
   /** Activities that fail (by name) until the test deletes the entry: always, or for the arguments a function picks. */
   readonly failWith = new Map<string, Error | ((args: unknown[]) => Error | undefined)>();
   /** Pinned executions open on each version (what countOpenExecutions answers). */
@@ -375,9 +370,6 @@ export class FakeWorlds {
       w.record(name, args, `${t.connection.hostPort}/${t.temporalNamespace}`);
       return w;
     };
-    /** A local routing write the world defers (`deferLocal`): answered `deferred`, no call made or recorded. */
-    const deferredHere = (t: TemporalTarget, name: string, args: unknown[]) =>
-      Context.current().info.isLocal && (this.at(t.deploymentName).deferLocal.get(name)?.(args) ?? false);
     const fake: Activities = {
       // ---- Kubernetes ----
       ensureVersionedDeployment: async (input) => {
@@ -550,7 +542,6 @@ export class FakeWorlds {
         return { matched, moved: matched };
       },
       setRamping: async (t, buildId, percentage, o) => {
-        if (deferredHere(t, 'setRamping', [buildId, percentage])) return { deferred: true };
         const w = temporal(t, 'setRamping', [buildId, percentage]);
         const result = w.routingWrite(o, w.ramping !== buildId || w.rampPercentage !== percentage);
         if (w.ramping !== buildId) w.routedAway(w.ramping);
@@ -560,7 +551,6 @@ export class FakeWorlds {
         return result;
       },
       setCurrent: async (t, buildId, o) => {
-        if (deferredHere(t, 'setCurrent', [buildId])) return { deferred: true };
         const w = temporal(t, 'setCurrent', [buildId]);
         const result = w.routingWrite(o, w.current !== buildId);
         if (w.setCurrentDelayMs > 0) await new Promise((resolve) => setTimeout(resolve, w.setCurrentDelayMs));

@@ -1,18 +1,12 @@
 /**
  * Local routing writes against the real dev server (activities played by the fake world): a rollout's ramps
  * run as local activities, inside the workflow task that decided them (a set-current stays an activity), and one
- * that fails or is deferred there goes again as an activity without losing the step.
+ * that fails there goes again as an activity without losing the step.
  */
 import { randomUUID } from 'node:crypto';
-import { ApplicationFailure, Context } from '@temporalio/activity';
+import { Context } from '@temporalio/activity';
 import type { temporal } from '@temporalio/proto';
-import {
-  activityTypes,
-  completedActivities,
-  isDeferred,
-  localActivityType,
-  scheduledActivityType,
-} from '../../scripts/history.js';
+import { activityTypes, localActivityType, scheduledActivityType } from '../../scripts/history.js';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
 import { keepHistory } from './fixtures.js';
@@ -89,46 +83,4 @@ test('a ramp that fails inside the workflow task goes again as an activity: the 
   expect(world.current).toBe('v2');
   // The fallback is at once, not a retry of the step: no status said the ramp was being retried.
   expect(world.statuses.map((s) => s.message ?? '').filter((m) => m.includes('retrying'))).toEqual([]);
-});
-
-test('a ramp deferred by a busy budget goes as an activity at once, not retried locally; its next try is local again', async () => {
-  const { world, history } = await start();
-  await world.applySpec(desired(1, 'v1'));
-  await eventually('v1 Ready', () => world.statuses.at(-1)?.phase === 'Ready');
-  const tries: string[] = [];
-  // Inside the task the ramp to 25 % is deferred (what the activity answers while the budget is busy).
-  world.deferLocal.set('setRamping', ([, percentage]) => percentage === 25 && tries.push('deferred') > 0);
-  world.failWith.set('setRamping', ([, percentage]) => {
-    if (percentage !== 25) return undefined;
-    tries.push(Context.current().info.isLocal ? 'local' : 'activity');
-    // The first as an activity: refused for the manager identity, so the rollout waits and tries the ramp again.
-    if (tries.filter((t) => t === 'activity').length === 1)
-      return ApplicationFailure.create({
-        type: 'ManagerIdentityHeld',
-        message: 'held by ops',
-        nonRetryable: true,
-        details: ['ops'],
-      });
-    return undefined;
-  });
-  await world.applySpec(desired(2, 'v2', { strategy: 'Progressive', steps }));
-  await eventually(
-    'v2 current and Ready',
-    () => world.statuses.at(-1)?.phase === 'Ready' && world.statuses.at(-1)?.currentVersion?.buildID === 'v2',
-    60_000,
-  );
-
-  // Deferred, the activity; tried again: inside the task first (a deferral is no failure, which would send the
-  // writes after it as activities until one succeeds), deferred, the activity.
-  expect(tries).toEqual(['deferred', 'activity', 'deferred', 'activity']);
-  const events = await history();
-  // The ramp after it: inside its task again; a deferred write is no ramp made.
-  const made = completedActivities(events).filter((a) => routing.includes(a.type) && !isDeferred(a.result));
-  expect(made.map((a) => `${a.type}${a.local ? ' (local)' : ''}`).slice(-3)).toEqual([
-    'setRamping',
-    'setRamping (local)',
-    'setCurrent',
-  ]);
-  expect(world.sequence(['setRamping'], 'v2')).toEqual(['setRamping', 'setRamping', 'setRamping']); // 25 (refused), 25, 50
-  expect(world.current).toBe('v2');
 });

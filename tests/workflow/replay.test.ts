@@ -7,8 +7,6 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Worker } from '@temporalio/worker';
-import { taskCostSinks, workflowInterceptorModules } from '../../worker/controller.js';
-import { RateBudget } from '../../worker/rate-budget.js';
 import { historyFromJson } from '../../scripts/history.js';
 import { rolloutWorkflowIdOf } from '../../scripts/history.js';
 
@@ -32,13 +30,7 @@ test('every committed history replays without a determinism error', async () => 
   for (const { history } of histories) expect(history.events?.length).toBeGreaterThan(0);
   const failures: string[] = [];
   let replayed = 0;
-  // With the interceptor modules the controller bundles with the workflows, and their sinks.
-  const replaying = {
-    workflowsPath,
-    interceptors: { workflowModules: workflowInterceptorModules },
-    sinks: taskCostSinks(new RateBudget(1000)),
-  };
-  for await (const result of Worker.runReplayHistories(replaying, histories)) {
+  for await (const result of Worker.runReplayHistories({ workflowsPath }, histories)) {
     replayed++;
     if (result.error) failures.push(`${nameOf.get(result.workflowId) ?? result.workflowId}: ${result.error.message}`);
   }
