@@ -30,7 +30,7 @@ export interface TemporalConnectionsOptions {
   connect?: Connect;
   /** How long a superseded connection stays open for calls in flight on it (default 10 s). */
   closeDelayMs?: number;
-  /** gRPC interceptors of every connection (the controller's rate budget); default: the SDK's retries. */
+  /** gRPC interceptors of every connection (the SDK's retries, each attempt paced: worker/temporal-limits.ts); default: the SDK's retries. */
   interceptors?: Interceptor[];
 }
 
