@@ -3,7 +3,7 @@
  * means only:
  * - workflow tasks: a custom slot supplier hands out at most `workflowTaskSlots` slots at once, and a new one at
  *   most at its share of the rate (a task needs a slot; its poll, completion and any history fetch follow it);
- * - activities: `maxActivitiesPerSecond` on each worker;
+ * - activities: `maxActivitiesPerSecond` on the main worker (the waits' worker is bounded by its slots);
  * - the process's own calls (the watcher's signals, the activities' describes and routing writes, each retry):
  *   a token bucket inside the client's retry interceptor of every connection;
  * - heartbeats: the SDK's throttle (0.8 × the heartbeat timeout), set per kind of wait in
@@ -178,7 +178,7 @@ export interface TemporalLimits {
   interceptors: Interceptor[];
   /** The main worker's (RolloutWorkflow and its activities) and the waits worker's options. */
   main: Pick<WorkerOptions, 'tuner' | 'maxActivitiesPerSecond'>;
-  waits: Pick<WorkerOptions, 'tuner' | 'maxActivitiesPerSecond'>;
+  waits: Pick<WorkerOptions, 'tuner'>;
 }
 
 /** The limits for `qps` Temporal calls a second (the shares: `rateShares`). */
@@ -198,9 +198,10 @@ export function temporalLimits(qps: number): TemporalLimits {
     ],
     main: {
       tuner: tuner(pacedSlots(new TokenBucket(qps * rateShares.workflowTasks, 1, Date.now()), 40), 100),
-      maxActivitiesPerSecond: activities * 0.75,
+      maxActivitiesPerSecond: activities,
     },
-    // No workflows on the waits' task queue: it never polls for workflow tasks.
-    waits: { tuner: tuner(fixed(1), 1000), maxActivitiesPerSecond: activities * 0.25 },
+    // No workflows on the waits' task queue: it never polls for workflow tasks. Its waits start once per rollout
+    // phase and last: their slots bound them, and their cost is their heartbeats (./activity-options.ts).
+    waits: { tuner: tuner(fixed(1), 1000) },
   };
 }

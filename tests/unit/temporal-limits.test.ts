@@ -58,9 +58,7 @@ describe('pacedSlots', () => {
 describe('temporalLimits', () => {
   test('the rate shared out: activities by the SDK, workflow tasks by the slots, own calls by the interceptor', () => {
     const limits = temporalLimits(50);
-    expect(limits.main.maxActivitiesPerSecond! + limits.waits.maxActivitiesPerSecond!).toBeCloseTo(
-      50 * rateShares.activities,
-    );
+    expect(limits.main.maxActivitiesPerSecond).toBeCloseTo(50 * rateShares.activities);
     expect(limits.interceptors).toHaveLength(2); // the SDK's retries, then each attempt paced
     expect(limits.main.tuner).toMatchObject({ workflowTaskSlotSupplier: { type: 'custom' } });
     expect(limits.waits.tuner).toMatchObject({ activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1000 } });
