@@ -78,7 +78,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   }
 
   // AllAtOnce / Manual with `analysis.window`: the target is analysed for that long before promotion.
-  if (target.stage === 'analysing') {
+  // An edited spec holds the window again with what it says now (the time held so far counts).
+  while (target.stage === 'analysing') {
     const analysis = ctx.spec().rollout.analysis;
     if (analysisWindow(ctx) && !target.promotedFully) {
       const window: RolloutStep = { rampPercentage: 0, pauseDuration: analysis!.window };
@@ -92,12 +93,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
         state.desired!.generation,
         (ms) => `analysis window of ${buildId}: ${formatDuration(ms)}`,
       );
-      if (held === 'elapsed' || held === 'edited') {
+      if (held === 'edited') continue;
+      if (held === 'elapsed') {
         const outcome = await analyse(ctx, analysis!, 'before promotion');
         if (outcome === 'aborted') return abandon(ctx, sunsets, buildId);
         if (outcome === 'promotedFully') target.promotedFully = true;
-      }
-      if (held === 'promoted' || held === 'promotedFully') target.promotedFully = true; // a person's go-ahead ends the window
+      } else target.promotedFully = true; // a person's go-ahead ends the window
     }
     target.step = undefined;
     target.stage = 'routing';
