@@ -10,7 +10,7 @@
  *   ../workflows/activity-options.ts.
  * The shares follow the calls a rollout makes of each kind (docs/design/temporal-limits.md).
  */
-import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
+import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@temporalio/worker';
 
@@ -66,44 +66,17 @@ const longPolls = new Set([
   'PollWorkflowTaskQueue',
 ]);
 
-/**
- * A gRPC interceptor that starts each call (not a long poll) when `bucket` has a token for it. A call cancelled or
- * past its deadline while it waits ends then, with its token given back (the call beneath it is not started yet, so
- * its own end would reach no listener).
- */
+/** A gRPC interceptor that starts each call (not a long poll) when `bucket` has a token for it. */
 export function pacedCalls(bucket: TokenBucket, clock: () => number = Date.now): Interceptor {
   return (options, nextCall) => {
     const call = nextCall(options);
     const path = options.method_definition.path;
     if (longPolls.has(path.slice(path.lastIndexOf('/') + 1))) return new InterceptingCall(call);
-    let waiting: { timer: NodeJS.Timeout; end(code: status, details: string): void } | undefined;
     return new InterceptingCall(call, {
       start: (metadata, listener, next) => {
         const waitMs = bucket.take(clock());
-        if (waitMs === 0) return next(metadata, listener);
-        const deadline = options.deadline === undefined ? Infinity : new Date(options.deadline).getTime();
-        const end = (code: status, details: string) => {
-          clearTimeout(waiting!.timer);
-          waiting = undefined;
-          bucket.giveBack();
-          call.cancelWithStatus(code, details);
-          listener.onReceiveStatus({ code, details, metadata: new Metadata() });
-        };
-        const timer =
-          deadline - clock() < waitMs
-            ? setTimeout(
-                () => end(status.DEADLINE_EXCEEDED, 'deadline passed while waiting for its turn'),
-                Math.max(0, deadline - clock()),
-              )
-            : setTimeout(() => {
-                waiting = undefined;
-                next(metadata, listener);
-              }, waitMs);
-        waiting = { timer, end };
-      },
-      cancel: (next) => {
-        if (waiting) waiting.end(status.CANCELLED, 'cancelled while waiting for its turn');
-        else next();
+        if (waitMs === 0) next(metadata, listener);
+        else setTimeout(() => next(metadata, listener), waitMs);
       },
     });
   };
