@@ -70,7 +70,7 @@ export function createRegistrationActivities(connections: TemporalConnections) {
     /**
      * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
      * queue and, for up to `coverageWaitMs` more, every task queue the current version has (the server refuses
-     * to route to a version that would leave one of those queues unversioned). The backoff ends at 1 s, later while
+     * to route to a version that would leave one of those queues unversioned). The backoff ends at 2 s, later while
      * the server answers slowly (`registrationPollDelay`): a new version's first ramp takes the server ≈ 2 s after
      * its registration anyway.
      */

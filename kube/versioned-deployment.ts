@@ -208,11 +208,12 @@ export function readinessOf(obs: DeploymentObservation): Readiness {
 /**
  * Whether a Deployment's change wakes its rollout: what a wait is for happened (it became available, or available at a
  * new generation or with more replicas: the changes between may have been coalesced away; it missed its
- * progress deadline), it is gone, or it is another incarnation's. Status churn, a new generation on its way and a
- * Deployment losing pods (a scale-down, a crash) wake nothing: no wait is for them, and the workflow's reads see them.
+ * progress deadline), it is gone while it asked for pods, or it is another incarnation's. Status churn, a new generation
+ * on its way, a Deployment losing pods (a scale-down, a crash) and one scaled to 0 going (a sunset's last step) wake
+ * nothing: no wait is for them, and the workflow's reads (the resync's among them) see them.
  */
 export function wakesRollout(before: Readiness | undefined, after: Readiness): boolean {
-  if (!after.exists) return before?.exists !== false;
+  if (!after.exists) return before === undefined || (before.exists && before.replicas > 0);
   if (!before?.exists) return after.available || after.progressDeadlineExceeded;
   return (
     (after.available &&

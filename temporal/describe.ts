@@ -94,15 +94,15 @@ export async function settledRead<T>(
 }
 
 /**
- * The wait before the registration wait's next describe of a version: doubling from 50 ms to 1 s while the server
- * answers fast, and never less than ten times what the last describe took beyond 200 ms (a distant server's round
+ * The wait before the registration wait's next describe of a version: doubling from 50 ms to 2 s while the server
+ * answers fast (a new version's first ramp waits ≈ 2 s after its registration anyway), and never less than ten times what the last describe took beyond 200 ms (a distant server's round
  * trips are no sign of load), up to 5 s (well within the wait's 60 s heartbeat timeout). Such a describe is a query
  * of the server's own workflow for the version: a slow answer means a busy server, and asking it every second keeps
  * it busy (at 1,000 resources on the dev server, describes were most of the controller's calls while the server's
  * registrations of new versions fell behind).
  */
 export const registrationPollDelay = (previousMs: number | undefined, describeMs: number): number =>
-  Math.min(Math.max(previousMs === undefined ? 50 : Math.min(previousMs * 2, 1000), 10 * (describeMs - 200)), 5_000);
+  Math.min(Math.max(previousMs === undefined ? 50 : Math.min(previousMs * 2, 2000), 10 * (describeMs - 200)), 5_000);
 
 /** The wait after a busy server refused a describe (deadline exceeded, unavailable). */
 export const refusedPollDelay = 5_000;

@@ -16,12 +16,21 @@ export function createDrainageActivities(
   heartbeatOf: HeartbeatOf = sdkHeartbeat,
 ) {
   return {
-    /** Polls the version's drainage with backoff (1s doubling up to `maxDelayMs`), heartbeating; returns once drained. */
-    async awaitDrained(t: TemporalTarget, buildId: string, maxDelayMs = 60_000): Promise<VersionStatus> {
+    /**
+     * Polls the version's drainage with backoff (1s doubling up to `maxDelayMs`), heartbeating; returns once drained.
+     * `readJustNow`: the status the caller has just read (the first describe waits out the first delay).
+     */
+    async awaitDrained(
+      t: TemporalTarget,
+      buildId: string,
+      maxDelayMs = 60_000,
+      readJustNow?: VersionStatus,
+    ): Promise<VersionStatus> {
       const ctx = Context.current();
       const heartbeat = heartbeatOf(ctx);
-      for (let delay = 1000; ; delay = Math.min(delay * 2, maxDelayMs)) {
-        const status = await versionStatus(t, buildId);
+      let status = readJustNow;
+      for (let delay = 1000, read = status === undefined; ; delay = Math.min(delay * 2, maxDelayMs), read = true) {
+        if (read || status === undefined) status = await versionStatus(t, buildId);
         if (isDrained(status)) return status;
         // Heartbeat through the sleep: a dead controller is noticed within the heartbeat timeout.
         for (let waited = 0; waited < delay; waited += 5000) {

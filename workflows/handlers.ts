@@ -90,17 +90,9 @@ function registerWakeUps(r: Resource): void {
 
 function registerControls(r: Resource, controls: Controls): void {
   const names: messages.ControlName[] = ['pause', 'resume', 'promote', 'abort', 'rollback', 'retry'];
-  const signals = {
-    pause: messages.pause,
-    resume: messages.resume,
-    abort: messages.abort,
-    promote: messages.promote,
-    rollback: messages.rollback,
-    retry: messages.retry,
-  };
   for (const name of names) {
     setHandler(
-      signals[name],
+      messages.controlSignals[name],
       safely(name, (req?: unknown) => {
         const c = withAliasedControl(r.state, parseControl(req));
         const why = controls.problemWith(name, req);

@@ -104,3 +104,6 @@ export const updates = {
   retry: defineUpdate<RolloutStatus, [RetryRequest]>('retry'),
 };
 export type ControlName = keyof typeof updates;
+
+/** Each control as a signal, by name (the same controls as `updates`). */
+export const controlSignals = { pause, resume, abort, promote, rollback, retry } satisfies Record<ControlName, unknown>;

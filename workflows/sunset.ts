@@ -103,10 +103,12 @@ export class Sunsets {
         }
         if (!isDrained(status) && !version.openExecutions) await this.countPinned(version);
         if (!isDrained(status) && this.actsAfterMaxDrain(version)) status = await this.drainWithin(version);
-        if (!isDrained(status))
+        if (!isDrained(status)) {
+          const readJustNow = status;
           status = await ctx.call(`wait for ${buildId} to drain`, () =>
-            ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs),
+            ctx.waits().awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs, readJustNow),
           );
+        }
         version.status = status;
         version.drainedSince = now().toISOString();
         ctx.markDirty();

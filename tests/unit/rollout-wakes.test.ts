@@ -54,6 +54,11 @@ describe('wakesRollout: which Deployment changes wake a rollout', () => {
     expect(wakes(gone, gone)).toBe(false);
   });
 
+  it('does not wake when a Deployment scaled to 0 goes (a sunset deletes what it scaled down)', () => {
+    const scaledDown = { ...available, replicas: 0, availableReplicas: 0, generation: 2, observedGeneration: 2 };
+    expect(wakes(scaledDown, { ...scaledDown, exists: false })).toBe(false);
+  });
+
   it('wakes when it misses its progress deadline, or is another incarnation of the resource', () => {
     expect(wakes(created, { ...created, progressDeadlineExceeded: true })).toBe(true);
     expect(wakes(created, { ...created, ownerUid: 'uid-2' })).toBe(true);

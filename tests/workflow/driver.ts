@@ -41,15 +41,6 @@ export interface Rollout {
   taskFailures(): Promise<string[]>;
 }
 
-const signals = {
-  pause: messages.pause,
-  resume: messages.resume,
-  abort: messages.abort,
-  promote: messages.promote,
-  rollback: messages.rollback,
-  retry: messages.retry,
-};
-
 const taskFailed = proto.temporal.api.enums.v1.EventType.EVENT_TYPE_WORKFLOW_TASK_FAILED;
 const unhandledCommand =
   proto.temporal.api.enums.v1.WorkflowTaskFailedCause.WORKFLOW_TASK_FAILED_CAUSE_UNHANDLED_COMMAND;
@@ -78,7 +69,8 @@ export async function startRollout(rig: FakeRig, label: string, timings: Partial
       handle().executeUpdate(messages.updates[name] as UpdateDefinition<RolloutStatus, [ControlRequest]>, {
         args: [req],
       }),
-    signal: (name, req = {}) => handle().signal(signals[name] as SignalDefinition<[ControlRequest?]>, req),
+    signal: (name, req = {}) =>
+      handle().signal(messages.controlSignals[name] as SignalDefinition<[ControlRequest?]>, req),
     until: (what, probe) =>
       eventually(what, async () => {
         const s = await status();

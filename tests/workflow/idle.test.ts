@@ -14,6 +14,7 @@ import type { Timings } from '../../api/timings.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';
 import { keepHistory } from './fixtures.js';
+import { withCurrentV1 } from './driver.js';
 
 const taskQueue = `idle-test-${randomUUID().slice(0, 8)}`;
 const timings: Partial<Timings> = { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 };
@@ -109,16 +110,9 @@ test('a resync round is one workflow task: its read, its repairs and their repor
 });
 
 test('a stray Deployment with pods (an apply whose task was lost): scaled to 0 at the second resync that finds it, deleted at the third', async () => {
-  const owner = { namespace: 'shop', name: `stray-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, timings);
-  const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
-  workflowIds.push(workflowId);
-  await world.applySpec(desired(1, 'v1'));
-  await eventually('v1 to be current', async () =>
-    (await handle.query(messages.status)).current === 'v1' ? true : undefined,
-  );
+  const r = await withCurrentV1(rig, 'stray', timings);
+  const { world, owner } = r;
+  const handle = r.handle();
   const liveReplicas = world.deployments.get('v1')?.replicas;
   const name = versionedDeploymentName(owner.name, 'orphan');
   world.deployments.set('orphan', { name, replicas: 2, generation: 1, available: true });
@@ -140,16 +134,9 @@ test('a stray Deployment with pods (an apply whose task was lost): scaled to 0 a
 });
 
 test('a resync in an apiserver brownout: the local repair gives up within its bound, and the repair is made as an activity', async () => {
-  const owner = { namespace: 'shop', name: `brownout-${randomUUID().slice(0, 8)}`, uid: randomUUID() };
-  const workflowId = rolloutWorkflowId(testInstallation, owner.namespace, owner.name);
-  const world = worlds.create(owner, workflowId, timings);
-  const handle = client.workflow.getHandle<typeof RolloutWorkflow>(workflowId);
-  await client.workflow.start<typeof RolloutWorkflow>('RolloutWorkflow', { taskQueue, workflowId, args: [{ owner }] });
-  workflowIds.push(workflowId);
-  await world.applySpec(desired(1, 'v1'));
-  await eventually('v1 to be current', async () =>
-    (await handle.query(messages.status)).current === 'v1' ? true : undefined,
-  );
+  const r = await withCurrentV1(rig, 'brownout', timings);
+  const { world } = r;
+  const handle = r.handle();
   world.deployments.delete('v1');
   world.brownout = 3; // every local attempt fails
   const before = world.callsOf('reconcileDeployments').length;
