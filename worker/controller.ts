@@ -79,7 +79,7 @@ export interface ControllerOptions {
   maxCachedWorkflows?: number;
   /**
    * Temporal calls a second the process makes (the watcher's signals, the activities' describes and routing calls,
-   * heartbeats and its workers' task polls and completions; default 50), shared out to the SDK's own limits
+   * heartbeats and its workers' task polls and completions; default 50), one bucket pacing the SDK's own hooks
    * (./temporal-limits.ts).
    */
   temporalQps?: number;

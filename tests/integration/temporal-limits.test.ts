@@ -1,7 +1,9 @@
 /**
  * The controller's pace of its own Temporal calls (worker/temporal-limits.ts) on a real connection to the dev
- * server: calls beyond the bucket's burst wait for their tokens, in the order they asked, and every one is answered.
+ * server: calls beyond the bucket's burst wait for their tokens, in the order they asked, and every one is answered;
+ * one cancelled or past its deadline while it waits ends then, through the SDK's retry interceptor.
  */
+import { status } from '@grpc/grpc-js';
 import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import { pacedCalls, TokenBucket } from '../../worker/temporal-limits.js';
 
@@ -27,4 +29,35 @@ test('calls beyond the burst go out at the bucket’s rate, and every one is ans
   } finally {
     await connection.close();
   }
+});
+
+describe('a call that waits for its token', () => {
+  let connection: Connection;
+  let bucket: TokenBucket;
+  beforeAll(async () => {
+    bucket = new TokenBucket(0.1, 1, Date.now()); // a token every 10 s
+    connection = await Connection.connect({
+      address: process.env.TEMPORAL_ADDRESS!,
+      interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(bucket)],
+    });
+  });
+  afterAll(() => connection.close());
+
+  test('cancelled, it ends then with CANCELLED, and its token is given back', async () => {
+    bucket.take(Date.now(), 1); // spent: the next call waits about 10 s
+    const abort = new AbortController();
+    const call = connection.withAbortSignal(abort.signal, () => connection.workflowService.getSystemInfo({}));
+    const asked = Date.now();
+    setTimeout(() => abort.abort(), 200);
+    await expect(call).rejects.toMatchObject({ code: status.CANCELLED });
+    expect(Date.now() - asked).toBeLessThan(5_000);
+  });
+
+  test('past its deadline, it ends with DEADLINE_EXCEEDED, not when its token comes', async () => {
+    bucket.take(Date.now(), 1);
+    const asked = Date.now();
+    const call = connection.withDeadline(asked + 500, () => connection.workflowService.getSystemInfo({}));
+    await expect(call).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });
+    expect(Date.now() - asked).toBeLessThan(5_000);
+  });
 });

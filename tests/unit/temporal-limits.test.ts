@@ -1,6 +1,8 @@
 import { describe, expect, test } from '@jest/globals';
 import type { SlotReserveContext } from '@temporalio/worker';
-import { pacedSlots, rateShares, temporalLimits, TokenBucket } from '../../worker/temporal-limits.js';
+import { pacedSlots, slotCalls, temporalLimits, TokenBucket } from '../../worker/temporal-limits.js';
+
+const ctx = {} as SlotReserveContext;
 
 describe('TokenBucket', () => {
   test('a burst at once, then one token per 1 / rate, promised in the order asked', () => {
@@ -25,10 +27,9 @@ describe('TokenBucket', () => {
 });
 
 describe('pacedSlots', () => {
-  const ctx = {} as SlotReserveContext;
   test('at most maxSlots at once; a freed slot goes to the first waiting', async () => {
     let now = 0;
-    const slots = pacedSlots(new TokenBucket(1000, 10, 0), 2, () => now);
+    const slots = pacedSlots(new TokenBucket(1000, 10, 0), 2, 1, () => now);
     const signal = new AbortController().signal;
     await slots.reserveSlot(ctx, signal);
     await slots.reserveSlot(ctx, signal);
@@ -45,7 +46,7 @@ describe('pacedSlots', () => {
 
   test('a slot waits for its token; aborted, it gives the slot and the token back', async () => {
     const bucket = new TokenBucket(1, 1, Date.now());
-    const slots = pacedSlots(bucket, 5);
+    const slots = pacedSlots(bucket, 5, 1);
     await slots.reserveSlot(ctx, new AbortController().signal); // the burst
     const abort = new AbortController();
     const waiting = slots.reserveSlot(ctx, abort.signal);
@@ -55,12 +56,38 @@ describe('pacedSlots', () => {
   });
 });
 
+describe('pacedSlots: a slot costs the calls it stands for', () => {
+  test('a slot of 2.5 calls waits until the bucket has them; tryReserveSlot takes only what is there', async () => {
+    let now = 0;
+    const bucket = new TokenBucket(10, 5, 0);
+    const slots = pacedSlots(bucket, 10, 2.5, () => now);
+    const signal = new AbortController().signal;
+    await slots.reserveSlot(ctx, signal);
+    await slots.reserveSlot(ctx, signal); // the burst of 5: two slots
+    expect(slots.tryReserveSlot(ctx)).toBeNull();
+    now = 250; // 2.5 tokens refilled
+    expect(slots.tryReserveSlot(ctx)).not.toBeNull();
+    expect(bucket.take(now)).toBe(100); // the bucket is empty: the next single call waits 1 / 10 s
+  });
+});
+
 describe('temporalLimits', () => {
-  test('the rate shared out: activities by the SDK, workflow tasks by the slots, own calls by the interceptor', () => {
+  test('one bucket paces the workflow task and activity slots and the own calls', async () => {
     const limits = temporalLimits(50);
-    expect(limits.main.maxActivitiesPerSecond).toBeCloseTo(50 * rateShares.activities);
     expect(limits.interceptors).toHaveLength(2); // the SDK's retries, then each attempt paced
-    expect(limits.main.tuner).toMatchObject({ workflowTaskSlotSupplier: { type: 'custom' } });
-    expect(limits.waits.tuner).toMatchObject({ activityTaskSlotSupplier: { type: 'fixed-size', numSlots: 1000 } });
+    expect(limits.main.tuner).toMatchObject({
+      workflowTaskSlotSupplier: { type: 'custom' },
+      activityTaskSlotSupplier: { type: 'custom' },
+    });
+    expect(limits.waits.tuner).toMatchObject({ activityTaskSlotSupplier: { type: 'custom' } });
+    // Shared: two workflow task slots spend the burst (5 at 50 a second): an activity slot finds nothing now.
+    expect(slotCalls.workflowTask * 2).toBe(5);
+    const tuner = limits.main.tuner as { workflowTaskSlotSupplier: ReturnType<typeof pacedSlots> } & {
+      activityTaskSlotSupplier: ReturnType<typeof pacedSlots>;
+    };
+    const signal = new AbortController().signal;
+    await tuner.workflowTaskSlotSupplier.reserveSlot(ctx, signal);
+    await tuner.workflowTaskSlotSupplier.reserveSlot(ctx, signal);
+    expect(tuner.activityTaskSlotSupplier.tryReserveSlot(ctx)).toBeNull();
   });
 });
