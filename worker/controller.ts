@@ -231,7 +231,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     activities,
     ...limits.waits,
     ...queueLimit,
-    interceptors: { activity: [activityErrorCounter()] },
+    interceptors: { activity: [activityErrorCounter(), limits.waitsCalls] },
     ...polling,
   });
   const workers = [worker, waits];

@@ -1,15 +1,18 @@
 /**
- * How fast the controller process talks to Temporal: one token bucket at `--temporal-qps`, shared by every kind of
- * call through the SDK's documented means only:
- * - workflow tasks and activities: custom slot suppliers; a slot (asked for before each poll) costs the calls of a
- *   task (its poll and completion) and is handed out once the bucket has them;
+ * How fast the controller process talks to Temporal: one pace at `--temporal-qps`, shared by every kind of call
+ * through the SDK's documented means only:
  * - the process's own calls (the watcher's signals, the activities' describes and routing writes, each retry): a
  *   gRPC interceptor inside the client's retry interceptor of every connection starts each attempt on its token;
+ * - workflow tasks and activities: custom slot suppliers; a slot (asked for before each poll) costs the calls of a
+ *   task (its poll and completion) and is handed out once the pace has them;
  * - heartbeats: the SDK's throttle (0.8 × the heartbeat timeout), set per kind of wait in
  *   ../workflows/activity-options.ts; history fetches follow the workflow tasks that need them.
- * One bucket, first come first served: a hundred step timers firing together take what the reads left.
+ * Work under way goes first: a call made inside a workflow task or an activity before a slot for new work, and both
+ * before the long waits' polling (docs/design/temporal-limits.md).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import type { ActivityInboundCallsInterceptor } from '@temporalio/worker';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@temporalio/worker';
 
@@ -19,44 +22,112 @@ import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@
  */
 export const slotCalls = { workflowTask: 2.5, activity: 2 } as const;
 
-/** A token bucket: `ratePerSecond`, up to `burst` at once; tokens are promised in the order they are asked for. */
-export class TokenBucket {
+/** Who goes first when tokens are short: work under way, then new work (a slot), then the long waits' polling. */
+export enum Turn {
+  underWay = 0,
+  newWork = 1,
+  waiting = 2,
+}
+
+interface Waiter {
+  n: number;
+  resolve: () => void;
+}
+
+/**
+ * A token bucket (`ratePerSecond`, holding up to `burst`) whose tokens go to the waiters by `Turn`, first come first
+ * served within one. A waiter is served once the bucket holds all it asks for (or is full).
+ */
+export class Pace {
   private tokens: number;
   private atMs: number;
+  private readonly queues: Waiter[][] = [[], [], []];
+  private timer?: NodeJS.Timeout;
 
   constructor(
     readonly ratePerSecond: number,
-    readonly burst = 1,
-    nowMs = 0,
+    readonly burst: number,
+    private readonly clock: () => number = Date.now,
   ) {
     this.tokens = burst;
-    this.atMs = nowMs;
+    this.atMs = clock();
   }
 
-  /** Takes `n` tokens at `nowMs`: how long until they are the taker's (0: now). */
-  take(nowMs: number, n = 1): number {
-    this.refill(nowMs);
-    this.tokens -= n;
-    return this.tokens >= 0 ? 0 : Math.ceil((-this.tokens * 1000) / this.ratePerSecond);
+  /** Resolves once `n` tokens are the caller's; aborted, it leaves the queue and rejects. */
+  take(n: number, turn: Turn, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) return Promise.reject(signal.reason as Error);
+    if (this.tryTake(n, turn)) return Promise.resolve();
+    return new Promise<void>((resolve, reject) => {
+      const queue = this.queues[turn]!;
+      const waiter: Waiter = {
+        n,
+        resolve: () => (signal?.removeEventListener('abort', abort), resolve()),
+      };
+      const abort = () => {
+        const at = queue.indexOf(waiter);
+        if (at >= 0) queue.splice(at, 1);
+        reject(signal!.reason as Error);
+        this.serve();
+      };
+      signal?.addEventListener('abort', abort, { once: true });
+      queue.push(waiter);
+      this.serve();
+    });
   }
 
-  /** Takes `n` tokens at `nowMs` only if they are there now. */
-  tryTake(nowMs: number, n = 1): boolean {
-    this.refill(nowMs);
-    if (this.tokens < n) return false;
+  /** Takes `n` tokens now if they are there and no one of the same turn or before it waits. */
+  tryTake(n: number, turn: Turn): boolean {
+    this.refill();
+    if (this.queues.slice(0, turn + 1).some((q) => q.length > 0) || this.tokens < n) return false;
     this.tokens -= n;
     return true;
   }
 
-  /** Gives back `n` tokens taken and not used (a wait given up). */
-  giveBack(n = 1): void {
+  /** Gives back `n` tokens taken and not used. */
+  giveBack(n: number): void {
+    this.refill();
     this.tokens = Math.min(this.burst, this.tokens + n);
+    this.serve();
   }
 
-  private refill(nowMs: number): void {
+  /** How many wait, by turn. */
+  get waiting(): number[] {
+    return this.queues.map((q) => q.length);
+  }
+
+  private serve(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.refill();
+    for (;;) {
+      const queue = this.queues.find((q) => q.length > 0);
+      if (!queue) return;
+      const head = queue[0]!;
+      const need = Math.min(head.n, this.burst); // more than the bucket holds: served full, the rest owed
+      if (this.tokens < need) {
+        const ms = Math.ceil(((need - this.tokens) * 1000) / this.ratePerSecond);
+        this.timer = setTimeout(() => this.serve(), ms);
+        return;
+      }
+      this.tokens -= head.n;
+      queue.shift();
+      head.resolve();
+    }
+  }
+
+  private refill(): void {
+    const nowMs = this.clock();
     this.tokens = Math.min(this.burst, this.tokens + (Math.max(0, nowMs - this.atMs) * this.ratePerSecond) / 1000);
     this.atMs = Math.max(this.atMs, nowMs);
   }
+}
+
+/** The turn of the calls made in this async context (the long waits' activities run in `Turn.waiting`). */
+const turnOfCalls = new AsyncLocalStorage<Turn>();
+
+/** An activity interceptor: the activity's own calls take the `turn` given (the waits worker's: `Turn.waiting`). */
+export function callsInTurn(turn: Turn): () => { inbound: ActivityInboundCallsInterceptor } {
+  return () => ({ inbound: { execute: (input, next) => turnOfCalls.run(turn, () => next(input)) } });
 }
 
 /** Long polls: they wait for work, not on the server; a token each would pace the waiting. */
@@ -69,35 +140,39 @@ const longPolls = new Set([
 ]);
 
 /**
- * A gRPC interceptor that starts each call (not a long poll) when `bucket` has a token for it. A call cancelled while
- * it waits starts then, to be cancelled at once, and one whose deadline comes first starts just before it: either way
- * its end reaches the callers above through the call itself (the call beneath reports to no one before it started).
+ * A gRPC interceptor that starts each call (not a long poll) when `pace` has a token for it, in the turn of the
+ * context that made it. A call cancelled while it waits starts then, to be cancelled at once, and one whose deadline
+ * comes first starts just before it: either way its end reaches the callers above through the call itself (the call
+ * beneath reports to no one before it started).
  */
-export function pacedCalls(bucket: TokenBucket, clock: () => number = Date.now): Interceptor {
+export function pacedCalls(pace: Pace, clock: () => number = Date.now): Interceptor {
   return (options, nextCall) => {
     const call = nextCall(options);
     const path = options.method_definition.path;
     if (longPolls.has(path.slice(path.lastIndexOf('/') + 1))) return new InterceptingCall(call);
+    const turn = turnOfCalls.getStore() ?? Turn.underWay;
     let startNow: (() => void) | undefined;
     return new InterceptingCall(call, {
       start: (metadata, listener, next) => {
-        const nowMs = clock();
-        const waitMs = bucket.take(nowMs);
-        if (waitMs === 0) return next(metadata, listener);
+        if (pace.tryTake(1, turn)) return next(metadata, listener);
+        const gaveUp = new AbortController();
         const deadline = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
-        const untilDeadlineMs = deadline === undefined || !isFinite(deadline) ? Infinity : deadline - nowMs - 10;
-        const timer = setTimeout(() => startNow?.(), Math.max(0, Math.min(waitMs, untilDeadlineMs)));
+        const untilDeadlineMs = deadline === undefined || !isFinite(deadline) ? undefined : deadline - clock() - 10;
+        const timer =
+          untilDeadlineMs === undefined ? undefined : setTimeout(() => startNow?.(), Math.max(0, untilDeadlineMs));
         startNow = () => {
           startNow = undefined;
           clearTimeout(timer);
+          gaveUp.abort();
           next(metadata, listener);
         };
+        pace.take(1, turn, gaveUp.signal).then(
+          () => startNow?.(),
+          () => {}, // given up: started already
+        );
       },
       cancel: (next) => {
-        if (startNow) {
-          bucket.giveBack();
-          startNow();
-        }
+        startNow?.();
         next();
       },
     });
@@ -105,14 +180,14 @@ export function pacedCalls(bucket: TokenBucket, clock: () => number = Date.now):
 }
 
 /**
- * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each slot handed out once `bucket` has the
+ * At most `maxSlots` tasks at once (as the SDK's fixed-size supplier), each slot handed out once `pace` has the
  * `calls` it stands for. The SDK reserves a slot before it polls and releases one a poll did not use.
  */
 export function pacedSlots<SI extends SlotInfo>(
-  bucket: TokenBucket,
+  pace: Pace,
   maxSlots: number,
   calls: number,
-  clock: () => number = Date.now,
+  turn = Turn.newWork,
 ): CustomSlotSupplier<SI> {
   let used = 0;
   const waiting: Array<() => void> = [];
@@ -133,26 +208,12 @@ export function pacedSlots<SI extends SlotInfo>(
       waiting.push(granted);
       signal.addEventListener('abort', abort, { once: true });
     });
-  /** Resolves when the tokens are ours; aborted, they are given back. */
-  const token = (signal: AbortSignal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal.aborted) return reject(signal.reason as Error);
-      const waitMs = bucket.take(clock(), calls);
-      if (waitMs === 0) return resolve();
-      const timer = setTimeout(() => (signal.removeEventListener('abort', abort), resolve()), waitMs);
-      const abort = () => {
-        clearTimeout(timer);
-        bucket.giveBack(calls);
-        reject(signal.reason as Error);
-      };
-      signal.addEventListener('abort', abort, { once: true });
-    });
   return {
     type: 'custom',
     async reserveSlot(_ctx, signal) {
       await slot(signal);
       try {
-        await token(signal);
+        await pace.take(calls, turn, signal);
       } catch (err) {
         free();
         throw err;
@@ -160,7 +221,7 @@ export function pacedSlots<SI extends SlotInfo>(
       return {};
     },
     tryReserveSlot() {
-      if (used >= maxSlots || !bucket.tryTake(clock(), calls)) return null;
+      if (used >= maxSlots || !pace.tryTake(calls, turn)) return null;
       used++;
       return {};
     },
@@ -175,27 +236,29 @@ export interface TemporalLimits {
   /** The main worker's (RolloutWorkflow and its activities) and the waits worker's options. */
   main: Pick<WorkerOptions, 'tuner'>;
   waits: Pick<WorkerOptions, 'tuner'>;
+  /** The waits worker's activity interceptor: their calls go after everything else. */
+  waitsCalls: ReturnType<typeof callsInTurn>;
 }
 
 /**
- * The limits for `qps` Temporal calls a second: a bucket filling at nine tenths of it, holding a tenth, so no second
+ * The limits for `qps` Temporal calls a second: a pace filling at nine tenths of it, holding a tenth, so no second
  * counts more than `qps`; the rest is room for what it does not count (heartbeats, history fetches).
  */
 export function temporalLimits(qps: number): TemporalLimits {
-  const bucket = new TokenBucket(qps * 0.9, Math.max(slotCalls.workflowTask, qps * 0.1), Date.now());
+  const pace = new Pace(qps * 0.9, Math.max(slotCalls.workflowTask, qps * 0.1));
   const fixed = (numSlots: number) => ({ type: 'fixed-size' as const, numSlots });
-  const activitySlots = (n: number) => pacedSlots(bucket, n, slotCalls.activity);
-  const tuner = (workflowTasks: TunerHolder['workflowTaskSlotSupplier'], activities: number): TunerHolder => ({
+  const tuner = (workflowTasks: TunerHolder['workflowTaskSlotSupplier'], activities: number, turn: Turn) => ({
     workflowTaskSlotSupplier: workflowTasks,
-    activityTaskSlotSupplier: activitySlots(activities),
+    activityTaskSlotSupplier: pacedSlots(pace, activities, slotCalls.activity, turn),
     localActivityTaskSlotSupplier: fixed(100),
     nexusTaskSlotSupplier: fixed(1),
   });
   return {
-    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(bucket)],
-    main: { tuner: tuner(pacedSlots(bucket, 40, slotCalls.workflowTask), 100) },
+    interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(pace)],
+    main: { tuner: tuner(pacedSlots(pace, 40, slotCalls.workflowTask), 100, Turn.newWork) },
     // No workflows on the waits' task queue: it never polls for workflow tasks. Its waits start once per rollout
-    // phase and last (slots for a thousand); their cost beyond that is their heartbeats (./activity-options.ts).
-    waits: { tuner: tuner(fixed(1), 1000) },
+    // phase and last (slots for a thousand); their polling reads go after everything else.
+    waits: { tuner: tuner(fixed(1), 1000, Turn.waiting) },
+    waitsCalls: callsInTurn(Turn.waiting),
   };
 }

@@ -5,16 +5,16 @@
  */
 import { status } from '@grpc/grpc-js';
 import { Connection, defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
-import { pacedCalls, TokenBucket } from '../../worker/temporal-limits.js';
+import { Pace, pacedCalls, Turn } from '../../worker/temporal-limits.js';
 
 test('calls beyond the burst go out at the bucket’s rate, and every one is answered', async () => {
-  const bucket = new TokenBucket(4, 1, Date.now());
+  const bucket = new Pace(4, 1);
   const connection = await Connection.connect({
     address: process.env.TEMPORAL_ADDRESS!,
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(bucket)],
   });
   try {
-    bucket.take(Date.now()); // the connect's own call may have left the burst; this one surely spends it
+    await bucket.take(1, Turn.underWay); // the connect's own call may have left the burst; this one surely spends it
     const started = Date.now();
     const answeredAfter = await Promise.all(
       Array.from({ length: 8 }, async () => {
@@ -33,9 +33,9 @@ test('calls beyond the burst go out at the bucket’s rate, and every one is ans
 
 describe('a call that waits for its token', () => {
   let connection: Connection;
-  let bucket: TokenBucket;
+  let bucket: Pace;
   beforeAll(async () => {
-    bucket = new TokenBucket(0.1, 1, Date.now()); // a token every 10 s
+    bucket = new Pace(0.1, 1); // a token every 10 s
     connection = await Connection.connect({
       address: process.env.TEMPORAL_ADDRESS!,
       interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(bucket)],
@@ -43,18 +43,18 @@ describe('a call that waits for its token', () => {
   });
   afterAll(() => connection.close());
 
-  test('cancelled, it ends then with CANCELLED, and its token is given back', async () => {
-    bucket.take(Date.now(), 1); // spent: the next call waits about 10 s
+  test('cancelled, it ends then with CANCELLED, and takes no token', async () => {
+    expect(bucket.tryTake(1, Turn.underWay)).toBe(true); // spent: the next call waits about 10 s
     const abort = new AbortController();
     const call = connection.withAbortSignal(abort.signal, () => connection.workflowService.getSystemInfo({}));
     const asked = Date.now();
     setTimeout(() => abort.abort(), 200);
     await expect(call).rejects.toMatchObject({ code: status.CANCELLED });
     expect(Date.now() - asked).toBeLessThan(5_000);
+    expect(bucket.waiting).toEqual([0, 0, 0]);
   });
 
   test('past its deadline, it ends with DEADLINE_EXCEEDED, not when its token comes', async () => {
-    bucket.take(Date.now(), 1);
     const asked = Date.now();
     const call = connection.withDeadline(asked + 500, () => connection.workflowService.getSystemInfo({}));
     await expect(call).rejects.toMatchObject({ code: status.DEADLINE_EXCEEDED });

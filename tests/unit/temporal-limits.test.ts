@@ -1,78 +1,138 @@
 import { describe, expect, test } from '@jest/globals';
 import type { SlotReserveContext } from '@temporalio/worker';
-import { pacedSlots, slotCalls, temporalLimits, TokenBucket } from '../../worker/temporal-limits.js';
+import { Pace, pacedSlots, slotCalls, temporalLimits, Turn } from '../../worker/temporal-limits.js';
 
 const ctx = {} as SlotReserveContext;
+/** Lets the pace's timers and the promises they resolve run. */
+const settle = () => new Promise((r) => setTimeout(r, 0));
 
-describe('TokenBucket', () => {
-  test('a burst at once, then one token per 1 / rate, promised in the order asked', () => {
-    const bucket = new TokenBucket(4, 2, 0);
-    expect([bucket.take(0), bucket.take(0), bucket.take(0), bucket.take(0)]).toEqual([0, 0, 250, 500]);
-    expect(bucket.take(500)).toBe(250); // two refilled by 500 ms, both promised: the next is 250 ms further
+/** A pace on a clock the test moves; `at(ms)` moves it and lets the pace serve. */
+function manualPace(rate: number, burst: number) {
+  let now = 0;
+  const pace = new Pace(rate, burst, () => now);
+  const served: string[] = [];
+  const ask = (name: string, n: number, turn: Turn, signal?: AbortSignal) =>
+    pace.take(n, turn, signal).then(
+      () => void served.push(name),
+      () => void served.push(`${name} gave up`),
+    );
+  const at = async (ms: number) => {
+    now = ms;
+    pace.giveBack(0); // serves whoever the refilled tokens are enough for
+    await settle();
+  };
+  return { pace, served, ask, at };
+}
+
+describe('Pace', () => {
+  test('a burst at once, then the rate, first come first served within a turn', async () => {
+    const { served, ask, at } = manualPace(10, 2);
+    void ask('a', 1, Turn.underWay);
+    void ask('b', 1, Turn.underWay);
+    void ask('c', 1, Turn.underWay);
+    await settle();
+    expect(served).toEqual(['a', 'b']);
+    await at(50);
+    expect(served).toEqual(['a', 'b']); // half a token
+    await at(100);
+    expect(served).toEqual(['a', 'b', 'c']);
   });
 
-  test('tryTake takes only a token that is there now; giveBack returns one', () => {
-    const bucket = new TokenBucket(2, 1, 0);
-    expect(bucket.tryTake(0)).toBe(true);
-    expect(bucket.tryTake(100)).toBe(false);
-    bucket.giveBack();
-    expect(bucket.tryTake(100)).toBe(true);
-    expect(bucket.tryTake(700)).toBe(true); // 0.2 left at 100 ms, 1.2 → 1 by 700 ms
+  test('work under way goes before new work, and new work before the waits, whoever asked first', async () => {
+    const { served, ask, at } = manualPace(10, 2);
+    void ask('spend', 2, Turn.underWay);
+    void ask('wait poll', 1, Turn.waiting);
+    void ask('slot', 2, Turn.newWork);
+    void ask('in-task read', 1, Turn.underWay);
+    await settle();
+    expect(served).toEqual(['spend']);
+    await at(100);
+    expect(served).toEqual(['spend', 'in-task read']);
+    await at(300);
+    expect(served).toEqual(['spend', 'in-task read', 'slot']);
+    await at(400);
+    expect(served).toEqual(['spend', 'in-task read', 'slot', 'wait poll']);
   });
 
-  test('an idle bucket holds no more than its burst', () => {
-    const bucket = new TokenBucket(10, 3, 0);
-    expect([0, 1, 2, 3].map(() => bucket.take(60_000))).toEqual([0, 0, 0, 100]);
+  test('tryTake takes only what is there, and never ahead of one waiting in its turn or before', async () => {
+    const { pace, ask, at } = manualPace(10, 2);
+    expect(pace.tryTake(2, Turn.newWork)).toBe(true);
+    expect(pace.tryTake(1, Turn.underWay)).toBe(false);
+    void ask('read', 1, Turn.underWay);
+    await at(150); // 1.5 tokens: the read takes one
+    expect(pace.tryTake(1, Turn.newWork)).toBe(false); // half a token left
+    void ask('poll', 1, Turn.waiting);
+    await at(200); // 1 token: the poll waiting in its turn is served first
+    expect(pace.tryTake(1, Turn.waiting)).toBe(false);
+    expect(pace.waiting).toEqual([0, 0, 0]);
+  });
+
+  test('an aborted wait leaves the queue: the ones behind it are served', async () => {
+    const { served, ask, at } = manualPace(10, 1);
+    void ask('spend', 1, Turn.underWay);
+    const abort = new AbortController();
+    void ask('cancelled', 1, Turn.underWay, abort.signal);
+    void ask('next', 1, Turn.underWay);
+    abort.abort(new Error('cancelled'));
+    await at(100);
+    expect(served).toEqual(['spend', 'cancelled gave up', 'next']);
+  });
+
+  test('one asking more than the bucket holds is served when it is full, and owes the rest', async () => {
+    const { served, ask, at } = manualPace(10, 2);
+    void ask('big', 3, Turn.newWork);
+    void ask('next', 1, Turn.newWork);
+    await settle();
+    expect(served).toEqual(['big']);
+    await at(100);
+    expect(served).toEqual(['big']); // 1 owed, then nothing yet
+    await at(200);
+    expect(served).toEqual(['big', 'next']);
+  });
+
+  test('holds no more than its burst', async () => {
+    const { served, ask, at } = manualPace(10, 3);
+    await at(60_000);
+    for (const name of ['a', 'b', 'c', 'd']) void ask(name, 1, Turn.underWay);
+    await settle();
+    expect(served).toEqual(['a', 'b', 'c']);
   });
 });
 
 describe('pacedSlots', () => {
   test('at most maxSlots at once; a freed slot goes to the first waiting', async () => {
-    let now = 0;
-    const slots = pacedSlots(new TokenBucket(1000, 10, 0), 2, 1, () => now);
+    const slots = pacedSlots(new Pace(1000, 10), 2, 1);
     const signal = new AbortController().signal;
     await slots.reserveSlot(ctx, signal);
     await slots.reserveSlot(ctx, signal);
     expect(slots.tryReserveSlot(ctx)).toBeNull();
     let third = false;
     const waiting = slots.reserveSlot(ctx, signal).then(() => (third = true));
-    await Promise.resolve();
+    await settle();
     expect(third).toBe(false);
-    now = 10;
     slots.releaseSlot({ permit: {}, slotInfo: undefined } as never);
     await waiting;
     expect(third).toBe(true);
   });
 
-  test('a slot waits for its token; aborted, it gives the slot and the token back', async () => {
-    const bucket = new TokenBucket(1, 1, Date.now());
-    const slots = pacedSlots(bucket, 5, 1);
-    await slots.reserveSlot(ctx, new AbortController().signal); // the burst
-    const abort = new AbortController();
-    const waiting = slots.reserveSlot(ctx, abort.signal);
-    abort.abort(new Error('poller stopped'));
-    await expect(waiting).rejects.toThrow('poller stopped');
-    expect(slots.tryReserveSlot(ctx)).toBeNull(); // the token given back refills from -1 to 0: none yet
-  });
-});
-
-describe('pacedSlots: a slot costs the calls it stands for', () => {
-  test('a slot of 2.5 calls waits until the bucket has them; tryReserveSlot takes only what is there', async () => {
-    let now = 0;
-    const bucket = new TokenBucket(10, 5, 0);
-    const slots = pacedSlots(bucket, 10, 2.5, () => now);
+  test('a slot waits for the calls it stands for; aborted, it gives the slot back and takes no token', async () => {
+    const { pace, at } = manualPace(10, 5);
+    const slots = pacedSlots(pace, 5, 2.5);
     const signal = new AbortController().signal;
     await slots.reserveSlot(ctx, signal);
     await slots.reserveSlot(ctx, signal); // the burst of 5: two slots
     expect(slots.tryReserveSlot(ctx)).toBeNull();
-    now = 250; // 2.5 tokens refilled
+    const abort = new AbortController();
+    const waiting = slots.reserveSlot(ctx, abort.signal);
+    abort.abort(new Error('poller stopped'));
+    await expect(waiting).rejects.toThrow('poller stopped');
+    await at(250); // 2.5 refilled, none of them taken by the aborted slot
     expect(slots.tryReserveSlot(ctx)).not.toBeNull();
-    expect(bucket.take(now)).toBe(100); // the bucket is empty: the next single call waits 1 / 10 s
   });
 });
 
 describe('temporalLimits', () => {
-  test('one bucket paces the workflow task and activity slots and the own calls', async () => {
+  test('one pace for the workflow task and activity slots and the own calls', () => {
     const limits = temporalLimits(50);
     expect(limits.interceptors).toHaveLength(2); // the SDK's retries, then each attempt paced
     expect(limits.main.tuner).toMatchObject({
@@ -80,14 +140,17 @@ describe('temporalLimits', () => {
       activityTaskSlotSupplier: { type: 'custom' },
     });
     expect(limits.waits.tuner).toMatchObject({ activityTaskSlotSupplier: { type: 'custom' } });
-    // Shared: two workflow task slots spend the burst (5 at 50 a second): an activity slot finds nothing now.
+    // Shared: two workflow task slots spend the burst (5 at 50 a second), and an activity slot finds nothing now.
+    type Slots = ReturnType<typeof pacedSlots>;
+    const tuner = limits.main.tuner as unknown as Record<
+      'workflowTaskSlotSupplier' | 'activityTaskSlotSupplier',
+      Slots
+    >;
+    const wft = tuner.workflowTaskSlotSupplier;
+    const activity = tuner.activityTaskSlotSupplier;
+    expect(wft.tryReserveSlot(ctx)).not.toBeNull();
+    expect(wft.tryReserveSlot(ctx)).not.toBeNull();
     expect(slotCalls.workflowTask * 2).toBe(5);
-    const tuner = limits.main.tuner as { workflowTaskSlotSupplier: ReturnType<typeof pacedSlots> } & {
-      activityTaskSlotSupplier: ReturnType<typeof pacedSlots>;
-    };
-    const signal = new AbortController().signal;
-    await tuner.workflowTaskSlotSupplier.reserveSlot(ctx, signal);
-    await tuner.workflowTaskSlotSupplier.reserveSlot(ctx, signal);
-    expect(tuner.activityTaskSlotSupplier.tryReserveSlot(ctx)).toBeNull();
+    expect(activity.tryReserveSlot(ctx)).toBeNull();
   });
 });
