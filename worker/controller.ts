@@ -180,7 +180,12 @@ export async function startController(options: ControllerOptions): Promise<Contr
   const limits = temporalLimits(options.temporalQps ?? defaultTemporalQps);
   const interceptors = [...limits.interceptors, temporalRequestCounter()];
   const nativeConnection = await NativeConnection.connect({ address, tls, apiKey });
-  const connection = await Connection.connect({ address, tls, apiKey, interceptors });
+  const connection = await Connection.connect({
+    address,
+    tls,
+    apiKey,
+    interceptors: [...limits.watcherInterceptors, temporalRequestCounter()],
+  });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
   const managerIdentity = options.managerIdentity ?? installationManagerIdentity(installation);

@@ -11,16 +11,23 @@
  * before the long waits' polling (docs/design/temporal-limits.md).
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
+import { InterceptingCall, Metadata, status, type Interceptor } from '@grpc/grpc-js';
 import type { ActivityInboundCallsInterceptor } from '@temporalio/worker';
 import { defaultGrpcRetryOptions, makeGrpcRetryInterceptor } from '@temporalio/client';
 import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@temporalio/worker';
 
 /**
  * The calls a slot stands for: a workflow task's poll and completion (a quarter more: a completion that answered a
- * signal with a new task, a task heartbeat while local activities run), an activity's poll and completion.
+ * signal with a new task, a task heartbeat while local activities run), an activity's poll and completion, and a
+ * long wait's first heartbeat too (it heartbeats as it starts).
  */
-export const slotCalls = { workflowTask: 2.5, activity: 2 } as const;
+export const slotCalls = { workflowTask: 2.5, activity: 2, wait: 3 } as const;
+
+/**
+ * Workflow tasks at once: each holds its slot while its local activities run (a ramp takes the server seconds), and
+ * their completions go out as they end, unpaced: fewer at once spreads them.
+ */
+export const workflowTaskSlots = 20;
 
 /** Who goes first when tokens are short: work under way, then new work (a slot), then the long waits' polling. */
 export enum Turn {
@@ -47,7 +54,7 @@ export class Pace {
   constructor(
     readonly ratePerSecond: number,
     readonly burst: number,
-    private readonly clock: () => number = Date.now,
+    private readonly clock: () => number = () => performance.now(),
   ) {
     this.tokens = burst;
     this.atMs = clock();
@@ -139,41 +146,62 @@ const longPolls = new Set([
   'PollWorkflowTaskQueue',
 ]);
 
+/** The turn each call was made in, for its retries too (the SDK's retry interceptor passes the same options). */
+const turnOfCall = new WeakMap<object, Turn>();
+
+/** Longest timer Node keeps (a longer deadline is as good as none). */
+const maxTimerMs = 2 ** 31 - 1;
+
 /**
  * A gRPC interceptor that starts each call (not a long poll) when `pace` has a token for it, in the turn of the
- * context that made it. A call cancelled while it waits starts then, to be cancelled at once, and one whose deadline
- * comes first starts just before it: either way its end reaches the callers above through the call itself (the call
- * beneath reports to no one before it started).
+ * context that made it (`defaultTurn` outside any). A call cancelled, or reaching its deadline, while it waits is
+ * never sent: it ends then with CANCELLED or DEADLINE_EXCEEDED, told to the callers above as a unary call tells its
+ * end (no message, then the status).
  */
-export function pacedCalls(pace: Pace, clock: () => number = Date.now): Interceptor {
+export function pacedCalls(pace: Pace, defaultTurn = Turn.underWay): Interceptor {
   return (options, nextCall) => {
     const call = nextCall(options);
     const path = options.method_definition.path;
     if (longPolls.has(path.slice(path.lastIndexOf('/') + 1))) return new InterceptingCall(call);
-    const turn = turnOfCalls.getStore() ?? Turn.underWay;
-    let startNow: (() => void) | undefined;
+    const turn = turnOfCall.get(options) ?? turnOfCalls.getStore() ?? defaultTurn;
+    turnOfCall.set(options, turn);
+    let giveUp: ((code: status, details: string) => void) | undefined;
     return new InterceptingCall(call, {
       start: (metadata, listener, next) => {
         if (pace.tryTake(1, turn)) return next(metadata, listener);
-        const gaveUp = new AbortController();
+        const waiting = new AbortController();
         const deadline = options.deadline instanceof Date ? options.deadline.getTime() : options.deadline;
-        const untilDeadlineMs = deadline === undefined || !isFinite(deadline) ? undefined : deadline - clock() - 10;
-        const timer =
-          untilDeadlineMs === undefined ? undefined : setTimeout(() => startNow?.(), Math.max(0, untilDeadlineMs));
-        startNow = () => {
-          startNow = undefined;
+        const untilDeadlineMs = deadline === undefined || deadline === Infinity ? Infinity : deadline - Date.now();
+        let timer: NodeJS.Timeout | undefined;
+        const stopWaiting = () => {
+          giveUp = undefined;
           clearTimeout(timer);
-          gaveUp.abort();
-          next(metadata, listener);
+          waiting.abort();
         };
-        pace.take(1, turn, gaveUp.signal).then(
-          () => startNow?.(),
-          () => {}, // given up: started already
+        giveUp = (code, details) => {
+          stopWaiting();
+          process.nextTick(() => {
+            listener.onReceiveMessage(null);
+            listener.onReceiveStatus({ code, details, metadata: new Metadata() });
+          });
+        };
+        if (!(untilDeadlineMs >= 1)) return giveUp(status.DEADLINE_EXCEEDED, 'Deadline exceeded waiting for its turn');
+        if (untilDeadlineMs <= maxTimerMs)
+          timer = setTimeout(
+            () => giveUp?.(status.DEADLINE_EXCEEDED, 'Deadline exceeded waiting for its turn'),
+            untilDeadlineMs,
+          );
+        pace.take(1, turn, waiting.signal).then(
+          () => {
+            stopWaiting();
+            next(metadata, listener);
+          },
+          () => {}, // given up: its end is told
         );
       },
       cancel: (next) => {
-        startNow?.();
-        next();
+        giveUp?.(status.CANCELLED, 'Cancelled while waiting for its turn');
+        next(); // the call beneath was never started: this only clears its deadline timer
       },
     });
   };
@@ -202,7 +230,8 @@ export function pacedSlots<SI extends SlotInfo>(
       if (used < maxSlots) return void (used++, resolve());
       const granted = () => (signal.removeEventListener('abort', abort), used++, resolve());
       const abort = () => {
-        waiting.splice(waiting.indexOf(granted), 1);
+        const at = waiting.indexOf(granted);
+        if (at >= 0) waiting.splice(at, 1);
         reject(signal.reason as Error);
       };
       waiting.push(granted);
@@ -226,13 +255,18 @@ export function pacedSlots<SI extends SlotInfo>(
       return {};
     },
     markSlotUsed() {},
-    releaseSlot: free,
+    releaseSlot(ctx) {
+      if (!ctx.slotInfo) pace.giveBack(calls - 1); // a poll that brought no task: only the poll was a call
+      free();
+    },
   };
 }
 
 export interface TemporalLimits {
-  /** Every client connection's interceptors: the SDK's retries, each attempt paced. */
+  /** The activities' client connections' interceptors: the SDK's retries, each attempt paced. */
   interceptors: Interceptor[];
+  /** The watcher's connection's: its signals are new work (they start or wake rollouts), after work under way. */
+  watcherInterceptors: Interceptor[];
   /** The main worker's (RolloutWorkflow and its activities) and the waits worker's options. */
   main: Pick<WorkerOptions, 'tuner'>;
   waits: Pick<WorkerOptions, 'tuner'>;
@@ -245,17 +279,23 @@ export interface TemporalLimits {
  * counts more than `qps`; the rest is room for what it does not count (heartbeats, history fetches).
  */
 export function temporalLimits(qps: number): TemporalLimits {
-  const pace = new Pace(qps * 0.9, Math.max(slotCalls.workflowTask, qps * 0.1));
+  const pace = new Pace(qps * 0.9, Math.max(slotCalls.wait, qps * 0.1));
   const fixed = (numSlots: number) => ({ type: 'fixed-size' as const, numSlots });
   const tuner = (workflowTasks: TunerHolder['workflowTaskSlotSupplier'], activities: number, turn: Turn) => ({
     workflowTaskSlotSupplier: workflowTasks,
-    activityTaskSlotSupplier: pacedSlots(pace, activities, slotCalls.activity, turn),
+    activityTaskSlotSupplier: pacedSlots(
+      pace,
+      activities,
+      turn === Turn.waiting ? slotCalls.wait : slotCalls.activity,
+      turn,
+    ),
     localActivityTaskSlotSupplier: fixed(100),
     nexusTaskSlotSupplier: fixed(1),
   });
   return {
     interceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(pace)],
-    main: { tuner: tuner(pacedSlots(pace, 40, slotCalls.workflowTask), 100, Turn.newWork) },
+    watcherInterceptors: [makeGrpcRetryInterceptor(defaultGrpcRetryOptions()), pacedCalls(pace, Turn.newWork)],
+    main: { tuner: tuner(pacedSlots(pace, workflowTaskSlots, slotCalls.workflowTask), 100, Turn.newWork) },
     // No workflows on the waits' task queue: it never polls for workflow tasks. Its waits start once per rollout
     // phase and last (slots for a thousand); their polling reads go after everything else.
     waits: { tuner: tuner(fixed(1), 1000, Turn.waiting) },
