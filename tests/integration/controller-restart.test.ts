@@ -102,9 +102,17 @@ test('SIGKILL during a pause: after a restart the rollout continues at the same 
     60_000,
     50,
   );
-  // What the rollout did is read in its history; what polling saw of the server (it may miss a short step) never
-  // went back or repeated a step.
-  const v2Calls = (await routingCalls(env, 'svc')).filter((c) => c.buildId === v2);
+  // What the rollout did is read in its history (the set-current's completion is recorded moments after the server
+  // routes to v2); what polling saw of the server (it may miss a short step) never went back or repeated a step.
+  const v2Calls = await eventually(
+    'the set-current in the history',
+    async () => {
+      const calls = (await routingCalls(env, 'svc')).filter((c) => c.buildId === v2);
+      return calls.some((c) => c.call === 'setCurrent') ? calls : undefined;
+    },
+    30_000,
+    200,
+  );
   expect(v2Calls).toEqual([
     { call: 'setRamping', buildId: v2, percentage: 20 },
     { call: 'setRamping', buildId: v2, percentage: 60 },
