@@ -102,8 +102,8 @@ export function createRegistrationActivities(connections: TemporalConnections) {
       // progress deadline the workflow says it instead of blaming the workers (it reads the timeout's heartbeat).
       let check: RegistrationCheck = (ctx.info.heartbeatDetails as RegistrationCheck | undefined) ?? {};
       /**
-       * The version's task queues; `undefined` when a busy server refused (deadline exceeded, unavailable, our own
-       * budget): a slow answer, asked again later. The third in a row is thrown: the attempt fails and the retry
+       * The version's task queues; `undefined` when a busy server refused (deadline exceeded, unavailable): a slow
+       * answer, asked again later. The third in a row is thrown: the attempt fails and the retry
        * policy takes over.
        */
       const versionQueues = async () => {

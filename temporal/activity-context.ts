@@ -1,6 +1,5 @@
 /**
- * What code of this room takes from the activity it runs in: its logger, and its heartbeat, which the caller makes
- * (the controller's counts each one in its Temporal budget).
+ * What code of this room takes from the activity it runs in: its logger, and its heartbeat, which the caller makes.
  */
 import { Context } from '@temporalio/activity';
 
