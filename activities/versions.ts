@@ -2,10 +2,12 @@
  * Version activities through WorkflowService: a version's drainage status, and the deletion of versions and of the
  * worker deployment.
  */
+import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { VersionStatus } from '../api/rollout-status.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import { describeVersionSettled, isNamespaceNotFound, isNotFound } from '../temporal/describe.js';
+import { pollersRemembered } from '../temporal/errors.js';
 import { pinnedRunningOn } from '../temporal/pinned.js';
 import { describeWorkerDeployment, routingOf, versionStatusName } from './routing.js';
 
@@ -32,19 +34,30 @@ export function createVersionActivities(connections: TemporalConnections, identi
       return open.count > 0 ? 'Draining' : status;
     },
 
-    /** Deletes a version; fails (and is retried) while its pollers are still remembered by the server. */
+    /**
+     * Deletes a version. The server refuses while it still remembers the version's pollers
+     * (`matching.PollerHistoryTTL`), moments after its pods went: that is waited out within the attempt, asking
+     * again at 0.5 s doubling to 4 s, until too little of the attempt's time is left (then the refusal is the answer).
+     */
     async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
-      try {
-        await (
-          await service(t)
-        ).deleteWorkerDeploymentVersion({
-          namespace: t.temporalNamespace,
-          deploymentVersion: { deploymentName: t.deploymentName, buildId },
-          skipDrainage: true,
-          identity,
-        });
-      } catch (err) {
-        if (!isNotFound(err) && !isNamespaceNotFound(err)) throw err;
+      const { info, sleep } = Context.current();
+      const deadline = info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs;
+      for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 4_000)) {
+        try {
+          await (
+            await service(t)
+          ).deleteWorkerDeploymentVersion({
+            namespace: t.temporalNamespace,
+            deploymentVersion: { deploymentName: t.deploymentName, buildId },
+            skipDrainage: true,
+            identity,
+          });
+          return;
+        } catch (err) {
+          if (isNotFound(err) || isNamespaceNotFound(err)) return;
+          if (!pollersRemembered(err) || Date.now() + delayMs + 2_000 > deadline) throw err;
+        }
+        await sleep(delayMs);
       }
     },
 

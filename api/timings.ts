@@ -10,6 +10,8 @@ export interface Timings {
   historyLimit?: number;
   /** Longest wait between two backstop reads of what a wait depends on (the watcher's signals are faster). */
   recheckMaxMs?: number;
+  /** How long a call fails before the status says what is retried and why (the log says it at once). */
+  retryShownAfterMs?: number;
   /** false: the search attributes are not registered, and upserting them would fail every workflow task. */
   searchAttributes?: boolean;
 }

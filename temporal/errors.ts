@@ -47,6 +47,12 @@ const transientGrpc: number[] = [
  */
 const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet/i;
 
+/** The server refused to delete a version because it still remembers the version's pollers. */
+export function pollersRemembered(err: unknown): boolean {
+  const grpc = grpcErrorOf(err);
+  return grpc?.code === GrpcStatus.FAILED_PRECONDITION && /active pollers/i.test(grpc.details ?? grpc.message);
+}
+
 /** The gRPC error of WorkflowService in a failure, itself or a `cause` of it (the client wraps it). */
 function grpcErrorOf(err: unknown) {
   let grpc: unknown = err;

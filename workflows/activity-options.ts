@@ -1,70 +1,61 @@
 /**
- * How each kind of call a rollout makes is bounded and retried. A call past its retries says in the status what is
- * retried and why (RolloutContext.call).
+ * How long each kind of call a rollout makes may take. Every call is made once: `RolloutContext.call` alone tries
+ * again, with a durable backoff, and says in the status what is retried and why. Reports are the exception: the
+ * status cannot report on its own write, so a report's activity retries itself until it lands (and the deletion's
+ * Temporal steps, each retried for a bounded while by its activity, then skipped and reported: deletion.ts).
  */
 import { ActivityCancellationType, type ActivityOptions, type LocalActivityOptions } from '@temporalio/workflow';
 
-/** Retries within one call; past them the status says what is being retried. */
-const attempts = (maximumInterval: string) => ({
-  initialInterval: '200ms',
-  backoffCoefficient: 2,
-  maximumInterval,
-  maximumAttempts: 8,
-});
+/** One attempt: the retries are `RolloutContext.call`'s. */
+const once = { maximumAttempts: 1 };
 
 /** Kubernetes writes: a cancelled one is waited for, so nothing is applied after a deletion deleted it. */
 export const kubeOptions: ActivityOptions = {
   startToCloseTimeout: '30s',
-  retry: attempts('10s'),
+  retry: once,
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
 
-/**
- * Temporal API calls: within half a minute, retries included, then the status says what is retried and why (a
- * server nothing listens on makes each attempt wait for its connection).
- */
+/** Temporal API calls: a server nothing listens on makes the attempt wait for its connection, within 30 s. */
 export const temporalOptions: ActivityOptions = {
   startToCloseTimeout: '30s',
   scheduleToCloseTimeout: '30s',
-  retry: attempts('5s'),
+  retry: once,
 };
 
 /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
 export const bulkOptions: ActivityOptions = {
   startToCloseTimeout: '30m',
   heartbeatTimeout: '30s',
-  retry: attempts('10s'),
+  retry: once,
 };
 
-/** Inside a workflow task, so bounded: an apiserver brownout must not hold the task (calls.ts then uses an activity). */
+/**
+ * Inside a workflow task, so bounded: the task holds its commands and its worker slot meanwhile. One that failed is
+ * made again at once as an activity (`RolloutContext.call`), whose bound is longer.
+ */
 export const localOptions: LocalActivityOptions = {
-  scheduleToCloseTimeout: '10s',
+  scheduleToCloseTimeout: '5s',
   startToCloseTimeout: '5s',
-  retry: { initialInterval: '200ms', maximumAttempts: 3 },
+  retry: once,
   cancellationType: ActivityCancellationType.WAIT_CANCELLATION_COMPLETED,
 };
 
-/**
- * A report inside the workflow task: two quick attempts within 3 s, then it goes as an activity. The task holds its
- * commands and its worker slot meanwhile: an apiserver outage must not hold them long.
- */
+/** A report inside the workflow task: one attempt within 2 s, then it goes as an activity. */
 export const localReportingOptions: LocalActivityOptions = {
-  scheduleToCloseTimeout: '3s',
+  scheduleToCloseTimeout: '2s',
   startToCloseTimeout: '2s',
-  retry: { initialInterval: '200ms', maximumAttempts: 2 },
+  retry: once,
 };
 
-/**
- * A routing write inside the workflow task: one attempt within 10 s, then it goes as an activity. The task holds
- * its worker slot meanwhile, as long as the server takes to change the routing.
- */
+/** A routing write inside the workflow task: one attempt within 10 s, as long as the server takes to change the routing. */
 export const localRoutingWriteOptions: LocalActivityOptions = {
   scheduleToCloseTimeout: '10s',
   startToCloseTimeout: '10s',
-  retry: { maximumAttempts: 1 },
+  retry: once,
 };
 
-/** Status writes and Events: retried until they land (Events never fail: they are best effort). */
+/** Status writes and Events: retried by their activity until they land (Events never fail: they are best effort). */
 export const reportingOptions: ActivityOptions = {
   startToCloseTimeout: '30s',
   retry: { initialInterval: '200ms', maximumInterval: '30s' },
@@ -76,30 +67,30 @@ export const reportingOptions: ActivityOptions = {
  */
 const waitHeartbeatTimeout = '60s';
 
-/** Long-waiting activities (registration, gates, drainage) on the waits' task queue, heartbeating, up to a day per attempt. */
+/** Long-waiting activities (registration, gates, drainage) on the waits' task queue, heartbeating, up to a day. */
 export const waitOptions = (taskQueue: string): ActivityOptions => ({
   taskQueue,
   startToCloseTimeout: '24h',
   heartbeatTimeout: waitHeartbeatTimeout,
-  retry: attempts('10s'),
+  retry: once,
 });
 
 /**
  * The wait on a gate workflow, with a short heartbeat timeout: a controller that died during a gate is replaced
- * within seconds, and the retry waits on the same gate run (gates are few: their heartbeats cost little).
+ * within seconds, and the call made again waits on the same gate run (gates are few: their heartbeats cost little).
  */
 export const gateWaitOptions = (taskQueue: string): ActivityOptions => ({
   taskQueue,
   startToCloseTimeout: '24h',
   heartbeatTimeout: '10s',
-  retry: attempts('10s'),
+  retry: once,
 });
 
-/** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
-export const waitWithinOptions = (taskQueue: string, budgetMs: number): ActivityOptions => ({
+/** A long-waiting activity that must be done within `leftMs` (else a TimeoutFailure, `deadlinePassed`). */
+export const waitWithinOptions = (taskQueue: string, leftMs: number): ActivityOptions => ({
   taskQueue,
-  scheduleToCloseTimeout: budgetMs,
-  startToCloseTimeout: budgetMs,
+  scheduleToCloseTimeout: Math.max(1, leftMs),
+  startToCloseTimeout: Math.max(1, leftMs),
   heartbeatTimeout: waitHeartbeatTimeout,
-  retry: { initialInterval: '1s', maximumInterval: '10s' },
+  retry: once,
 });

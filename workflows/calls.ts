@@ -2,9 +2,10 @@
  * How a rollout calls its activities. Reads and idempotent writes run inside the workflow task that decided them,
  * as local activities: no activity task, poll, completion or workflow task after each, which is most of what a
  * rollout costs in Temporal calls. They run one at a time: concurrent local activities can resolve in another order
- * on replay than they did (sdk-core resolves their markers in history order). One that failed within its bound goes
- * again as an activity, as do the next ones until an activity succeeded: an outage's retries belong to an activity,
- * not to a workflow task. A set-current, the long waits and the bulk calls are always activities.
+ * on replay than they did (sdk-core resolves their markers in history order). One that failed within its bound is
+ * made again as an activity (`RolloutContext.call` tries again), as are the next ones of its kind until an activity
+ * succeeded: an outage's waits belong outside a workflow task. A set-current, the long waits and the bulk calls are
+ * always activities.
  */
 import {
   isCancellation,
@@ -28,6 +29,7 @@ import {
   waitOptions,
   waitWithinOptions,
 } from './activity-options.js';
+import { NotMadeInTask } from './failures.js';
 import { waitsTaskQueue } from './task-queues.js';
 
 type AnyActivity = (...args: unknown[]) => Promise<unknown>;
@@ -83,9 +85,9 @@ export abstract class ActivityCalls {
   gateWaits() {
     return this.activities(gateWaitOptions(waitsTaskQueue(workflowInfo().taskQueue)));
   }
-  /** A long-waiting activity that must be done within `budgetMs`, retries included (else a TimeoutFailure). */
-  waitsWithin(budgetMs: number) {
-    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), budgetMs));
+  /** A long-waiting activity that must be done within `leftMs` (else a TimeoutFailure: `deadlinePassed`). */
+  waitsWithin(leftMs: number) {
+    return this.activities(waitWithinOptions(waitsTaskQueue(workflowInfo().taskQueue), leftMs));
   }
 
   /** Activities with `options`, each call summarised by the `call` or `withSummary` it is made in. */
@@ -109,8 +111,8 @@ export abstract class ActivityCalls {
 
   /**
    * A ramp (`write` with the activities to make it with), inside the workflow task that decided it. When the local
-   * write failed, it goes as an activity; a local write that landed but did not
-   * answer in time is harmless again: the activity finds the routing done. Not for a set-current: a local write
+   * write failed, it is made again as an activity; a local write that landed but did not answer in time is harmless
+   * again: the activity finds the routing done. Not for a set-current: a local write
    * lands before its task is recorded, and a task lost then (a controller killed) runs again with what came
    * meanwhile first; an abort accepted there would leave the build it aborted current. A stray ramp is undone by
    * the abort's own read of the routing (`clearRampIf`); a set-current, the point of no return, stays an activity,
@@ -131,7 +133,7 @@ export abstract class ActivityCalls {
     return !this.runEnding();
   }
 
-  /** The report's activities: in the task (two quick attempts within 3 s) or an activity retried until it lands. */
+  /** The report's activities: in the task (one attempt within 2 s) or an activity retried until it lands. */
   protected reporter(inTask: boolean): ActivityInterfaceFor<Activities> {
     if (!inTask) return this.activities(reportingOptions);
     const local = proxyLocalActivities<Activities>({ ...localReportingOptions, ...this.summary() });
@@ -147,8 +149,9 @@ export abstract class ActivityCalls {
 
   /**
    * Makes a call of `kind` inside the task when its turn comes (`run`, one local activity), unless calls of its kind
-   * go as activities then, or the run is ending; a failure says the caller makes it as an activity (a refusal too:
-   * a local activity's failure can come unwrapped, and the activity's is the one the callers read, `call`).
+   * go as activities then, or the run is ending. A failure is thrown as `NotMadeInTask`, and calls of its kind go as
+   * activities from then on: `call` makes it again at once, as an activity (a refusal too: a local activity's
+   * failure can come unwrapped, and the activity's is the one the callers read).
    */
   private inTurn<T>(kind: CallKind, run: () => Promise<T>): Promise<Turn<T>> {
     return this.oneLocalAtATime(async (): Promise<Turn<T>> => {
@@ -157,9 +160,9 @@ export abstract class ActivityCalls {
         return { local: true, value: await run() };
       } catch (err) {
         if (isCancellation(err)) throw err;
-        log.warn('call not made inside the workflow task: again as an activity', { kind, error: String(err) });
+        log.warn('call not made inside the workflow task: its kind goes as activities', { kind, error: String(err) });
         this.asActivity.add(kind);
-        return { local: false };
+        throw new NotMadeInTask(err);
       }
     });
   }
@@ -174,7 +177,7 @@ export abstract class ActivityCalls {
     });
   }
 
-  /** Activities of `kind` called inside the task, made as activities with `fallback` when that failed. */
+  /** Activities of `kind` called inside the task, or as activities with `fallback` after one failed there. */
   private inTask(kind: CallKind, fallback: ActivityOptions): ActivityInterfaceFor<Activities> {
     const byActivity = this.activities(fallback); // the summary is read now, synchronously
     const local = proxyLocalActivities<Activities>({ ...localOptions, ...this.summary() });

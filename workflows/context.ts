@@ -24,7 +24,15 @@ import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, RolloutState, TemporalPlace } from './state.js';
 import type { Owner } from '../api/resource.js';
-import { Blocked, ContinueAsNewDue, managerHeldBy, permanentCause, rootCause } from './failures.js';
+import {
+  Blocked,
+  ContinueAsNewDue,
+  managerHeldBy,
+  NotMadeInTask,
+  permanentCause,
+  rootCause,
+  workerLost,
+} from './failures.js';
 
 const now = () => new Date();
 
@@ -314,9 +322,11 @@ export class RolloutContext extends ActivityCalls {
   }
 
   /**
-   * Runs an activity call. A permanent failure (non-retryable) becomes `Blocked`; a transient one that
-   * outlasted its retry policy is said in the status, and the call is made again after a backoff (durable
-   * timers, with checkpoints, so the history stays bounded however long it takes).
+   * Runs an activity call, the one place a call is tried again. A permanent failure (non-retryable) becomes
+   * `Blocked`. A call that failed inside the workflow task is made again at once as an activity; one whose worker
+   * died, at once too; any other transient failure after a durable backoff (200 ms doubling to 30 s, with
+   * checkpoints, so the history stays bounded however long it takes). Past `retryShownAfterMs` of failing, the
+   * status says what is retried and why.
    */
   async call<T>(
     what: string,
@@ -325,6 +335,9 @@ export class RolloutContext extends ActivityCalls {
   ): Promise<T> {
     const untilDeleted = opts.untilDeleted ?? true;
     let held = false;
+    let failures = 0;
+    let failingSince: number | undefined;
+    let retriedAtOnce = false;
     try {
       for (let round = 0; ; round++) {
         try {
@@ -344,17 +357,23 @@ export class RolloutContext extends ActivityCalls {
           }
           const permanent = permanentCause(err);
           if (permanent !== undefined) throw new Blocked(what, permanent);
-          if (!(err instanceof ActivityFailure)) throw err;
-          const message = rootCause(err);
-          if (this.state.retrying?.message !== message) {
-            this.state.retrying = { what, message, since: now().toISOString() };
-            this.markDirty();
-            this.event('Warning', 'Retrying', `${what}: ${message}`);
-            log.warn('retrying', { what, error: message });
+          const failure = err instanceof NotMadeInTask ? err.failure : err;
+          if (!(failure instanceof ActivityFailure) && !(err instanceof NotMadeInTask)) throw err;
+          const message = failure instanceof ActivityFailure ? rootCause(failure) : String(failure);
+          log.warn('retrying', { what, error: message });
+          // Made again at once: as an activity, after it failed inside the task; on a live worker, after one died.
+          const atOnce: boolean = (err instanceof NotMadeInTask || workerLost(failure)) && !retriedAtOnce;
+          retriedAtOnce = atOnce;
+          failingSince ??= Date.now();
+          if (Date.now() - failingSince >= (this.state.timings.retryShownAfterMs ?? 30_000))
+            this.retrying(what, message, failingSince);
+          if (atOnce) {
+            this.checkpoint();
+            continue;
           }
           // A deletion stops the retries of the rollout's calls (its own steps go on: `untilDeleted: false`).
           const stop = () => untilDeleted && this.state.deleting;
-          await this.wait(stop, Math.min(5_000 * 2 ** Math.min(round, 10), 300_000), `retry ${what}`);
+          await this.wait(stop, Math.min(200 * 2 ** Math.min(failures++, 8), 30_000), `retry ${what}`);
           if (stop()) throw new CancelledFailure('the resource is being deleted');
           this.checkpoint();
         }
@@ -365,6 +384,14 @@ export class RolloutContext extends ActivityCalls {
         this.markDirty();
       }
     }
+  }
+
+  /** Says in the status what is retried and why, with a Warning Event once per cause. */
+  private retrying(what: string, message: string, since: number): void {
+    if (this.state.retrying?.what === what && this.state.retrying.message === message) return;
+    this.state.retrying = { what, message, since: new Date(since).toISOString() };
+    this.markDirty();
+    this.event('Warning', 'Retrying', `${what}: ${message}`);
   }
 }
 

@@ -7,7 +7,7 @@
 import { ActivityFailure, log, type ActivityOptions } from '@temporalio/workflow';
 import { parseDuration } from '../api/duration.js';
 import { type RolloutContext } from './context.js';
-import { ContinueAsNewDue } from './failures.js';
+import { ContinueAsNewDue, deadlinePassed } from './failures.js';
 import { placeOf } from './decisions.js';
 import type { RolloutState, TemporalPlace } from './state.js';
 
@@ -86,10 +86,15 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
         'Deleting',
         `waiting up to ${drainFor} for pinned executions to finish (${stranded.map(([b, n]) => `${n} on ${b}`).join(', ')})`,
       );
+      const deadline = Date.now() + parseDuration(drainFor);
       await attempt(`wait up to ${drainFor} for the versions to drain`, () =>
         Promise.all(
           stranded.map(([buildId]) =>
-            ctx.waitsWithin(parseDuration(drainFor)).awaitDrained(here, buildId, state.timings.drainPollMaxMs),
+            ctx.call(
+              `wait for ${buildId} to drain`,
+              () => ctx.waitsWithin(deadline - Date.now()).awaitDrained(here, buildId, state.timings.drainPollMaxMs),
+              { untilDeleted: false, isExpected: deadlinePassed },
+            ),
           ),
         ),
       );

@@ -18,15 +18,21 @@ export class Blocked extends Error {
   }
 }
 
+/**
+ * What an activity's failure says: the cause under an `ActivityFailure`, or a local activity's failure as it came
+ * (unwrapped at times) under `NotMadeInTask`.
+ */
+function causeOf(err: unknown): unknown {
+  if (err instanceof ActivityFailure) return err.cause;
+  if (err instanceof NotMadeInTask) return err.failure instanceof ActivityFailure ? err.failure.cause : err.failure;
+  return undefined;
+}
+
 /** The activity failed because someone else holds the worker deployment's manager identity: who, or undefined. */
 export function managerHeldBy(err: unknown): string | undefined {
-  if (
-    !(err instanceof ActivityFailure) ||
-    !(err.cause instanceof ApplicationFailure) ||
-    err.cause.type !== 'ManagerIdentityHeld'
-  )
-    return undefined;
-  const holder = err.cause.details?.[0];
+  const cause = causeOf(err);
+  if (!(cause instanceof ApplicationFailure) || cause.type !== 'ManagerIdentityHeld') return undefined;
+  const holder = cause.details?.[0];
   return typeof holder === 'string' && holder ? holder : 'someone else';
 }
 
@@ -43,13 +49,27 @@ export function rootCause(err: ActivityFailure): string {
 
 /** The message of a permanent (non-retryable) activity failure, or undefined. */
 export function permanentCause(err: unknown): string | undefined {
-  if (!(err instanceof ActivityFailure)) return undefined;
-  const cause = err.cause;
-  if (cause instanceof ApplicationFailure && cause.nonRetryable) return cause.message;
-  return undefined;
+  const cause = causeOf(err);
+  return cause instanceof ApplicationFailure && cause.nonRetryable ? cause.message : undefined;
 }
 
-/** The activity ran out of its start-to-close budget (as opposed to failing). */
-export function timedOut(err: unknown): err is ActivityFailure & { cause: TimeoutFailure } {
-  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure;
+/** A wait ran out of the time it was given (as opposed to failing, or losing its worker). */
+export function deadlinePassed(err: unknown): err is ActivityFailure & { cause: TimeoutFailure } {
+  return (
+    err instanceof ActivityFailure &&
+    err.cause instanceof TimeoutFailure &&
+    (err.cause.timeoutType === 'SCHEDULE_TO_CLOSE' || err.cause.timeoutType === 'START_TO_CLOSE')
+  );
+}
+
+/** The activity's worker stopped heartbeating (a controller died): made again at once, on a live one. */
+export function workerLost(err: unknown): boolean {
+  return err instanceof ActivityFailure && err.cause instanceof TimeoutFailure && err.cause.timeoutType === 'HEARTBEAT';
+}
+
+/** A call inside the workflow task failed (`failure`): it is made again at once, as an activity. */
+export class NotMadeInTask extends Error {
+  constructor(readonly failure: unknown) {
+    super(failure instanceof Error ? failure.message : String(failure));
+  }
 }

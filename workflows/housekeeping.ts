@@ -65,8 +65,10 @@ async function resyncLoop(r: Resource): Promise<never> {
         // watcher ran): it must not be healed forever.
         await r.readOwner();
         if (r.state.deleting || ctx.handedAway) return;
-        const { recreated, healed } = await ctx.withSummary('reconcile the Deployments', () =>
-          ctx.kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+        const { recreated, healed } = await ctx.call(
+          'reconcile the Deployments',
+          () => ctx.kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+          { background: true },
         );
         for (const name of recreated)
           ctx.event('Warning', 'DeploymentRecreated', `${name} was missing and is recreated`);
@@ -75,8 +77,10 @@ async function resyncLoop(r: Resource): Promise<never> {
         // Deployments of ours that no version needs any more: deleted at 0 pods, scaled to 0 when seen with pods
         // two rounds running (an apply landed by a workflow task that was lost, then decided otherwise).
         const live = [...liveVersions(r).map((v) => v.buildId), ...ctx.removing, ...liveForeignBuilds(r.state)];
-        const sweep = await ctx.withSummary('remove stray Deployments', () =>
-          ctx.kube.removeStrayDeployments(owner, live, strayWithPods),
+        const sweep = await ctx.call(
+          'remove stray Deployments',
+          () => ctx.kube.removeStrayDeployments(owner, live, strayWithPods),
+          { background: true },
         );
         strayWithPods = sweep.withPods;
         for (const name of sweep.scaledDown)

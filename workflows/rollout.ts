@@ -9,7 +9,7 @@ import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
-import { timedOut } from './failures.js';
+import { deadlinePassed } from './failures.js';
 import { stepAt, type StepProgress, type Target } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
@@ -199,22 +199,20 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
 }
 
 /**
- * Waits for the version's workers to poll Temporal, within the progress deadline (schedule-to-close: retries
- * included); past it the phase says NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
+ * Waits for the version's workers to poll Temporal, within the progress deadline (a wait made again keeps it); past
+ * it the phase says NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
  */
 async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<VersionRegistration> {
-  let budgetMs = ctx.spec().progressDeadlineSeconds * 1000;
+  let deadline = Date.now() + ctx.spec().progressDeadlineSeconds * 1000;
   for (;;) {
     try {
       return await ctx.call(
         `wait for ${buildId} to poll Temporal`,
-        () => ctx.waitsWithin(budgetMs).awaitVersionRegistered(ctx.temporalTarget(), buildId),
-        {
-          isExpected: timedOut,
-        },
+        () => ctx.waitsWithin(deadline - Date.now()).awaitVersionRegistered(ctx.temporalTarget(), buildId),
+        { isExpected: deadlinePassed },
       );
     } catch (err) {
-      if (!timedOut(err)) throw err;
+      if (!deadlinePassed(err)) throw err;
       // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news).
       const lastFailure = (err.cause.lastHeartbeatDetails as RegistrationCheck | undefined)?.lastCheckFailure;
       ctx.transition(
@@ -227,7 +225,7 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
         ),
         'Warning',
       );
-      budgetMs = 3_600_000;
+      deadline = Date.now() + 3_600_000;
       ctx.checkpoint();
     }
   }

@@ -9,7 +9,7 @@ import { CancellationScope, condition, isCancellation, log, sleep } from '@tempo
 import { parseDuration } from '../api/duration.js';
 import type { VersionStatus } from '../api/rollout-status.js';
 import { type RolloutContext } from './context.js';
-import { Blocked, ContinueAsNewDue, timedOut } from './failures.js';
+import { Blocked, ContinueAsNewDue, deadlinePassed } from './failures.js';
 import { isDrained } from '../api/version-status.js';
 import { placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
@@ -135,8 +135,8 @@ export class Sunsets {
         try {
           await CancellationScope.nonCancellable(async () => {
             await ctx.call(`delete the Deployment of ${buildId}`, () => ctx.kube.deleteDeployment(ctx.owner, buildId));
-            // An activity: the server refuses while the version's pollers linger, moments after its pods went, and
-            // an activity's retries wait that out without holding a workflow task.
+            // An activity: the server refuses while it remembers the version's pollers, moments after its pods
+            // went, and the activity waits that out without holding a workflow task.
             await ctx.call(`delete version ${buildId}`, () => ctx.temporalActivity.deleteVersion(where, buildId), {
               background: true,
             });
@@ -188,16 +188,17 @@ export class Sunsets {
     const maxDrainDuration = max!;
     const action = onMaxDrain!.action as 'Cancel' | 'Terminate' | 'Signal';
     const where = ctx.temporalTarget(version.place);
-    const leftMs = Date.parse(version.deprecatedSince) + parseDuration(maxDrainDuration) - now().getTime();
-    if (leftMs > 0) {
+    const deadline = Date.parse(version.deprecatedSince) + parseDuration(maxDrainDuration);
+    if (deadline > now().getTime()) {
       try {
         return await ctx.call(
           `wait for ${buildId} to drain`,
-          () => ctx.waitsWithin(leftMs).awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs),
-          { isExpected: timedOut },
+          () =>
+            ctx.waitsWithin(deadline - now().getTime()).awaitDrained(where, buildId, ctx.state.timings.drainPollMaxMs),
+          { isExpected: deadlinePassed },
         );
       } catch (err) {
-        if (!timedOut(err)) throw err;
+        if (!deadlinePassed(err)) throw err;
       }
     }
     const open = async () =>

@@ -13,7 +13,7 @@ import {
   withFailureClassification,
 } from '../../activities/errors.js';
 import { classifyKubernetesError, isNamespaceTerminating } from '../../kube/errors.js';
-import { classifyTemporalError } from '../../temporal/errors.js';
+import { classifyTemporalError, pollersRemembered } from '../../temporal/errors.js';
 import { createKubernetesActivities } from '../../activities/kubernetes.js';
 import { gateInputReader } from '../../kube/gate-input.js';
 
@@ -705,5 +705,17 @@ describe('gate input from a ConfigMap or Secret', () => {
       type: 'Permanent',
       message,
     });
+  });
+});
+
+describe('pollersRemembered', () => {
+  test.each([
+    [grpcError(GrpcCode.FAILED_PRECONDITION, 'Version cannot be deleted since it has active pollers.'), true],
+    [new Error('wrapped', { cause: grpcError(GrpcCode.FAILED_PRECONDITION, 'it has active pollers') }), true],
+    [grpcError(GrpcCode.FAILED_PRECONDITION, "version 'x' cannot be deleted since it is draining"), false],
+    [grpcError(GrpcCode.UNAVAILABLE, 'active pollers'), false],
+    [new Error('active pollers'), false],
+  ])('%#: %s', (err, remembered) => {
+    expect(pollersRemembered(err)).toBe(remembered);
   });
 });

@@ -13,7 +13,7 @@ import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Timings } from '../../api/timings.js';
 import { FakeWorlds, desired, startFakeRig, type FakeRig, testInstallation } from './fake-world.js';
 import { eventually } from '../harness/eventually.js';
-import { keepHistory } from './fixtures.js';
+import { keepHistory, summaryOf } from './fixtures.js';
 import { withCurrentV1 } from './driver.js';
 
 const taskQueue = `idle-test-${randomUUID().slice(0, 8)}`;
@@ -133,18 +133,22 @@ test('a stray Deployment with pods (an apply whose task was lost): scaled to 0 a
   expect(world.deployments.get('v1')?.replicas).toBe(liveReplicas); // the live one untouched
 });
 
-test('a resync in an apiserver brownout: the local repair gives up within its bound, and the repair is made as an activity', async () => {
+test('a resync in an apiserver brownout: the local repair fails, then the call alone retries it as activities, one attempt each', async () => {
   const r = await withCurrentV1(rig, 'brownout', timings);
   const { world } = r;
   const handle = r.handle();
   world.deployments.delete('v1');
-  world.brownout = 3; // every local attempt fails
+  world.brownout = 3; // the local attempt and the next two fail
   const before = world.callsOf('reconcileDeployments').length;
   await handle.signal(messages.resync);
   await eventually('v1 recreated', () => world.deployments.has('v1'));
-  expect(world.callsOf('reconcileDeployments').length - before).toBe(4); // three local attempts, then the activity
-  const scheduled = ((await handle.fetchHistory()).events ?? []).filter(
+  expect(world.callsOf('reconcileDeployments').length - before).toBe(4); // one local attempt, then three activities
+  const events = (await handle.fetchHistory()).events ?? [];
+  const scheduled = events.filter(
     (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'reconcileDeployments',
   );
-  expect(scheduled).toHaveLength(1);
+  expect(scheduled.map((e) => e.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts)).toEqual([1, 1, 1]);
+  // The activity made at once after the local failure; the two after it, each after a durable backoff.
+  const backoffs = events.filter((e) => e.timerStartedEventAttributes && /retry reconcile/.test(summaryOf(e) ?? ''));
+  expect(backoffs).toHaveLength(2);
 });
