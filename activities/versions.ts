@@ -36,12 +36,17 @@ export function createVersionActivities(connections: TemporalConnections, identi
 
     /**
      * Deletes a version. The server refuses while it still remembers the version's pollers
-     * (`matching.PollerHistoryTTL`), moments after its pods went: that is waited out within the attempt, asking
-     * again at 0.5 s doubling to 4 s, until too little of the attempt's time is left (then the refusal is the answer).
+     * (`matching.PollerHistoryTTL`), moments after its pods went: as an activity, that is waited out within the
+     * attempt, asking again at 0.5 s doubling to 4 s, until too little of its time is left (then the refusal is the
+     * answer); inside a workflow task (a local activity), the refusal is the answer at once.
      */
     async deleteVersion(t: TemporalTarget, buildId: string): Promise<void> {
       const { info, sleep } = Context.current();
-      const deadline = info.currentAttemptScheduledTimestampMs + info.startToCloseTimeoutMs;
+      // On this process's clock from now: the attempt's time, and what is left of the whole call's.
+      const scheduleToCloseLeftMs = info.scheduleToCloseTimeoutMs
+        ? info.scheduledTimestampMs + info.scheduleToCloseTimeoutMs - Date.now()
+        : Infinity;
+      const deadline = info.isLocal ? 0 : Date.now() + Math.min(info.startToCloseTimeoutMs, scheduleToCloseLeftMs);
       for (let delayMs = 500; ; delayMs = Math.min(delayMs * 2, 4_000)) {
         try {
           await (

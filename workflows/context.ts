@@ -337,9 +337,11 @@ export class RolloutContext extends ActivityCalls {
     let held = false;
     let failures = 0;
     let failingSince: number | undefined;
+    let announced: string | undefined; // the failure this call's Warning Event told
     let retriedAtOnce = false;
     try {
       for (let round = 0; ; round++) {
+        const attemptStarted = Date.now();
         try {
           const result = await this.withSummary(summaryLine(what), fn);
           if (held && !opts.background) this.managerBack();
@@ -364,9 +366,19 @@ export class RolloutContext extends ActivityCalls {
           // Made again at once: as an activity, after it failed inside the task; on a live worker, after one died.
           const atOnce: boolean = (err instanceof NotMadeInTask || workerLost(failure)) && !retriedAtOnce;
           retriedAtOnce = atOnce;
+          const shownAfterMs = this.state.timings.retryShownAfterMs ?? 30_000;
+          // An attempt that ran that long before it failed (a long wait's timeout, a blip hours in) was no failing:
+          // the failing, and its backoff, start again from its end.
+          if (Date.now() - attemptStarted >= shownAfterMs) {
+            [failingSince, failures, announced] = [undefined, 0, undefined];
+            this.doneRetrying(what);
+          }
           failingSince ??= Date.now();
-          if (Date.now() - failingSince >= (this.state.timings.retryShownAfterMs ?? 30_000))
-            this.retrying(what, message, failingSince);
+          if (Date.now() - failingSince >= shownAfterMs) {
+            this.showRetrying(what, message, failingSince);
+            // Once per failure and call: calls failing side by side share the status, not each other's Events.
+            if (announced !== message) this.event('Warning', 'Retrying', `${what}: ${(announced = message)}`);
+          }
           if (atOnce) {
             this.checkpoint();
             continue;
@@ -379,19 +391,21 @@ export class RolloutContext extends ActivityCalls {
         }
       }
     } finally {
-      if (this.state.retrying?.what === what) {
-        this.state.retrying = undefined;
-        this.markDirty();
-      }
+      this.doneRetrying(what);
     }
   }
 
-  /** Says in the status what is retried and why, with a Warning Event once per cause. */
-  private retrying(what: string, message: string, since: number): void {
+  private doneRetrying(what: string): void {
+    if (this.state.retrying?.what !== what) return;
+    this.state.retrying = undefined;
+    this.markDirty();
+  }
+
+  /** Says in the status what is retried and why (the latest of calls failing side by side). */
+  private showRetrying(what: string, message: string, since: number): void {
     if (this.state.retrying?.what === what && this.state.retrying.message === message) return;
     this.state.retrying = { what, message, since: new Date(since).toISOString() };
     this.markDirty();
-    this.event('Warning', 'Retrying', `${what}: ${message}`);
   }
 }
 

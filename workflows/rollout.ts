@@ -4,12 +4,12 @@
  * Manual) → current. Every step starts from the state, so the rollout can stop anywhere (a superseding spec, an
  * abort, ContinueAsNew, a restart) and pick up where it was.
  */
-import { CancellationScope } from '@temporalio/workflow';
+import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
-import { deadlinePassed } from './failures.js';
+import { deadlinePassed, rootCause } from './failures.js';
 import { stepAt, type StepProgress, type Target } from './state.js';
 import { adoptForeignVersions } from './adoption.js';
 import { analyse } from './analysis.js';
@@ -204,17 +204,28 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
  */
 async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<VersionRegistration> {
   let deadline = Date.now() + ctx.spec().progressDeadlineSeconds * 1000;
+  // Why the last attempt that failed did (a server's refusals): a wait made again starts without it.
+  let refused: string | undefined;
   for (;;) {
     try {
       return await ctx.call(
         `wait for ${buildId} to poll Temporal`,
-        () => ctx.waitsWithin(deadline - Date.now()).awaitVersionRegistered(ctx.temporalTarget(), buildId),
+        () =>
+          ctx
+            .waitsWithin(deadline - Date.now())
+            .awaitVersionRegistered(ctx.temporalTarget(), buildId)
+            .catch((err: unknown) => {
+              if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) refused = rootCause(err);
+              throw err;
+            }),
         { isExpected: deadlinePassed },
       );
     } catch (err) {
       if (!deadlinePassed(err)) throw err;
-      // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news).
-      const lastFailure = (err.cause.lastHeartbeatDetails as RegistrationCheck | undefined)?.lastCheckFailure;
+      // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news);
+      // an attempt that timed out before its first heartbeat says nothing, and the attempt before it speaks.
+      const details = err.cause.lastHeartbeatDetails as RegistrationCheck | undefined;
+      const lastFailure = details ? details.lastCheckFailure : refused;
       ctx.transition(
         'Failed',
         'NoPollers',

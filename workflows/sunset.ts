@@ -9,7 +9,7 @@ import { CancellationScope, condition, isCancellation, log, sleep } from '@tempo
 import { parseDuration } from '../api/duration.js';
 import type { VersionStatus } from '../api/rollout-status.js';
 import { type RolloutContext } from './context.js';
-import { Blocked, ContinueAsNewDue, deadlinePassed } from './failures.js';
+import { Blocked, ContinueAsNewDue, deadlinePassed, NotMadeInTask } from './failures.js';
 import { isDrained } from '../api/version-status.js';
 import { placeOf, sunsetAction } from './decisions.js';
 import type { SunsetVersion, TemporalPlace } from './state.js';
@@ -160,9 +160,14 @@ export class Sunsets {
   private async countPinned(version: SunsetVersion): Promise<void> {
     const ctx = this.ctx;
     const { buildId } = version;
-    try {
-      const open = await ctx.withSummary(`count executions pinned to ${buildId}`, () =>
+    const count = () =>
+      ctx.withSummary(`count executions pinned to ${buildId}`, () =>
         ctx.temporal.countOpenExecutions(ctx.temporalTarget(version.place), [buildId]),
+      );
+    try {
+      // Not counted inside the task: once more, as an activity (no retries past that: only words depend on it).
+      const open = await count().catch((err: unknown) =>
+        err instanceof NotMadeInTask ? count() : Promise.reject(err),
       );
       version.openExecutions = { count: open[buildId] ?? 0, at: now().toISOString() };
       ctx.showDetails();

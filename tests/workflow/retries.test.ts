@@ -62,3 +62,23 @@ test('a refusal inside the workflow task is not made again: the rollout is Block
   expect(world.events.map((e) => e.reason)).toContain('Blocked');
   expect(world.callsOf('setRamping')).toHaveLength(1);
 });
+
+test('a long wait that fails now and then, each failure long after the last attempt began, is never shown as retrying', async () => {
+  const { world } = await start();
+  await world.applySpec(desired(2, 'v2'));
+  await eventually('v2 current', () => world.statuses.at(-1)?.currentVersion?.buildID === 'v2', 30_000);
+  // v1 drains: three times, its wait's drainage check blips once the wait has run 2 s (past retryShownAfterMs, 1.5 s).
+  let blips = 0;
+  let attemptBegan: number | undefined; // the first check since the last blip: the attempt's start
+  world.failWith.set('versionStatus', () => {
+    attemptBegan ??= Date.now();
+    if (blips >= 3 || Date.now() - attemptBegan < 2_000) return undefined;
+    [blips, attemptBegan] = [blips + 1, undefined];
+    return new Error('unavailable (a blip)');
+  });
+  await eventually('three blips', () => blips === 3, 30_000);
+  world.versions.set('v1', 'Drained');
+  await eventually('the VersionDeleted Event', () => world.events.some((e) => e.reason === 'VersionDeleted'), 30_000);
+  expect(world.events.filter((e) => e.reason === 'Retrying')).toEqual([]);
+  expect(world.statuses.filter((s) => /retrying/.test(s.message ?? ''))).toEqual([]);
+});
