@@ -8,6 +8,7 @@
  * always activities.
  */
 import {
+  condition,
   isCancellation,
   log,
   proxyActivities,
@@ -199,4 +200,16 @@ export abstract class ActivityCalls {
   private summary(): { summary?: string } {
     return this.summaryNow ? { summary: this.summaryNow } : {};
   }
+}
+
+/**
+ * Resolves once the rest of the current activation has run: the handlers and flows woken with the caller, and the
+ * activities they schedule on the way (a condition registered false, then made true, unblocks in the SDK's next
+ * pass, after the microtasks of this one).
+ */
+export async function restOfActivation(): Promise<void> {
+  let passed = false;
+  const next = condition(() => passed);
+  passed = true;
+  await next;
 }

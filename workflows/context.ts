@@ -10,16 +10,17 @@ import {
   isCancellation,
   log,
   setCurrentDetails,
+  sleep,
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
 import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/rollout-status.js';
-import { ActivityCalls } from './calls.js';
+import { ActivityCalls, restOfActivation } from './calls.js';
 import { recheckDelay } from './decisions.js';
 import { renderStatus } from './render-status.js';
-import { currentDetails, summaryLine } from './details.js';
+import { currentDetails, reportSummary, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';
 import { currentBuildKey, phaseKey, targetBuildKey } from './search-attributes.js';
 import type { HistoryEntry, RolloutState, TemporalPlace } from './state.js';
@@ -45,17 +46,6 @@ const routingTokenKey = (t: TemporalTarget) =>
 
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
-/** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
-function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
-  if (phase === undefined && events.length === 1)
-    return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
-  const reasons =
-    events.length === 0
-      ? ''
-      : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
-  if (phase === undefined) return reasons;
-  return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
-}
 export class RolloutContext extends ActivityCalls {
   readonly owner: Owner;
   /** Versions whose sunset is deleting them: their Deployment going away is not a reason to recreate it. */
@@ -72,6 +62,8 @@ export class RolloutContext extends ActivityCalls {
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
   private reportAsActivity = false;
   private writing = false;
+  /** A step's ramp was made in this workflow task: the next report waits for the next task (`reportAfterTask`). */
+  private reportAfterThisTask = false;
 
   constructor(public state: RolloutState) {
     super();
@@ -240,6 +232,11 @@ export class RolloutContext extends ActivityCalls {
       // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
       await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
+      if (this.reportAfterThisTask) {
+        this.reportAfterThisTask = false;
+        // The ramp's record is not held behind the status write: a timer ends the task, the report starts the next.
+        if (!this.reportAsActivity && this.reportsInTask()) await sleep(1, { summary: 'report in the next task' });
+      }
       const status = this.statusDirty
         ? renderStatus(this.state, {
             workflowId: workflowInfo().workflowId,
@@ -280,6 +277,14 @@ export class RolloutContext extends ActivityCalls {
    * then ends as for a ContinueAsNew, and the next run ends at its first read, touching nothing.
    */
   handedAway?: string;
+
+  /**
+   * The report of what this workflow task did goes in the next one (a timer between: two calls more), so the
+   * routing write made in this task is recorded without waiting for the status and Events: a step's ramp.
+   */
+  reportAfterTask(): void {
+    this.reportAfterThisTask = true;
+  }
 
   /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
   settled(): Promise<void> {
@@ -407,16 +412,4 @@ export class RolloutContext extends ActivityCalls {
     this.state.retrying = { what, message, since: new Date(since).toISOString() };
     this.markDirty();
   }
-}
-
-/**
- * Resolves once the rest of the current activation has run: the handlers and flows woken with the caller, and the
- * activities they schedule on the way (a condition registered false, then made true, unblocks in the SDK's next
- * pass, after the microtasks of this one).
- */
-async function restOfActivation(): Promise<void> {
-  let passed = false;
-  const next = condition(() => passed);
-  passed = true;
-  await next;
 }

@@ -8,6 +8,8 @@ import { formatDuration, parseDuration } from '../api/duration.js';
 import { sunsetAction } from './decisions.js';
 import type { RolloutState, SunsetVersion, Target } from './state.js';
 import type { Owner } from '../api/resource.js';
+import type { KubeEvent } from '../activities/index.js';
+import type { Phase } from '../api/rollout-status.js';
 
 /** The workflow's one-line summary in the Web UI: the resource it rolls out. */
 export function staticSummary(owner: Pick<Owner, 'namespace' | 'name' | 'kind'>): string {
@@ -173,4 +175,16 @@ function moment(iso: string, now: Date): string {
   const [date, time] = d.toISOString().split('T') as [string, string];
   const hms = time.slice(0, 8);
   return date === now.toISOString().slice(0, 10) ? `${hms} UTC` : `${date} ${hms.slice(0, 5)} UTC`;
+}
+
+/** The Web UI's summary of a report: "write the status: Ramping, with Event RampStarted". */
+export function reportSummary(phase: Phase | undefined, events: KubeEvent[]): string {
+  if (phase === undefined && events.length === 1)
+    return `${events[0]!.type} Event ${events[0]!.reason}: ${events[0]!.message}`;
+  const reasons =
+    events.length === 0
+      ? ''
+      : `${events.length === 1 ? 'Event' : `${events.length} Events:`} ${events.map((e) => e.reason).join(', ')}`;
+  if (phase === undefined) return reasons;
+  return `write the status: ${phase}${reasons ? `, with ${reasons}` : ''}`;
 }

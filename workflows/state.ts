@@ -60,7 +60,13 @@ export interface Target {
   /** Time spent waiting for the Deployment to be available, paused time excluded. */
   availableWaitMs?: number;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
-  registration?: { taskQueues: string[]; unversionedPollers: boolean; workflowTaskQueues?: string[] };
+  registration?: {
+    taskQueues: string[];
+    unversionedPollers: boolean;
+    workflowTaskQueues?: string[];
+    /** Its task queues with their types: once it is current, what the next version must poll. */
+    queueKeys?: string[];
+  };
   /** The worker deployment's manager identity was claimed for this rollout. */
   managerClaimed?: boolean;
   /** `retry` after a paused analysis: analyse again over a fresh window. */
@@ -115,7 +121,8 @@ export interface RolloutState {
     reason: 'InvalidSpec' | 'ConnectionNotFound';
     message: string;
   };
-  current?: { buildId: string; since: string; place?: TemporalPlace };
+  /** The current version; its task queues (`queueKeys`) when it became current as this resource's target. */
+  current?: { buildId: string; since: string; place?: TemporalPlace; queueKeys?: string[] };
   target?: Target;
   deprecated: SunsetVersion[];
   /** Set by `pause` or by a failed gate or analysis (then for that build only); `spec.rollout.paused` pauses too. */

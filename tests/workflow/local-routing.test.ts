@@ -46,6 +46,12 @@ test('a Progressive rollout’s ramps run inside their workflow tasks (local act
     'setCurrent',
     'setCurrent',
   ]);
+  // A step's ramp (the second) is recorded by a task that writes no report: its report comes in a later task.
+  const taskOf = (e: HistoryEvent) => String(e.markerRecordedEventAttributes?.workflowTaskCompletedEventId);
+  const stepRamp = events.filter((e) => localActivityType(e) === 'setRamping')[1]!;
+  const reports = events.filter((e) => localActivityType(e) === 'report');
+  expect(reports.filter((e) => taskOf(e) === taskOf(stepRamp))).toEqual([]);
+  expect(reports.some((e) => Number(e.eventId) > Number(stepRamp.eventId))).toBe(true);
   await keepHistory(world, 'local-routing-progressive');
 });
 
