@@ -1,10 +1,12 @@
 /** Heartbeats of an activity that waits on something else. */
 import type { Context } from '@temporalio/activity';
+import { firstHeartbeatAt } from '../temporal/activity-context.js';
 
 /**
- * Runs `fn`, heartbeating every 2 s meanwhile while `alive()`: an activity that waits on something else says it
- * is alive, and stops saying so when what it waits on has stopped answering. The SDK sends at most one heartbeat
- * per throttle interval (0.8 × the heartbeat timeout, at most `maxHeartbeatThrottleInterval`), the latest details.
+ * Runs `fn`, heartbeating every 2 s from `firstHeartbeatAt` while `alive()`: an activity that waits on something else
+ * says it is alive, and stops saying so when what it waits on has stopped answering. The SDK sends at most one
+ * heartbeat per throttle interval (0.8 × the heartbeat timeout, at most `maxHeartbeatThrottleInterval`), the latest
+ * details.
  */
 export async function heartbeating<T>(
   ctx: Context,
@@ -12,7 +14,8 @@ export async function heartbeating<T>(
   fn: () => Promise<T>,
   details?: () => unknown,
 ): Promise<T> {
-  const beat = setInterval(() => alive() && ctx.heartbeat(details?.()), 2000);
+  const from = firstHeartbeatAt(ctx);
+  const beat = setInterval(() => Date.now() >= from && alive() && ctx.heartbeat(details?.()), 2000);
   try {
     return await fn();
   } finally {

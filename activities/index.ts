@@ -15,7 +15,7 @@ import { createPinnedActivities } from '../temporal/pinned.js';
 import { TemporalConnections } from '../temporal/connections.js';
 
 export type { TemporalTarget } from '../temporal/connections.js';
-export type { CurrentVersion, RegistrationCheck, VersionRegistration } from './registration.js';
+export type { RegistrationCheck, VersionRegistration } from './registration.js';
 export type { Routing, RoutingCallOptions, RoutingCallResult } from './routing.js';
 export type { GateRun } from './gates.js';
 export type { ForeignVersion } from './adoption.js';

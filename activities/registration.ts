@@ -29,15 +29,7 @@ export interface VersionRegistration {
   taskQueues: string[];
   /** Its workflow task queues only: a gate (a workflow) is never started on an activity-only queue. */
   workflowTaskQueues: string[];
-  /** Every task queue with its type (`type/name`): what the next version must poll before it is routed to. */
-  queueKeys: string[];
   unversionedPollers: boolean;
-}
-
-/** The current version as the workflow last read it, and its task queues when its own registration said them. */
-export interface CurrentVersion {
-  buildId?: string;
-  queueKeys?: string[];
 }
 
 /**
@@ -78,17 +70,13 @@ export function createRegistrationActivities(connections: TemporalConnections) {
     /**
      * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
      * queue and, for up to `coverageWaitMs` more, every task queue the current version has (the server refuses
-     * to route to a version that would leave one of those queues unversioned). The current version and its queues
-     * are the workflow's (`known`: its last read, and the queues the current version registered with) when it has
-     * them, else read here. The backoff ends at 2 s, later while
+     * to route to a version that would leave one of those queues unversioned). The backoff ends at 2 s, later while
      * the server answers slowly (`registrationPollDelay`): a new version's first ramp takes the server ≈ 2 s after
      * its registration anyway.
      */
     async awaitVersionRegistered(
       t: TemporalTarget,
       buildId: string,
-      /** Absent: read from the worker deployment here. */
-      known?: CurrentVersion,
       coverageWaitMs = 30_000,
     ): Promise<VersionRegistration> {
       const connection = await connections.get(t);
@@ -136,14 +124,12 @@ export function createRegistrationActivities(connections: TemporalConnections) {
         ctx,
         () => Date.now() - answeredAt < 60_000,
         async () => {
-          const current = known
-            ? known.buildId
-            : routingOf(await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName)))
-                .current;
+          const current = routingOf(
+            await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName)),
+          ).current;
           const required =
             current && current !== buildId
-              ? (known?.queueKeys ??
-                ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey))
+              ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey)
               : [];
           for (let delay: number | undefined; ;) {
             const asked = Date.now();
@@ -160,7 +146,6 @@ export function createRegistrationActivities(connections: TemporalConnections) {
                 const registration = {
                   taskQueues: [...new Set(queues.map((q) => q.name ?? ''))],
                   workflowTaskQueues: [...new Set(workflowQueues.map((q) => q.name ?? ''))],
-                  queueKeys: [...have],
                 };
                 // Unversioned workers matter only to a first version (whether to ramp onto it or make it current at
                 // once): with a current version they are not asked about, and the rollout moves at once.

@@ -3,6 +3,14 @@
  */
 import { Context } from '@temporalio/activity';
 
+/**
+ * When an activity's first heartbeat is due: a quarter of its heartbeat timeout after it started (the timeout counts
+ * from the start), so a wait that ends sooner sends none. Each heartbeat is a call and a write on the server.
+ */
+export function firstHeartbeatAt(ctx: Context): number {
+  return Date.now() + (ctx.info.heartbeatTimeoutMs ?? 0) / 4;
+}
+
 /** Makes the heartbeat of the activity whose context is `ctx`. */
 export type HeartbeatOf = (ctx: Context) => (details?: unknown) => void;
 

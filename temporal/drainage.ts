@@ -6,7 +6,7 @@ import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
 import type { VersionStatus } from '../api/rollout-status.js';
 import { isDrained } from '../api/version-status.js';
-import { sdkHeartbeat, type HeartbeatOf } from './activity-context.js';
+import { firstHeartbeatAt, sdkHeartbeat, type HeartbeatOf } from './activity-context.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { pinnedRunningOn } from './pinned.js';
 
@@ -28,13 +28,14 @@ export function createDrainageActivities(
     ): Promise<VersionStatus> {
       const ctx = Context.current();
       const heartbeat = heartbeatOf(ctx);
+      const heartbeatsFrom = firstHeartbeatAt(ctx);
       let status = readJustNow;
       for (let delay = 1000, read = status === undefined; ; delay = Math.min(delay * 2, maxDelayMs), read = true) {
         if (read || status === undefined) status = await versionStatus(t, buildId);
         if (isDrained(status)) return status;
         // Heartbeat through the sleep: a dead controller is noticed within the heartbeat timeout.
         for (let waited = 0; waited < delay; waited += 5000) {
-          heartbeat(status);
+          if (Date.now() >= heartbeatsFrom) heartbeat(status);
           await ctx.sleep(Math.min(5000, delay - waited));
         }
       }

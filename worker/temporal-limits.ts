@@ -18,10 +18,10 @@ import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@
 
 /**
  * The calls a slot stands for: a workflow task's poll and completion (a quarter more: a completion that answered a
- * signal with a new task, a task heartbeat while local activities run), an activity's poll and completion, and a
- * long wait's first heartbeat too (it heartbeats as it starts).
+ * signal with a new task, a task heartbeat while local activities run), an activity's or a long wait's poll and
+ * completion (a wait heartbeats from a quarter of its heartbeat timeout on, at most once per 48 s: not counted).
  */
-export const slotCalls = { workflowTask: 2.5, activity: 2, wait: 3 } as const;
+export const slotCalls = { workflowTask: 2.5, activity: 2, wait: 2 } as const;
 
 /**
  * Workflow tasks at once: each holds its slot while its local activities run (a ramp takes the server seconds), and

@@ -44,6 +44,11 @@ export abstract class ActivityCalls {
    * running. Set only while its function runs synchronously, which is when the activity proxies below are read.
    */
   private summaryNow?: string;
+  /**
+   * A local routing write landed in this workflow task and asked that the report it causes wait for the next task,
+   * so its marker is recorded without waiting for the status and Events (a step's ramp: `statusWriter`).
+   */
+  protected reportInNextTask = false;
   /** The local activity last queued: the next starts when it is done. */
   private localTail: Promise<unknown> = Promise.resolve();
   /**
@@ -119,11 +124,17 @@ export abstract class ActivityCalls {
    * the abort's own read of the routing (`clearRampIf`); a set-current, the point of no return, stays an activity,
    * recorded before it is made (`promoting`).
    */
-  async routingCall(write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>) {
+  async routingCall(
+    write: (activities: ActivityInterfaceFor<Activities>) => Promise<RoutingCallResult>,
+    o: { reportInNextTask?: boolean } = {},
+  ) {
     const byActivity = this.temporalActivity; // the summary is read now, synchronously
     const local = proxyLocalActivities<Activities>({ ...localRoutingWriteOptions, ...this.summary() });
     const turn = await this.inTurn('routing', () => write(local));
-    if (turn.local) return turn.value;
+    if (turn.local) {
+      if (o.reportInNextTask) this.reportInNextTask = true;
+      return turn.value;
+    }
     const result = await write(byActivity);
     this.asActivity.delete('routing');
     return result;

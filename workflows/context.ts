@@ -62,8 +62,6 @@ export class RolloutContext extends ActivityCalls {
   /** A local report failed: the next goes as an activity, whose retries outlast an outage. */
   private reportAsActivity = false;
   private writing = false;
-  /** A step's ramp was made in this workflow task: the next report waits for the next task (`reportAfterTask`). */
-  private reportAfterThisTask = false;
 
   constructor(public state: RolloutState) {
     super();
@@ -232,9 +230,9 @@ export class RolloutContext extends ActivityCalls {
       // Nothing is written about a resource this run has not read as itself (a run started by hand touches nothing).
       await condition(() => (this.statusDirty || this.pendingEvents.length > 0) && this.state.read !== undefined);
       await restOfActivation();
-      if (this.reportAfterThisTask) {
-        this.reportAfterThisTask = false;
-        // The ramp's record is not held behind the status write: a timer ends the task, the report starts the next.
+      if (this.reportInNextTask) {
+        this.reportInNextTask = false;
+        // A timer ends the routing write's task (its marker recorded); the report runs in the task the timer wakes.
         if (!this.reportAsActivity && this.reportsInTask()) await sleep(1, { summary: 'report in the next task' });
       }
       const status = this.statusDirty
@@ -277,14 +275,6 @@ export class RolloutContext extends ActivityCalls {
    * then ends as for a ContinueAsNew, and the next run ends at its first read, touching nothing.
    */
   handedAway?: string;
-
-  /**
-   * The report of what this workflow task did goes in the next one (a timer between: two calls more), so the
-   * routing write made in this task is recorded without waiting for the status and Events: a step's ramp.
-   */
-  reportAfterTask(): void {
-    this.reportAfterThisTask = true;
-  }
 
   /** Status written and Events recorded: nothing of ours in flight outside the main flow. */
   settled(): Promise<void> {

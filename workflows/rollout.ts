@@ -7,7 +7,7 @@
 import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
-import type { CurrentVersion, RegistrationCheck, VersionRegistration } from '../activities/index.js';
+import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
 import { deadlinePassed, rootCause } from './failures.js';
 import { stepAt, type StepProgress, type Target } from './state.js';
@@ -65,8 +65,8 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
   if (target.stage === 'registering') {
     await waitUntilAvailable(ctx, buildId);
     ctx.transition('WaitingForPollers', 'WaitingForPollers', `waiting for ${buildId} workers to poll Temporal`);
-    const { taskQueues, unversionedPollers, workflowTaskQueues, queueKeys } = await awaitRegistered(ctx, buildId);
-    target.registration = { taskQueues, unversionedPollers, workflowTaskQueues, queueKeys };
+    const { taskQueues, unversionedPollers, workflowTaskQueues } = await awaitRegistered(ctx, buildId);
+    target.registration = { taskQueues, unversionedPollers, ...(workflowTaskQueues ? { workflowTaskQueues } : {}) };
     target.stage = 'gating';
   }
   const registration = target.registration!;
@@ -123,7 +123,7 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
     const steps = ctx.spec().rollout.steps ?? [];
     const step = steps[plan.index]!;
     if (plan.rampNow) {
-      // A step from one ramp to the next: its routing change is recorded first, its report follows.
+      // From one ramp to the next: the change is recorded first, its report follows (design/calls-inside-the-task.md).
       const stepping = target.rampPercentage !== undefined;
       await waitWhilePaused(ctx);
       stillTarget(ctx, buildId);
@@ -136,14 +136,16 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
             t,
             await ctx.call(
               what,
-              () => ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t))),
+              () =>
+                ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t)), {
+                  reportInNextTask: stepping,
+                }),
               heldIsOurs,
             ),
           );
         }),
       );
       stillTarget(ctx, buildId);
-      if (stepping) ctx.reportAfterTask();
       const at = now().toISOString();
       target.rampPercentage = step.rampPercentage;
       target.rampingSince ??= at;
@@ -201,12 +203,6 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
   ctx.state.target = undefined;
 }
 
-/** The current version as this run last read it (no describe in the registration wait), its queues if known. */
-function knownCurrent(ctx: RolloutContext): CurrentVersion {
-  const current = ctx.state.current;
-  return current ? { buildId: current.buildId, ...(current.queueKeys ? { queueKeys: current.queueKeys } : {}) } : {};
-}
-
 /**
  * Waits for the version's workers to poll Temporal, within the progress deadline (a wait made again keeps it); past
  * it the phase says NoPollers with a hint, and the wait goes on (a fixed image or spec ends it).
@@ -222,7 +218,7 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
         () =>
           ctx
             .waitsWithin(deadline - Date.now())
-            .awaitVersionRegistered(ctx.temporalTarget(), buildId, knownCurrent(ctx))
+            .awaitVersionRegistered(ctx.temporalTarget(), buildId)
             .catch((err: unknown) => {
               if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) refused = rootCause(err);
               throw err;

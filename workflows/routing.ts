@@ -84,18 +84,7 @@ export async function makeCurrent(
         );
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
-        const queueKeys =
-          state.target?.buildId === buildId
-            ? state.target.registration?.queueKeys
-            : previous?.buildId === buildId
-              ? previous.queueKeys
-              : undefined;
-        state.current = {
-          buildId,
-          since: now().toISOString(),
-          ...(place ? { place } : {}),
-          ...(queueKeys ? { queueKeys } : {}),
-        };
+        state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
         if (state.target?.buildId === buildId) state.target = undefined;
         state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
         if (previous && previous.buildId !== buildId) {

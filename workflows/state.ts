@@ -60,13 +60,7 @@ export interface Target {
   /** Time spent waiting for the Deployment to be available, paused time excluded. */
   availableWaitMs?: number;
   /** Its workers poll Temporal: their task queues, and whether unversioned workers poll them too. */
-  registration?: {
-    taskQueues: string[];
-    unversionedPollers: boolean;
-    workflowTaskQueues?: string[];
-    /** Its task queues with their types: once it is current, what the next version must poll. */
-    queueKeys?: string[];
-  };
+  registration?: { taskQueues: string[]; unversionedPollers: boolean; workflowTaskQueues?: string[] };
   /** The worker deployment's manager identity was claimed for this rollout. */
   managerClaimed?: boolean;
   /** `retry` after a paused analysis: analyse again over a fresh window. */
@@ -121,8 +115,7 @@ export interface RolloutState {
     reason: 'InvalidSpec' | 'ConnectionNotFound';
     message: string;
   };
-  /** The current version; its task queues (`queueKeys`) when it became current as this resource's target. */
-  current?: { buildId: string; since: string; place?: TemporalPlace; queueKeys?: string[] };
+  current?: { buildId: string; since: string; place?: TemporalPlace };
   target?: Target;
   deprecated: SunsetVersion[];
   /** Set by `pause` or by a failed gate or analysis (then for that build only); `spec.rollout.paused` pauses too. */

@@ -22,18 +22,14 @@ const registered = { versionTaskQueues: [{ name: 'orders', type: TaskQueueType.T
  * is the abort signal the wait gave its connection (a real one aborts its calls in flight with it).
  */
 function busyServer(answers: ((signal?: AbortSignal) => unknown)[]) {
-  const calls = { v2: 0, v1: 0, deployment: 0 };
+  const calls = { v2: 0 };
   let signal: AbortSignal | undefined;
   const workflowService = {
-    describeWorkerDeployment: async () => {
-      calls.deployment++;
-      return { workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } } };
-    },
+    describeWorkerDeployment: async () => ({
+      workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } },
+    }),
     describeWorkerDeploymentVersion: async (req: { deploymentVersion: { buildId: string } }) => {
-      if (req.deploymentVersion.buildId === 'v1') {
-        calls.v1++;
-        return registered;
-      }
+      if (req.deploymentVersion.buildId === 'v1') return registered;
       return answers[Math.min(calls.v2++, answers.length - 1)]!(signal);
     },
   };
@@ -49,11 +45,7 @@ const target: TemporalTarget = {
   deploymentName: 'ns/orders',
 };
 /** Runs the wait on jest's clock, 100 ms at a time (cancelled after `cancelAfterMs`); returns its outcome and the time it took. */
-async function wait(
-  activities: ReturnType<typeof busyServer>['activities'],
-  cancelAfterMs = Infinity,
-  known?: Parameters<ReturnType<typeof busyServer>['activities']['awaitVersionRegistered']>[2],
-) {
+async function wait(activities: ReturnType<typeof busyServer>['activities'], cancelAfterMs = Infinity) {
   jest.useFakeTimers();
   try {
     const started = Date.now();
@@ -62,7 +54,7 @@ async function wait(
     const heartbeats: unknown[] = [];
     env.on('heartbeat', (d: unknown) => heartbeats.push(d));
     env
-      .run(() => activities.awaitVersionRegistered(target, 'v2', known))
+      .run(() => activities.awaitVersionRegistered(target, 'v2'))
       .then(
         (value) => (outcome = { value }),
         (error: unknown) => (outcome = { error }),
@@ -84,12 +76,7 @@ const busy = () => {
 test('two busy refusals in a row are slow answers: the wait asks again 5 s after each and sees the version registered', async () => {
   const { activities, calls } = busyServer([busy, busy, () => registered]);
   const { value, tookMs } = await wait(activities);
-  expect(value).toEqual({
-    taskQueues: ['orders'],
-    workflowTaskQueues: ['orders'],
-    queueKeys: ['1/orders'],
-    unversionedPollers: false,
-  });
+  expect(value).toEqual({ taskQueues: ['orders'], workflowTaskQueues: ['orders'], unversionedPollers: false });
   expect(calls.v2).toBe(3);
   expect(tookMs).toBeGreaterThanOrEqual(10_000);
   expect(tookMs).toBeLessThan(10_500);
@@ -140,17 +127,4 @@ test('the heartbeats carry the last check’s refusal until an answer clears it 
     { lastCheckFailure: expect.stringContaining('context deadline exceeded') },
   ]);
   expect(heartbeats.at(-1)).toEqual({});
-});
-
-test('the current version and its queues as the workflow knows them: no describe of the deployment or of the current version', async () => {
-  const { activities, calls } = busyServer([() => registered]);
-  const { value } = await wait(activities, Infinity, { buildId: 'v1', queueKeys: ['1/orders'] });
-  expect(value).toMatchObject({ taskQueues: ['orders'], unversionedPollers: false });
-  expect(calls).toEqual({ v2: 1, v1: 0, deployment: 0 });
-});
-
-test('the current version known without its queues: only its queues are read', async () => {
-  const { activities, calls } = busyServer([() => registered]);
-  await wait(activities, Infinity, { buildId: 'v1' });
-  expect(calls).toEqual({ v2: 1, v1: 1, deployment: 0 });
 });

@@ -80,7 +80,6 @@ export class FakeWorld {
   registration: VersionRegistration = {
     taskQueues: ['example'],
     workflowTaskQueues: ['example'],
-    queueKeys: ['1/example'],
     unversionedPollers: false,
   };
   /** While set, awaitVersionRegistered answers only once it resolves (the version's workers do not poll yet). */

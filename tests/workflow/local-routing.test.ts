@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Context } from '@temporalio/activity';
+import { defaultPayloadConverter } from '@temporalio/common';
 import type { temporal } from '@temporalio/proto';
 import { activityTypes, localActivityType, scheduledActivityType } from '../../scripts/history.js';
 import { eventually } from '../harness/eventually.js';
@@ -46,12 +47,25 @@ test('a Progressive rollout’s ramps run inside their workflow tasks (local act
     'setCurrent',
     'setCurrent',
   ]);
-  // A step's ramp (the second) is recorded by a task that writes no report: its report comes in a later task.
-  const taskOf = (e: HistoryEvent) => String(e.markerRecordedEventAttributes?.workflowTaskCompletedEventId);
-  const stepRamp = events.filter((e) => localActivityType(e) === 'setRamping')[1]!;
+  // The first ramp's report is written in its task; a step's ramp (the second) is recorded by a task that writes
+  // none, and its Ramping report comes in the task woken by the 1 ms timer that task started.
+  const taskOf = (e: HistoryEvent) =>
+    String(
+      e.markerRecordedEventAttributes?.workflowTaskCompletedEventId ??
+        e.timerStartedEventAttributes?.workflowTaskCompletedEventId,
+    );
+  const summaryOf = (e: HistoryEvent) =>
+    e.userMetadata?.summary ? defaultPayloadConverter.fromPayload<string>(e.userMetadata.summary) : undefined;
+  const [firstRamp, stepRamp] = events.filter((e) => localActivityType(e) === 'setRamping');
   const reports = events.filter((e) => localActivityType(e) === 'report');
-  expect(reports.filter((e) => taskOf(e) === taskOf(stepRamp))).toEqual([]);
-  expect(reports.some((e) => Number(e.eventId) > Number(stepRamp.eventId))).toBe(true);
+  expect(reports.some((e) => taskOf(e) === taskOf(firstRamp!))).toBe(true);
+  expect(reports.filter((e) => taskOf(e) === taskOf(stepRamp!))).toEqual([]);
+  const timer = events.find((e) => summaryOf(e) === 'report in the next task')!;
+  expect(taskOf(timer)).toBe(taskOf(stepRamp!));
+  const fired = events.find((e) => String(e.timerFiredEventAttributes?.startedEventId) === String(timer.eventId))!;
+  const stepReport = reports.find((e) => Number(e.eventId) > Number(stepRamp!.eventId))!;
+  expect(Number(stepReport.eventId)).toBeGreaterThan(Number(fired.eventId));
+  expect(summaryOf(stepReport)).toMatch(/^write the status: Ramping/);
   await keepHistory(world, 'local-routing-progressive');
 });
 
