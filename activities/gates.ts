@@ -47,6 +47,7 @@ export function createGateActivities(connections: TemporalConnections, readGateI
 
     /** Runs a gate workflow pinned to the target version and reports whether it completed. */
     async runGate(t: TemporalTarget, gate: GateRun): Promise<{ passed: boolean; message: string }> {
+      const startedAt = Date.now();
       const input = gate.inputFrom ? await readGateInput(t.k8sNamespace, gate.inputFrom) : gate.input;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       // One run per gate ID: a retry after a crash waits on the running one (USE_EXISTING) or reads the outcome of
@@ -87,6 +88,7 @@ export function createGateActivities(connections: TemporalConnections, readGateI
             throw err;
           }
         },
+        { startedAt },
       );
     },
   };

@@ -79,6 +79,7 @@ export function createRegistrationActivities(connections: TemporalConnections) {
       buildId: string,
       coverageWaitMs = 30_000,
     ): Promise<VersionRegistration> {
+      const startedAt = Date.now();
       const connection = await connections.get(t);
       const svc = connection.workflowService;
       const ctx = Context.current();
@@ -177,7 +178,7 @@ export function createRegistrationActivities(connections: TemporalConnections) {
             await ctx.sleep(delay);
           }
         },
-        () => check,
+        { details: () => check, startedAt },
       );
     },
   };

@@ -4,11 +4,13 @@
 import { Context } from '@temporalio/activity';
 
 /**
- * When an activity's first heartbeat is due: a quarter of its heartbeat timeout after it started (the timeout counts
- * from the start), so a wait that ends sooner sends none. Each heartbeat is a call and a write on the server.
+ * When an activity that began at `startedAt` sends its first heartbeat: a quarter of its heartbeat timeout in (the
+ * timeout counts from the start), so a wait that ends sooner sends none (each heartbeat is a call and a write on the
+ * server); and 5 s before its attempt's end at the latest, so a timeout carries its last details.
  */
-export function firstHeartbeatAt(ctx: Context): number {
-  return Date.now() + (ctx.info.heartbeatTimeoutMs ?? 0) / 4;
+export function firstHeartbeatAt(ctx: Context, startedAt: number): number {
+  const { heartbeatTimeoutMs = 0, startToCloseTimeoutMs } = ctx.info;
+  return startedAt + Math.min(heartbeatTimeoutMs / 4, Math.max(0, startToCloseTimeoutMs - 5_000));
 }
 
 /** Makes the heartbeat of the activity whose context is `ctx`. */

@@ -28,7 +28,7 @@ export function createDrainageActivities(
     ): Promise<VersionStatus> {
       const ctx = Context.current();
       const heartbeat = heartbeatOf(ctx);
-      const heartbeatsFrom = firstHeartbeatAt(ctx);
+      const heartbeatsFrom = firstHeartbeatAt(ctx, Date.now());
       let status = readJustNow;
       for (let delay = 1000, read = status === undefined; ; delay = Math.min(delay * 2, maxDelayMs), read = true) {
         if (read || status === undefined) status = await versionStatus(t, buildId);

@@ -18,10 +18,11 @@ import type { CustomSlotSupplier, SlotInfo, TunerHolder, WorkerOptions } from '@
 
 /**
  * The calls a slot stands for: a workflow task's poll and completion (a quarter more: a completion that answered a
- * signal with a new task, a task heartbeat while local activities run), an activity's or a long wait's poll and
- * completion (a wait heartbeats from a quarter of its heartbeat timeout on, at most once per 48 s: not counted).
+ * signal with a new task, a task heartbeat while local activities run), an activity's poll and completion, and for
+ * a long wait a heartbeat more (one that runs past a quarter of its heartbeat timeout sends it; counted for every
+ * wait, it spreads the bursts of waits that start together).
  */
-export const slotCalls = { workflowTask: 2.5, activity: 2, wait: 2 } as const;
+export const slotCalls = { workflowTask: 2.5, activity: 2, wait: 3 } as const;
 
 /**
  * Workflow tasks at once: each holds its slot while its local activities run (a ramp takes the server seconds), and
