@@ -18,7 +18,7 @@ import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget }
 import { workerDeploymentName } from '../api/names.js';
 import type { Phase, Reason } from '../api/rollout-status.js';
 import { ActivityCalls, restOfActivation } from './calls.js';
-import { recheckDelay } from './decisions.js';
+import { managerBack, waitForManager } from './manager-identity.js';
 import { renderStatus } from './render-status.js';
 import { currentDetails, reportSummary, summaryLine } from './details.js';
 import { emitMetrics, transitionMetrics } from './metrics.js';
@@ -148,58 +148,6 @@ export class RolloutContext extends ActivityCalls {
     const history = (this.state.history ??= []);
     history.push({ at: now().toISOString(), kind, what, who, why, ...(buildId ? { buildId } : {}) });
     if (history.length > historyLimit) history.splice(0, history.length - historyLimit);
-  }
-
-  /**
-   * Someone else holds the worker deployment's manager identity: the phase says who, and the caller tries again
-   * after a backoff (attempt 0, 1, … : 1 s doubling to 1 min).
-   */
-  async waitForManager(
-    holder: string,
-    attempt: number,
-    opts: { untilDeleted?: boolean; background?: boolean } = {},
-  ): Promise<void> {
-    // Background work (a sunset's version delete) waits too, but the phase is the rollout's to say.
-    if (!opts.background && this.state.managerHeldBy !== holder) {
-      this.state.managerHeldBy = holder;
-      this.transition(
-        'Paused',
-        'ManagerIdentityHeld',
-        `the worker deployment's manager identity is held by ${holder}: the rollout goes on when it is handed back (temporal worker deployment manager-identity unset)`,
-        'Warning',
-      );
-    }
-    await this.wait(
-      () => this.state.deleting,
-      recheckDelay(attempt, 60_000),
-      'wait for the manager identity to be handed back',
-    );
-    if (this.state.deleting) {
-      // The deletion's own steps (untilDeleted: false) go on, reporting it; the rollout's stop.
-      if (opts.untilDeleted === false)
-        throw new Blocked('a routing change', `the worker deployment's manager identity is held by ${holder}`);
-      throw new CancelledFailure('the resource is being deleted');
-    }
-    this.checkpoint();
-  }
-
-  /** The manager identity is ours again (or nobody's). */
-  managerBack(): void {
-    if (this.state.managerHeldBy === undefined) return;
-    this.record(
-      'transition',
-      'ManagerIdentityHandedBack',
-      'glidepath',
-      `${this.state.managerHeldBy} no longer holds the manager identity`,
-    );
-    this.event(
-      'Normal',
-      'ManagerIdentityHandedBack',
-      `${this.state.managerHeldBy} no longer holds the manager identity: the rollout goes on`,
-    );
-    this.state.managerHeldBy = undefined;
-    if (this.state.target) this.state.target.managerClaimed = false; // claimed again before its next routing change
-    this.markDirty();
   }
 
   /** A Kubernetes Event on the resource (best effort: the activity never fails). */
@@ -339,14 +287,14 @@ export class RolloutContext extends ActivityCalls {
         const attemptStarted = Date.now();
         try {
           const result = await this.withSummary(summaryLine(what), fn);
-          if (held && !opts.background) this.managerBack();
+          if (held && !opts.background) managerBack(this);
           return result;
         } catch (err) {
           if (isCancellation(err) || opts.isExpected?.(err)) throw err;
           const holder = managerHeldBy(err);
           if (holder !== undefined && !(this.state.deleting && !untilDeleted)) {
             held = true;
-            await this.waitForManager(holder, round, {
+            await waitForManager(this, holder, round, {
               untilDeleted,
               ...(opts.background ? { background: true } : {}),
             });

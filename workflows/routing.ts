@@ -6,6 +6,7 @@ import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
 import type { Routing } from '../activities/index.js';
 import type { RolloutContext } from './context.js';
 import { managerHeldBy } from './failures.js';
+import { managerBack, waitForManager } from './manager-identity.js';
 import { versionsToMakeRoom } from './decisions.js';
 import type { Sunsets } from './sunset.js';
 import { waitWhilePaused } from './waiting.js';
@@ -44,13 +45,13 @@ export async function routingWrite(
     let holder: string | undefined;
     try {
       await write();
-      ctx.managerBack();
+      managerBack(ctx);
       return;
     } catch (err) {
       holder = managerHeldBy(err);
       if (holder === undefined) throw err;
     }
-    await ctx.waitForManager(holder, attempt, o.untilDeleted === false ? { untilDeleted: false } : {});
+    await waitForManager(ctx, holder, attempt, o.untilDeleted === false ? { untilDeleted: false } : {});
     o.stillWanted();
   }
 }
