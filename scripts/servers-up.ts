@@ -10,7 +10,7 @@ import { defaultControllerNamespace } from '../api/names.js';
 import { installCrds } from './servers/install-crds.js';
 import { startKube } from './servers/kube-server.js';
 import { alive, portOpen, type ServerProcess } from './servers/processes.js';
-import { startTemporal, temporalBinary } from './servers/temporal-server.js';
+import { startTemporal, temporalBinary, temporalServerVersion, userDynamicConfig } from './servers/temporal-server.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const devDir = join(root, '.dev');
@@ -44,6 +44,10 @@ async function main() {
         '[glidepath] note: they run without kube-controller-manager (no garbage collection, namespaces stay Terminating); `npm run servers:down && npm run servers:up` adds it',
       );
     }
+    if (process.env.GLIDEPATH_DEV_DYNAMIC_CONFIG)
+      console.log(
+        '[glidepath] note: GLIDEPATH_DEV_DYNAMIC_CONFIG applies when Temporal starts; `npm run servers:down && npm run servers:up` restarts it',
+      );
     state = previous;
     installCrds(state.kubeconfig, join(state.binDirs[0]!, 'kubectl'));
   } else {
@@ -52,13 +56,17 @@ async function main() {
         throw new Error(`port ${port} (${name}) is in use by something else; stop it or run \`npm run servers:down\``);
     }
     const serverDir = join(devDir, 'servers');
+    const dynamicConfig = userDynamicConfig();
+    // A database per server version: a newer server does not open an older one's schema.
     const temporal = await startTemporal({
       dir: serverDir,
       port: ports.temporal,
       uiPort: ports.ui,
-      dbFile: join(serverDir, 'temporal.db'),
+      dbFile: join(serverDir, `temporal-${temporalServerVersion()}.db`),
       detached: true,
+      dynamicConfig,
     });
+    if (dynamicConfig.length > 0) console.log(`[glidepath] Temporal dynamic config: ${dynamicConfig.join(' ')}`);
     const kube = await startKube({
       dir: serverDir,
       apiPort: ports.kube,

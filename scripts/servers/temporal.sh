@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Prints the path of a `temporal` CLI whose dev server is >= 1.29, building v1.5.1 from its Go module
-# into the cache when none is available. Honours TEMPORAL_CLI and a `temporal` on PATH.
+# Prints the path of the `temporal` CLI, building v1.5.1 from its Go module into the cache when none is available:
+# the client people type, and (`temporal server start-dev`, server 1.29.1) the oldest server Glidepath supports,
+# which CI tests against too. Honours TEMPORAL_CLI and a `temporal` on PATH.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
