@@ -1,7 +1,7 @@
 /**
  * The running executions pinned to a version, and what can be done to them after a bad rollout: cancel,
- * terminate or signal them, or move them to another version with a PINNED versioning override (Temporal's
- * runbook for recovering pinned workflows). The workflow decides which; these only act, each on the executions
+ * terminate or signal them, or move them to another version with a versioning override (Temporal's runbook for
+ * recovering pinned workflows). The workflow decides which; these only act, each on the executions
  * visibility lists as Running on the version at the time of the call.
  */
 import { randomUUID } from 'node:crypto';
@@ -13,6 +13,7 @@ import { GrpcStatus } from './errors.js';
 import { logWarning, sdkHeartbeat, type HeartbeatOf } from './activity-context.js';
 import type { TemporalConnections, TemporalTarget } from './connections.js';
 import { versionFilter } from './analysis.js';
+import { serverFeatures } from './server-version.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -161,34 +162,41 @@ export function createPinnedActivities(
     },
 
     /**
-     * Moves every running execution on `fromBuildId` to `toBuildId`: a PINNED versioning override, so their next
-     * workflow task runs on the other version's workers. Visibility shows the new version once one has. The server
-     * keeps no reason for an options update: it goes to the activity's log.
+     * Moves every running execution on `fromBuildId` to `toBuildId`, so their next workflow task runs on the other
+     * version's workers; visibility shows the new version at once. On a server with one-time overrides (1.32), the
+     * override ends with that task: the execution then keeps the behaviour its new workers report, is not held on
+     * `toBuildId` by the move, and its ContinueAsNew inherits nothing of it. On older servers the override is
+     * PINNED (it stays, and is inherited across ContinueAsNew). The server keeps no reason for an options update:
+     * it goes to the activity's log.
      */
     async movePinned(
       t: TemporalTarget,
       fromBuildId: string,
       toBuildId: string,
       reason: string,
-    ): Promise<{ matched: number; moved: number }> {
-      const svc = await service(t);
+    ): Promise<{ matched: number; moved: number; oneTime: boolean }> {
+      const connection = await connections.get(t);
+      const svc = connection.workflowService;
+      const { oneTimeOverride: oneTime } = await serverFeatures(connection);
+      const version = { deploymentName: t.deploymentName, buildId: toBuildId };
+      const versioningOverride = oneTime
+        ? { oneTime: { targetDeploymentVersion: version } }
+        : {
+            pinned: {
+              behavior:
+                temporal.api.workflow.v1.VersioningOverride.PinnedOverrideBehavior.PINNED_OVERRIDE_BEHAVIOR_PINNED,
+              version,
+            },
+          };
       logWarning(
-        `moving the running executions of ${t.deploymentName} pinned to ${fromBuildId} to ${toBuildId}: ${reason}`,
+        `moving the running executions of ${t.deploymentName} pinned to ${fromBuildId} to ${toBuildId} (${oneTime ? 'one-time' : 'pinned'} override): ${reason}`,
       );
       const { matched, acted } = await eachPinned(t, fromBuildId, async (workflowExecution) => {
         try {
           await svc.updateWorkflowExecutionOptions({
             namespace: t.temporalNamespace,
             workflowExecution,
-            workflowExecutionOptions: {
-              versioningOverride: {
-                pinned: {
-                  behavior:
-                    temporal.api.workflow.v1.VersioningOverride.PinnedOverrideBehavior.PINNED_OVERRIDE_BEHAVIOR_PINNED,
-                  version: { deploymentName: t.deploymentName, buildId: toBuildId },
-                },
-              },
-            },
+            workflowExecutionOptions: { versioningOverride },
             updateMask: { paths: ['versioning_override'] },
             identity,
           });
@@ -198,7 +206,7 @@ export function createPinnedActivities(
           throw err;
         }
       });
-      return { matched, moved: acted };
+      return { matched, moved: acted, oneTime };
     },
   };
 }

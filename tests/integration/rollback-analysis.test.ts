@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { updates } from '../../workflows/messages.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { activityTypes } from '../../scripts/history.js';
+import { serverFeatures } from '../../temporal/server-version.js';
 import {
   apply,
   eventually,
@@ -177,6 +178,17 @@ test('onAbort.movePinned: executions pinned to an aborted v2 complete on v1', as
   });
   expect(answer).toMatchObject({ phase: 'Aborted', lastAbortReason: 'bad build' });
   await eventually('PinnedExecutionsMoved', async () => (await countOn(v2)) === 0 || undefined);
+  // A one-time move (server 1.32) ends with the execution's next workflow task, on v1; an older server's pinned
+  // override stays. A signal no handler takes is such a task.
+  const { oneTimeOverride } = await serverFeatures(env.connection);
+  await onV2[0]!.signal('nudge');
+  await eventually(oneTimeOverride ? 'the move ended on v1' : 'the move held on v1', async () => {
+    const info = (await onV2[0]!.describe()).raw.workflowExecutionInfo?.versioningInfo;
+    if (info?.deploymentVersion?.buildId !== v1) return undefined;
+    return (oneTimeOverride ? !info.versioningOverride : info.versioningOverride?.pinned?.version?.buildId === v1)
+      ? true
+      : undefined;
+  });
   for (const h of onV2) await h.signal('finish');
   const results = await Promise.all(onV2.map((h) => h.result()));
   expect(results).toEqual(onV2.map(() => v1));

@@ -539,7 +539,7 @@ export class FakeWorlds {
         w.openExecutions.set(from, 0);
         w.openExecutions.set(to, (w.openExecutions.get(to) ?? 0) + matched);
         w.moved.push({ from, to, count: matched });
-        return { matched, moved: matched };
+        return { matched, moved: matched, oneTime: true };
       },
       setRamping: async (t, buildId, percentage, o) => {
         const w = temporal(t, 'setRamping', [buildId, percentage]);
