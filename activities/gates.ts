@@ -10,6 +10,7 @@ import {
 } from '@temporalio/client';
 import type { GateInputReader, GateInputSource } from '../kube/gate-input.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
+import { versionNotInQueueYet } from '../temporal/errors.js';
 import { heartbeating } from './heartbeats.js';
 
 /** A gate workflow to run on a build. */
@@ -52,28 +53,34 @@ export function createGateActivities(connections: TemporalConnections, readGateI
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       // One run per gate ID: a retry after a crash waits on the running one (USE_EXISTING) or reads the outcome of
       // the one that ended meanwhile (REJECT_DUPLICATE), never starts it again. `retry` and `resume` get a new ID.
-      let handle: WorkflowHandle;
-      try {
-        handle = await client.workflow.start(gate.workflowType, {
-          workflowId: gate.workflowId,
-          taskQueue: gate.taskQueue,
-          args: input === undefined ? [] : [input],
-          versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
-          workflowExecutionTimeout: gate.timeoutMs,
-          workflowIdConflictPolicy: 'USE_EXISTING',
-          workflowIdReusePolicy: 'REJECT_DUPLICATE',
-        });
-      } catch (err) {
-        if (!(err instanceof WorkflowExecutionAlreadyStartedError)) throw err;
-        handle = client.workflow.getHandle(gate.workflowId);
-      }
       const ctx = Context.current();
+      /** Starts the gate, or finds it started; a version that registered a moment ago may not be in the queue yet (server 1.32): asked again for 30 s. */
+      const startGate = async (): Promise<WorkflowHandle> => {
+        for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 2_000)) {
+          try {
+            return await client.workflow.start(gate.workflowType, {
+              workflowId: gate.workflowId,
+              taskQueue: gate.taskQueue,
+              args: input === undefined ? [] : [input],
+              versioningOverride: { pinnedTo: { deploymentName: t.deploymentName, buildId: gate.buildId } },
+              workflowExecutionTimeout: gate.timeoutMs,
+              workflowIdConflictPolicy: 'USE_EXISTING',
+              workflowIdReusePolicy: 'REJECT_DUPLICATE',
+            });
+          } catch (err) {
+            if (err instanceof WorkflowExecutionAlreadyStartedError) return client.workflow.getHandle(gate.workflowId);
+            if (!versionNotInQueueYet(err) || Date.now() - startedAt > 30_000) throw err;
+            await ctx.sleep(delayMs);
+          }
+        }
+      };
       return heartbeating(
         ctx,
         () => true,
         async () => {
+          const started = await startGate();
           try {
-            await Promise.race([handle.result(), ctx.cancelled]);
+            await Promise.race([started.result(), ctx.cancelled]);
             return { passed: true, message: `${gate.workflowType} completed` };
           } catch (err) {
             if (err instanceof WorkflowFailedError)
@@ -81,7 +88,7 @@ export function createGateActivities(connections: TemporalConnections, readGateI
             // The workflow cancelled the gate (a new spec, an abort): the gate workflow goes too. Not on a worker
             // shutdown or a heartbeat timeout: the retry finds the same gate running (USE_EXISTING) and waits on.
             if (err instanceof CancelledFailure && ctx.cancellationDetails?.cancelRequested) {
-              await handle.cancel().catch((cancelErr: unknown) => {
+              await started.cancel().catch((cancelErr: unknown) => {
                 if (!(cancelErr instanceof WorkflowNotFoundError)) throw cancelErr; // closed already: nothing to cancel
               });
             }

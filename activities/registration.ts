@@ -3,9 +3,10 @@
  * poll, and says whether unversioned workers serve its queues.
  */
 import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
 import { CancelledFailure, Client, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
-import { classifyTemporalError } from '../temporal/errors.js';
+import { classifyTemporalError, workerDeploymentLimit } from '../temporal/errors.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import {
   describeDeploymentSettled,
@@ -13,6 +14,7 @@ import {
   refusedPollDelay,
   registrationPollDelay,
 } from '../temporal/describe.js';
+import { serverFeatures } from '../temporal/server-version.js';
 import { heartbeating } from './heartbeats.js';
 import { routingOf } from './routing.js';
 
@@ -65,7 +67,36 @@ async function unversionedWorkSeen(connection: Connection, t: TemporalTarget, qu
   return false;
 }
 
-export function createRegistrationActivities(connections: TemporalConnections) {
+/** How long a version may stay unregistered before the wait asks the server whether a limit is why. */
+export const limitCheckAfterMs = 10_000;
+
+/**
+ * Asks the server to add the version (and its worker deployment, for a first version), as the workers' first poll
+ * would: a server at a limit refuses the workers' polls, which only their logs show, and refuses this with the limit
+ * named. Idempotent (request IDs of the version's own). Throws the limit, explained; nothing else.
+ */
+async function checkLimits(connection: Connection, t: TemporalTarget, buildId: string, identity: string) {
+  const svc = connection.workflowService;
+  const { temporalNamespace: namespace, deploymentName } = t;
+  const requestId = (what: string) => `glidepath-${what}-${deploymentName}-${buildId}`.slice(0, 255);
+  try {
+    if (!(await describeDeploymentSettled(svc, namespace, deploymentName)))
+      await svc.createWorkerDeployment({ namespace, deploymentName, identity, requestId: requestId('deployment') });
+    await svc.createWorkerDeploymentVersion({
+      namespace,
+      deploymentVersion: { deploymentName, buildId },
+      identity,
+      requestId: requestId('version'),
+    });
+  } catch (err) {
+    const limit = workerDeploymentLimit(err);
+    if (limit)
+      throw ApplicationFailure.retryable(`the server cannot add ${buildId}: ${limit}`, 'WorkerDeploymentLimit');
+    // Anything else (the workers registered it meanwhile, a busy server) is for the describes to see.
+  }
+}
+
+export function createRegistrationActivities(connections: TemporalConnections, identity: string) {
   return {
     /**
      * Polls (with backoff, heartbeating) until the version is registered: its workers poll a workflow task
@@ -78,6 +109,7 @@ export function createRegistrationActivities(connections: TemporalConnections) {
       t: TemporalTarget,
       buildId: string,
       coverageWaitMs = 30_000,
+      limitCheckMs = limitCheckAfterMs,
     ): Promise<VersionRegistration> {
       const startedAt = Date.now();
       const connection = await connections.get(t);
@@ -121,6 +153,8 @@ export function createRegistrationActivities(connections: TemporalConnections) {
         }
       };
       let registeredAt: number | undefined;
+      // Servers from 1.32 name their limits; older ones are not asked.
+      let limitsChecked = !(await serverFeatures(connection)).namedLimits;
       return heartbeating(
         ctx,
         () => Date.now() - answeredAt < 60_000,
@@ -174,6 +208,10 @@ export function createRegistrationActivities(connections: TemporalConnections) {
                   );
                 return { ...registration, unversionedPollers };
               }
+            }
+            if (!limitsChecked && registeredAt === undefined && Date.now() - startedAt >= limitCheckMs) {
+              limitsChecked = true;
+              await round(() => checkLimits(connection, t, buildId, identity));
             }
             await ctx.sleep(delay);
           }

@@ -20,7 +20,7 @@ export function createTemporalActivities(
 ) {
   return {
     ...createRoutingActivities(connections, identity),
-    ...createRegistrationActivities(connections),
+    ...createRegistrationActivities(connections, identity),
     ...createVersionActivities(connections, identity),
     ...createGateActivities(connections, readGateInput),
   };

@@ -42,10 +42,23 @@ const transientGrpc: number[] = [
 ];
 /**
  * Refusals the server makes while a rollout goes as planned: another writer moved the routing since our
- * describe (conflict token), a version to delete still has pollers or is draining, or a describe landed while
- * the server's worker deployment workflow continued-as-new (its new run's task not scheduled yet).
+ * describe (conflict token), a version to delete still has pollers or is draining, a describe landed while
+ * the server's worker deployment workflow continued-as-new (its new run's task not scheduled yet), or a start pinned
+ * to a version that registered a moment ago (`versionNotInQueueYet`).
  */
-const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet/i;
+const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet|is not present in task queue/i;
+
+/**
+ * The server refused a start pinned to a version because the version is not in the task queue yet: FAILED_PRECONDITION
+ * "Pinned version 'D:B' is not present in task queue 'Q' of type 'Workflow'" (server 1.32, whose registration of a
+ * version's queues reaches the queue a moment after the version's describe lists them).
+ */
+export function versionNotInQueueYet(err: unknown): boolean {
+  const grpc = grpcErrorOf(err);
+  return (
+    grpc?.code === GrpcStatus.FAILED_PRECONDITION && /is not present in task queue/i.test(grpc.details ?? grpc.message)
+  );
+}
 
 /** The server refused to delete a version because it still remembers the version's pollers. */
 export function pollersRemembered(err: unknown): boolean {
@@ -60,6 +73,22 @@ function grpcErrorOf(err: unknown) {
     grpc = grpc instanceof Error ? grpc.cause : undefined;
   }
   return isGrpcServiceError(grpc) ? grpc : undefined;
+}
+
+/**
+ * What a worker deployment limit the server named means, and what to delete (RESOURCE_EXHAUSTED "reached maximum
+ * deployments in namespace (N)" or "... maximum number of versions (N) have been registered ...": server 1.32);
+ * `undefined` for any other error.
+ */
+export function workerDeploymentLimit(err: unknown): string | undefined {
+  const grpc = grpcErrorOf(err);
+  if (grpc?.code !== GrpcStatus.RESOURCE_EXHAUSTED) return undefined;
+  const details = oneLine(grpc.details || grpc.message);
+  if (/maximum deployments in namespace/i.test(details))
+    return `the Temporal namespace is at its limit of worker deployments (${details}; matching.maxDeployments): delete worker deployments no longer used (temporal worker deployment delete --name NAME), or raise the limit`;
+  if (/maximum number of versions/i.test(details))
+    return `the worker deployment is at its limit of versions (${details}; matching.maxVersionsInDeployment): delete drained versions (temporal worker deployment delete-version), shorten sunset.deleteDelay, or raise the limit`;
+  return undefined;
 }
 
 /**

@@ -9,6 +9,8 @@ export interface ServerFeatures {
   version: string;
   /** A versioning override that lasts one workflow task on its target (1.32): a moved execution is not held there. */
   oneTimeOverride: boolean;
+  /** Creating a worker deployment or version by API, refused with the limit named when one is reached (1.32). */
+  namedLimits: boolean;
 }
 
 /** `[major, minor]` of a version string such as `1.32.0` or `v1.30.1-rc.1`; `undefined` when it does not parse. */
@@ -22,7 +24,7 @@ const atLeast = (v: [number, number] | undefined, major: number, minor: number) 
 
 export function featuresOf(version: string | undefined | null): ServerFeatures {
   const v = parseServerVersion(version);
-  return { version: version || 'unknown', oneTimeOverride: atLeast(v, 1, 32) };
+  return { version: version || 'unknown', oneTimeOverride: atLeast(v, 1, 32), namedLimits: atLeast(v, 1, 32) };
 }
 
 const asked = new WeakMap<Connection, Promise<ServerFeatures>>();

@@ -35,6 +35,7 @@ test("it validates, with Temporal on PostgreSQL, the Web UI, and the controller 
     'controller',
     'postgresql',
     'temporal',
+    'temporal-schema',
     'temporal-setup',
     'temporal-ui',
   ]);

@@ -21,7 +21,9 @@ import { createTemporalActivities } from '../../activities/temporal.js';
 import { createAnalysisActivities } from '../../temporal/analysis.js';
 import { TemporalConnections, type TemporalTarget } from '../../temporal/connections.js';
 import { describeDeploymentSettled } from '../../temporal/describe.js';
+import { versionNotInQueueYet } from '../../temporal/errors.js';
 import { createPinnedActivities } from '../../temporal/pinned.js';
+import { serverFeatures } from '../../temporal/server-version.js';
 import { createExampleWorker } from '../../examples/worker/worker.js';
 import { eventually } from '../harness/eventually.js';
 
@@ -84,16 +86,21 @@ async function startWorker(
 }
 
 /** Starts `exampleWork` executions pinned to a build (a versioning override, as a gate is started). */
+/** Starts `n` executions pinned to the build, once the server has the build in the queue (1.32 refuses before). */
 async function startPinnedTo(deploymentName: string, taskQueue: string, buildId: string, n: number) {
-  return Promise.all(
-    Array.from({ length: n }, () =>
-      client.workflow.start('exampleWork', {
-        taskQueue,
-        workflowId: `work-${randomUUID()}`,
-        versioningOverride: { pinnedTo: { deploymentName, buildId } },
-      }),
-    ),
+  const start = () =>
+    client.workflow.start('exampleWork', {
+      taskQueue,
+      workflowId: `work-${randomUUID()}`,
+      versioningOverride: { pinnedTo: { deploymentName, buildId } },
+    });
+  const first = await eventually(`${buildId} in ${taskQueue}`, () =>
+    start().catch((err: unknown) => {
+      if (versionNotInQueueYet(err)) return undefined;
+      throw err;
+    }),
   );
+  return [first, ...(await Promise.all(Array.from({ length: n - 1 }, start)))];
 }
 
 /** Waits until visibility lists exactly `n` executions Running on the build. */
@@ -316,7 +323,8 @@ test('"pinned" means pinned: AutoUpgrade executions on the same version are not 
   );
   await runningCount(t, 'A', 2);
 
-  expect(await inActivity(pinned.movePinned, t, 'A', 'B', 'A is bad')).toEqual({ matched: 2, moved: 2 });
+  const { oneTimeOverride: oneTime } = await serverFeatures(connection);
+  expect(await inActivity(pinned.movePinned, t, 'A', 'B', 'A is bad')).toEqual({ matched: 2, moved: 2, oneTime });
   for (const h of autoUpgrade)
     expect((await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned).toBeFalsy();
   await runningCount(t, 'B', 2);
@@ -348,20 +356,22 @@ test('movePinned moves executions pinned to a bad build onto a good one, where t
     );
   }
 
-  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2 });
+  const { oneTimeOverride: oneTime } = await serverFeatures(connection);
+  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 2, moved: 2, oneTime });
   // Visibility lists them on A at once (the override is their effective version): B's drain no longer waits on them.
   await runningCount(t, 'B', 0);
   await runningCount(t, 'A', 2);
   for (const h of handles) {
-    const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride?.pinned
-      ?.version;
-    expect(override).toMatchObject({ deploymentName, buildId: 'A' });
+    // One-time (server 1.32) until a workflow task completes on A; pinned on older servers.
+    const override = (await h.describe()).raw.workflowExecutionInfo?.versioningInfo?.versioningOverride;
+    const version = oneTime ? override?.oneTime?.targetDeploymentVersion : override?.pinned?.version;
+    expect(version).toMatchObject({ deploymentName, buildId: 'A' });
     // The signal's workflow task goes to A: the execution finishes there.
     await h.signal('finish');
     expect(await h.result()).toBe('A');
   }
   await runningCount(t, 'A', 0);
-  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0 });
+  expect(await inActivity(pinned.movePinned, t, 'B', 'A', 'B is bad')).toEqual({ matched: 0, moved: 0, oneTime });
 }, 300_000);
 
 test('runGate: a cancelled activity cancels its gate workflow; a worker shutdown leaves it running for the retry', async () => {

@@ -21,10 +21,19 @@ const registered = { versionTaskQueues: [{ name: 'orders', type: TaskQueueType.T
  * A server whose current version is v1 (on `orders`) and whose describes of v2 answer `answers` in turn; `signal`
  * is the abort signal the wait gave its connection (a real one aborts its calls in flight with it).
  */
-function busyServer(answers: ((signal?: AbortSignal) => unknown)[]) {
-  const calls = { v2: 0 };
+function busyServer(
+  answers: ((signal?: AbortSignal) => unknown)[],
+  o: { serverVersion?: string; limit?: string } = {},
+) {
+  const calls = { v2: 0, created: 0 };
   let signal: AbortSignal | undefined;
   const workflowService = {
+    getSystemInfo: async () => ({ serverVersion: o.serverVersion ?? '1.29.1' }),
+    createWorkerDeploymentVersion: async () => {
+      calls.created++;
+      if (o.limit) throw grpcError(8, o.limit);
+      return {};
+    },
     describeWorkerDeployment: async () => ({
       workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } },
     }),
@@ -68,6 +77,38 @@ async function wait(activities: ReturnType<typeof busyServer>['activities'], can
     jest.useRealTimers();
   }
 }
+
+const notYet = () => ({});
+
+test('a 1.32 server at its version limit: after 10 s unregistered, the wait asks to add the version and fails naming the limit', async () => {
+  const limit =
+    'cannot add version ns/orders:v2 since maximum number of versions (5) have been registered in the deployment';
+  const { activities, calls } = busyServer([notYet], { serverVersion: '1.32.0', limit });
+  const { error, tookMs } = await wait(activities);
+  expect(calls.created).toBe(1);
+  expect(tookMs).toBeGreaterThanOrEqual(10_000);
+  expect(tookMs).toBeLessThan(15_000);
+  expect(error).toMatchObject({ type: 'WorkerDeploymentLimit', nonRetryable: false });
+  expect((error as Error).message).toMatch(
+    /at its limit of versions .*maximum number of versions \(5\).*matching\.maxVersionsInDeployment.*delete drained versions/,
+  );
+});
+
+test('a 1.32 server that adds the version: the wait goes on until the workers register', async () => {
+  let describes = 0;
+  const { activities, calls } = busyServer([() => (++describes > 30 ? registered : {})], { serverVersion: '1.32.0' });
+  const { value } = await wait(activities);
+  expect(calls.created).toBe(1);
+  expect(value).toMatchObject({ workflowTaskQueues: ['orders'] });
+});
+
+test('an older server is never asked to add the version', async () => {
+  let describes = 0;
+  const { activities, calls } = busyServer([() => (++describes > 30 ? registered : {})], { serverVersion: '1.29.1' });
+  const { value } = await wait(activities);
+  expect(calls.created).toBe(0);
+  expect(value).toMatchObject({ workflowTaskQueues: ['orders'] });
+});
 
 const busy = () => {
   throw deadlineExceeded();
