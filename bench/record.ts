@@ -10,6 +10,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
+import { temporalServerVersion } from '../scripts/servers/temporal-server.js';
 
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
 
@@ -72,7 +73,7 @@ export function parseResults(file: string, text: string): Results {
   throw new Error(`${file}: ${parsed.error.issues.map((i) => `${field(i.path)}: ${i.message}`).join('; ')}`);
 }
 
-/** How a run was made: its day, commit and machine (read when the run starts, before it writes anything). */
+/** How a run was made: its day, commit, machine and server (read when the run starts, before it writes anything). */
 export function runFacts(): Pick<Results, 'date' | 'commit' | 'machine'> {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dirname(resultsDir), encoding: 'utf8' }).trim();
   let commit = 'unknown';
@@ -92,19 +93,20 @@ export function runFacts(): Pick<Results, 'date' | 'commit' | 'machine'> {
   return {
     date: new Date().toISOString().slice(0, 10),
     commit,
-    machine: `${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB`,
+    // The Temporal server the benchmark starts (GLIDEPATH_TEMPORAL_SERVER): the routing floor moves with it.
+    machine: `${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Temporal ${temporalServerVersion()}`,
   };
 }
 
 const quote = (s: string) => (/^[\w@%+=:,./-]*$/.test(s) && s ? s : `'${s.replace(/'/g, `'\\''`)}'`);
 
 /**
- * The npm command line of this run: the benchmark's BENCH_* variables, `npm run <script> -- <args>`, and the build
+ * The npm command line of this run: the benchmark's BENCH_* variables (and the server chosen), `npm run <script> -- <args>`, and the build
  * a compiled run needs first.
  */
 export function commandLine(script: string, args = process.argv.slice(2), env = process.env): string {
   const vars = Object.keys(env)
-    .filter((k) => k.startsWith('BENCH_'))
+    .filter((k) => k.startsWith('BENCH_') || k === 'GLIDEPATH_TEMPORAL_SERVER')
     .sort()
     .map((k) => `${k}=${quote(env[k] ?? '')}`);
   const run = [...vars, 'npm', 'run', script, ...(args.length ? ['--', ...args.map(quote)] : [])].join(' ');

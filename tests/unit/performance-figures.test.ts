@@ -95,8 +95,11 @@ describe('the table of current figures', () => {
   });
 });
 
-test("a run's command line: its BENCH_* variables, its arguments, and the build a compiled run needs", () => {
+test("a run's command line: its BENCH_* variables, the server chosen, its arguments, and the build a compiled run needs", () => {
   expect(commandLine('bench', [], { BENCH_VERBOSE: '1', HOME: '/root' })).toBe('BENCH_VERBOSE=1 npm run bench');
+  expect(commandLine('bench', [], { GLIDEPATH_TEMPORAL_SERVER: 'cli', BENCH_VERBOSE: '1' })).toBe(
+    'BENCH_VERBOSE=1 GLIDEPATH_TEMPORAL_SERVER=cli npm run bench',
+  );
   expect(commandLine('bench:scale', ['100', '--compiled', '--controller-env=A=b c'], {})).toBe(
     "npm run build && npm run bench:scale -- 100 --compiled '--controller-env=A=b c'",
   );
