@@ -2,7 +2,8 @@
  * The wait for a version's registration: polls the server (with backoff, heartbeating) until the version's workers
  * poll, and says whether unversioned workers serve its queues.
  */
-import { Context } from '@temporalio/activity';
+import { randomUUID } from 'node:crypto';
+import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { CancelledFailure, Client, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
@@ -73,26 +74,29 @@ export const limitCheckAfterMs = 10_000;
 /**
  * Asks the server to add the version (and its worker deployment, for a first version), as the workers' first poll
  * would: a server at a limit refuses the workers' polls, which only their logs show, and refuses this with the limit
- * named. Idempotent (request IDs of the version's own). Throws the limit, explained; nothing else.
+ * named. At the version cap the server first deletes its oldest drained version without pollers, as it would for the
+ * workers' poll. A version that exists already is no error. Throws the limit, explained; nothing else.
  */
 async function checkLimits(connection: Connection, t: TemporalTarget, buildId: string, identity: string) {
   const svc = connection.workflowService;
   const { temporalNamespace: namespace, deploymentName } = t;
-  const requestId = (what: string) => `glidepath-${what}-${deploymentName}-${buildId}`.slice(0, 255);
+
   try {
     if (!(await describeDeploymentSettled(svc, namespace, deploymentName)))
-      await svc.createWorkerDeployment({ namespace, deploymentName, identity, requestId: requestId('deployment') });
+      await svc.createWorkerDeployment({ namespace, deploymentName, identity, requestId: randomUUID() });
     await svc.createWorkerDeploymentVersion({
       namespace,
       deploymentVersion: { deploymentName, buildId },
       identity,
-      requestId: requestId('version'),
+      requestId: randomUUID(),
     });
   } catch (err) {
     const limit = workerDeploymentLimit(err);
     if (limit)
       throw ApplicationFailure.retryable(`the server cannot add ${buildId}: ${limit}`, 'WorkerDeploymentLimit');
-    // Anything else (the workers registered it meanwhile, a busy server) is for the describes to see.
+    // Anything else (the workers registered it meanwhile, a busy server, a key that may not create) is for the
+    // describes to see; said once in the log.
+    log.info('the limit check of a version was refused', { deploymentName, buildId, error: String(err) });
   }
 }
 

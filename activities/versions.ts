@@ -4,12 +4,15 @@
  */
 import { Context } from '@temporalio/activity';
 import { Client } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import type { VersionStatus } from '../api/rollout-status.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import { describeVersionSettled, isNamespaceNotFound, isNotFound } from '../temporal/describe.js';
 import { pollersRemembered } from '../temporal/errors.js';
 import { pinnedRunningOn } from '../temporal/pinned.js';
 import { describeWorkerDeployment, routingOf, versionStatusName } from './routing.js';
+
+const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
 export function createVersionActivities(connections: TemporalConnections, identity: string) {
   async function service(t: TemporalTarget) {
@@ -27,7 +30,12 @@ export function createVersionActivities(connections: TemporalConnections, identi
       // Not found: never registered, or deleted and registered anew (seen when a build ID comes back after its
       // worker deployment was deleted).
       const res = await describeVersionSettled(await service(t), t.temporalNamespace, t.deploymentName, buildId);
-      const status: VersionStatus = res ? versionStatusName(res.workerDeploymentVersionInfo?.status) : 'NotRegistered';
+      const info = res?.workerDeploymentVersionInfo;
+      // CREATED: added by the registration wait's limit check (server 1.32) and never polled since. No worker ever
+      // took work as this version: as for one the server does not know, visibility decides.
+      const created =
+        info?.status === temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CREATED;
+      const status: VersionStatus = !res || created ? 'NotRegistered' : versionStatusName(info?.status);
       if (status !== 'Inactive' && status !== 'NotRegistered') return status;
       const client = new Client({ connection: await connections.get(t), namespace: t.temporalNamespace });
       const open = await client.workflow.count(pinnedRunningOn(t, buildId));

@@ -73,8 +73,11 @@ export function parseResults(file: string, text: string): Results {
   throw new Error(`${file}: ${parsed.error.issues.map((i) => `${field(i.path)}: ${i.message}`).join('; ')}`);
 }
 
-/** How a run was made: its day, commit, machine and server (read when the run starts, before it writes anything). */
-export function runFacts(): Pick<Results, 'date' | 'commit' | 'machine'> {
+/**
+ * How a run was made: its day, commit, machine and the Temporal server it starts (`temporal: false`: none), read
+ * when the run starts, before it writes anything.
+ */
+export function runFacts(o: { temporal?: boolean } = {}): Pick<Results, 'date' | 'commit' | 'machine'> {
   const git = (...args: string[]) => execFileSync('git', args, { cwd: dirname(resultsDir), encoding: 'utf8' }).trim();
   let commit = 'unknown';
   try {
@@ -94,7 +97,7 @@ export function runFacts(): Pick<Results, 'date' | 'commit' | 'machine'> {
     date: new Date().toISOString().slice(0, 10),
     commit,
     // The Temporal server the benchmark starts (GLIDEPATH_TEMPORAL_SERVER): the routing floor moves with it.
-    machine: `${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB, Temporal ${temporalServerVersion()}`,
+    machine: `${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB${o.temporal === false ? '' : `, Temporal ${temporalServerVersion()}`}`,
   };
 }
 

@@ -51,7 +51,7 @@ if (mode === '--thread' && !isMainThread) {
   });
   await new Promise((resolve, reject) => thread.on('exit', resolve).on('error', reject));
 } else {
-  const facts = runFacts();
+  const facts = runFacts({ temporal: false });
   const record = !process.argv.includes('--no-record');
   const [history, count] = process.argv.slice(2).filter((a) => a !== '--no-record');
   const file = history ?? `${root}tests/replay/histories/all-at-once-v1-v2.json`;

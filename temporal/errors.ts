@@ -42,16 +42,15 @@ const transientGrpc: number[] = [
 ];
 /**
  * Refusals the server makes while a rollout goes as planned: another writer moved the routing since our
- * describe (conflict token), a version to delete still has pollers or is draining, a describe landed while
- * the server's worker deployment workflow continued-as-new (its new run's task not scheduled yet), or a start pinned
- * to a version that registered a moment ago (`versionNotInQueueYet`).
+ * describe (conflict token), a version to delete still has pollers or is draining, or a describe landed while
+ * the server's worker deployment workflow continued-as-new (its new run's task not scheduled yet).
  */
-const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet|is not present in task queue/i;
+const expectedRefusal = /conflict token|poller|drain|workflow task is not scheduled yet/i;
 
 /**
- * The server refused a start pinned to a version because the version is not in the task queue yet: FAILED_PRECONDITION
- * "Pinned version 'D:B' is not present in task queue 'Q' of type 'Workflow'" (server 1.32, whose registration of a
- * version's queues reaches the queue a moment after the version's describe lists them).
+ * The server refused a start pinned to a version because the version is not in the task queue: FAILED_PRECONDITION
+ * "Pinned version 'D:B' is not present in task queue 'Q' of type 'Workflow'" (server 1.32). A moment after the
+ * version registered, its queues may not have it yet; for good, the queue is not one of the version's (permanent).
  */
 export function versionNotInQueueYet(err: unknown): boolean {
   const grpc = grpcErrorOf(err);
@@ -84,10 +83,12 @@ export function workerDeploymentLimit(err: unknown): string | undefined {
   const grpc = grpcErrorOf(err);
   if (grpc?.code !== GrpcStatus.RESOURCE_EXHAUSTED) return undefined;
   const details = oneLine(grpc.details || grpc.message);
+  const n = /\((\d+)\)/.exec(details)?.[1] ?? 'its';
+  // Short: a status message keeps 300 characters.
   if (/maximum deployments in namespace/i.test(details))
-    return `the Temporal namespace is at its limit of worker deployments (${details}; matching.maxDeployments): delete worker deployments no longer used (temporal worker deployment delete --name NAME), or raise the limit`;
+    return `the Temporal namespace is at the server's limit of ${n} worker deployments (matching.maxDeployments): delete worker deployments no longer used (temporal worker deployment delete), or raise the limit`;
   if (/maximum number of versions/i.test(details))
-    return `the worker deployment is at its limit of versions (${details}; matching.maxVersionsInDeployment): delete drained versions (temporal worker deployment delete-version), shorten sunset.deleteDelay, or raise the limit`;
+    return `the worker deployment is at the server's limit of ${n} versions (matching.maxVersionsInDeployment): delete drained versions (temporal worker deployment delete-version), shorten sunset.deleteDelay, or raise the limit`;
   return undefined;
 }
 

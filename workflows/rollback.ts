@@ -62,7 +62,9 @@ export async function movePinned(ctx: RolloutContext, from: string, to: string, 
     ctx.bulk.movePinned(ctx.temporalTarget(place), from, to, `${from} was aborted or rolled back`),
   );
   // A one-time move ends with the execution's next workflow task on `to`; a pinned one holds it there.
-  const how = moved.oneTime ? 'for their next workflow task' : 'pinned there (the server has no one-time override)';
+  const how = moved.oneTime
+    ? 'with a one-time override (then they keep the behaviour their workers report)'
+    : 'pinned there (the server has no one-time override)';
   const message = `moved ${moved.moved} of ${moved.matched} executions pinned to ${from} onto ${to}, ${how}`;
   ctx.event('Normal', 'PinnedExecutionsMoved', message);
   ctx.record('transition', 'PinnedExecutionsMoved', 'glidepath', message, from);

@@ -209,8 +209,10 @@ function abandon(ctx: RolloutContext, sunsets: Sunsets, buildId: string): void {
  */
 async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<VersionRegistration> {
   let deadline = Date.now() + ctx.spec().progressDeadlineSeconds * 1000;
-  // Why the last attempt that failed did (a server's refusals): a wait made again starts without it.
+  // Why the last attempt that failed did (a server's refusals): a wait made again starts without it. A limit the
+  // server named stays news until an attempt fails otherwise: the attempts it cuts short end before any heartbeat.
   let refused: string | undefined;
+  let limited: string | undefined;
   for (;;) {
     try {
       return await ctx.call(
@@ -220,7 +222,10 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
             .waitsWithin(deadline - Date.now())
             .awaitVersionRegistered(ctx.temporalTarget(), buildId)
             .catch((err: unknown) => {
-              if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) refused = rootCause(err);
+              if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
+                refused = rootCause(err);
+                limited = err.cause.type === 'WorkerDeploymentLimit' ? refused : undefined;
+              }
               throw err;
             }),
         { isExpected: deadlinePassed },
@@ -230,7 +235,7 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
       // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news);
       // an attempt that timed out before its first heartbeat says nothing, and the attempt before it speaks.
       const details = err.cause.lastHeartbeatDetails as RegistrationCheck | undefined;
-      const lastFailure = details ? details.lastCheckFailure : refused;
+      const lastFailure = limited ?? (details ? details.lastCheckFailure : refused);
       ctx.transition(
         'Failed',
         'NoPollers',

@@ -10,7 +10,7 @@ die() { echo "[glidepath] error: $*" >&2; exit 1; }
 
 require_go() {
   command -v go >/dev/null 2>&1 || die "$1 is not cached and Go is not installed to build it.
-  Install Go (https://go.dev/dl, >= 1.24), or set $2 to $3."
+  Install Go (https://go.dev/dl, >= 1.26.8: the Temporal server's go.mod asks it), or set $2 to $3."
 }
 
 # build_lock: one build into the cache at a time (`npm run servers:build` and a test run may start together and

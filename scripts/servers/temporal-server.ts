@@ -55,7 +55,7 @@ export function temporalServerKind(env = process.env): 'dev' | 'cli' {
 
 /**
  * `GLIDEPATH_DEV_DYNAMIC_CONFIG`: more dynamic config for the dev server, `KEY=VALUE` entries separated by spaces
- * or new lines, each VALUE in JSON (`limit.workerDeploymentVersions=5 matching.PollerHistoryTTL="1s"`).
+ * or new lines, each VALUE in JSON (`matching.maxVersionsInDeployment=5 matching.PollerHistoryTTL="1s"`).
  */
 export function userDynamicConfig(env = process.env): string[] {
   const raw = env.GLIDEPATH_DEV_DYNAMIC_CONFIG?.trim();

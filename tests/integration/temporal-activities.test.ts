@@ -85,8 +85,10 @@ async function startWorker(
   });
 }
 
-/** Starts `exampleWork` executions pinned to a build (a versioning override, as a gate is started). */
-/** Starts `n` executions pinned to the build, once the server has the build in the queue (1.32 refuses before). */
+/**
+ * Starts `exampleWork` executions pinned to a build (a versioning override, as a gate is started), once the server
+ * has the build in the queue (1.32 refuses a start before).
+ */
 async function startPinnedTo(deploymentName: string, taskQueue: string, buildId: string, n: number) {
   const start = () =>
     client.workflow.start('exampleWork', {

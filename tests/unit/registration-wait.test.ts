@@ -89,8 +89,9 @@ test('a 1.32 server at its version limit: after 10 s unregistered, the wait asks
   expect(tookMs).toBeGreaterThanOrEqual(10_000);
   expect(tookMs).toBeLessThan(15_000);
   expect(error).toMatchObject({ type: 'WorkerDeploymentLimit', nonRetryable: false });
+  expect((error as Error).message.length).toBeLessThanOrEqual(300); // what a status message keeps
   expect((error as Error).message).toMatch(
-    /at its limit of versions .*maximum number of versions \(5\).*matching\.maxVersionsInDeployment.*delete drained versions/,
+    /^the server cannot add v2: the worker deployment is at the server's limit of 5 versions \(matching\.maxVersionsInDeployment\): delete drained versions/,
   );
 });
 

@@ -755,7 +755,9 @@ test('14. rollout.onAbort.movePinned: an abort moves the executions pinned to th
     w.calls.findIndex((c) => c.name === 'movePinned'),
   );
   const moved = await event(w, 'PinnedExecutionsMoved');
-  expect(moved.message).toBe('moved 4 of 4 executions pinned to v2 onto v1, for their next workflow task');
+  expect(moved.message).toBe(
+    'moved 4 of 4 executions pinned to v2 onto v1, with a one-time override (then they keep the behaviour their workers report)',
+  );
   expect(w.ramping).toBeUndefined();
 });
 

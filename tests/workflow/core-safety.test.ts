@@ -328,15 +328,17 @@ test('a permanent error shows as Blocked with its message and a Warning; a new s
 });
 
 /** v1 current, then v2 whose registration wait reaches a 3 s deadline: its first attempt refused, the next held heartbeating `check`. */
-async function registrationPastDeadline(label: string, check: { lastCheckFailure?: string }) {
+async function registrationPastDeadline(
+  label: string,
+  check: { lastCheckFailure?: string },
+  firstFailure: () => Error = () => new Error('14 UNAVAILABLE: the frontend is overloaded'),
+) {
   const r = await withCurrentV1(label);
   let release!: () => void;
   r.world.registrationHold = new Promise<void>((resolve) => (release = resolve));
   r.world.registrationCheck = check;
   let attempts = 0;
-  r.world.failWith.set('awaitVersionRegistered', () =>
-    ++attempts === 1 ? new Error('14 UNAVAILABLE: the frontend is overloaded') : undefined,
-  );
+  r.world.failWith.set('awaitVersionRegistered', () => (++attempts === 1 ? firstFailure() : undefined));
   const v2 = desired(2, 'v2');
   v2.spec.progressDeadlineSeconds = 3;
   await r.spec(v2);
@@ -354,6 +356,17 @@ test('at the progress deadline, a registration wait whose last check was refused
   });
   expect(message).toBe(
     'Temporal could not tell within 3s whether workers of v2 poll: the last check failed: 14 UNAVAILABLE: the frontend is overloaded (the wait goes on)',
+  );
+});
+
+test('at the progress deadline, a worker deployment limit the server named is said, though the checks after it answered', async () => {
+  const limit =
+    "the server cannot add v2: the worker deployment is at the server's limit of 5 versions (matching.maxVersionsInDeployment): delete drained versions (temporal worker deployment delete-version), shorten sunset.deleteDelay, or raise the limit";
+  const message = await registrationPastDeadline('limited', {}, () =>
+    ApplicationFailure.retryable(limit, 'WorkerDeploymentLimit'),
+  );
+  expect(message).toBe(
+    `Temporal could not tell within 3s whether workers of v2 poll: the last check failed: ${limit} (the wait goes on)`,
   );
 });
 

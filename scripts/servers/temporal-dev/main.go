@@ -1,6 +1,6 @@
 // glidepath-temporal-dev: a Temporal server (go.temporal.io/server) on SQLite for the tests, the benchmarks and
 // `npm run servers:up`, with the namespaces, search attributes and dynamic config they need, and the Web UI. Its
-// flags are the part of `temporal server start-dev` that Glidepath uses, so the two are interchangeable.
+// flags are named as those of `temporal server start-dev` that Glidepath uses (no UI without --ui-port).
 package main
 
 import (
@@ -211,7 +211,7 @@ func run(o *options) error {
 	return nil
 }
 
-// dynamicConfig is the settings the CLI's dev server also sets (search attributes visible at once, so more
+// dynamicConfig is some of the settings the CLI's dev server sets (search attributes visible at once, so more
 // persistence QPS), then the caller's.
 func dynamicConfig(o *options) dynamicconfig.StaticClient {
 	dc := dynamicconfig.StaticClient{
