@@ -4,12 +4,12 @@
  */
 import { execFileSync } from 'node:child_process';
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { installCrds } from './install-crds.js';
-import { freePort, launch, portOpen, stopProcesses, waitFor, type ServerProcess } from './processes.js';
+import { freePort, launch, logFileOf, portOpen, stopProcesses, waitFor, type ServerProcess } from './processes.js';
 
 const scriptsDir = dirname(fileURLToPath(import.meta.url));
 
@@ -95,14 +95,25 @@ export interface KubeOptions {
 export async function startKube(opts: KubeOptions): Promise<KubeServer> {
   const assets = kubeAssets();
   const controllerManager = controllerManagerBinary();
-  const started: ServerProcess[] = [];
-  try {
-    return await startKubeProcesses(opts, assets, controllerManager, started);
-  } catch (err) {
-    await stopProcesses(started.reverse()); // none left behind when one of them fails to start
-    throw err;
+  // A port found free can be taken before the server binds it (by another process's connection: the ports come from
+  // the ephemeral range). Such a start fails at once, and goes again on other ports.
+  for (let attempt = 1; ; attempt++) {
+    const started: ServerProcess[] = [];
+    const logged = new Map(['etcd', 'kube-apiserver'].map((n) => [n, sizeOf(logFileOf(opts.dir, n))]));
+    try {
+      return await startKubeProcesses(opts, assets, controllerManager, started);
+    } catch (err) {
+      await stopProcesses(started.reverse()); // none left behind when one of them fails to start
+      const lostPort = [...logged].some(([n, from]) =>
+        /address already in use/.test(readFrom(logFileOf(opts.dir, n), from)),
+      );
+      if (attempt >= 3 || !lostPort) throw err;
+    }
   }
 }
+
+const sizeOf = (file: string) => (existsSync(file) ? statSync(file).size : 0);
+const readFrom = (file: string, from: number) => (existsSync(file) ? readFileSync(file).subarray(from).toString() : '');
 
 async function startKubeProcesses(
   opts: KubeOptions,
