@@ -10,6 +10,7 @@ import { managerIdentityHeld } from './errors.js';
 import { GrpcStatus } from '../temporal/errors.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import { describeDeploymentSettled, isNamespaceNotFound } from '../temporal/describe.js';
+import { serverFeatures } from '../temporal/server-version.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
@@ -34,6 +35,8 @@ export interface Routing {
   ramping?: string;
   rampPercentage: number;
   versions: { buildId: string; status: VersionStatus }[];
+  /** The server is still passing its last routing change to the task queues (1.30+; never said before). */
+  propagating: boolean;
 }
 
 /**
@@ -51,6 +54,22 @@ export interface RoutingCallOptions {
 export interface RoutingCallResult {
   conflictToken?: string;
 }
+
+/**
+ * A set-current's result. `propagating`: the server was still passing the new routing to the task queues when the
+ * activity stopped reading (some new executions may still start on the previous version). `draining`: the
+ * versions its last describe read as draining (the previous current's sunset need not read it again).
+ */
+export interface SetCurrentResult extends RoutingCallResult {
+  propagating?: true;
+  draining?: string[];
+}
+
+/**
+ * How long a set-current reads until the server says its routing reached every task queue (a rollback asked
+ * meanwhile is refused as for any set-current in flight: kept short).
+ */
+export const propagationBoundMs = 5_000;
 
 const tokenText = (token: Uint8Array | null | undefined): RoutingCallResult =>
   token?.length ? { conflictToken: Buffer.from(token).toString('base64') } : {};
@@ -78,6 +97,9 @@ export function routingOf(res: Described): Routing {
       buildId: v.deploymentVersion?.buildId ?? '',
       status: versionStatusName(v.status),
     })),
+    propagating:
+      info?.routingConfigUpdateState ===
+      temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS,
   };
 }
 
@@ -161,6 +183,31 @@ export function createRoutingActivities(connections: TemporalConnections, identi
     return tokenText((await write(token)).conflictToken);
   }
 
+  /**
+   * What a 1.30+ server says after a set-current, read 100 ms after it, then at 200 ms doubling to 1 s for
+   * `propagationBoundMs`: whether the routing still reaches the task queues, and the versions it reads as draining.
+   * The write has landed: a failed read says nothing rather than failing it.
+   */
+  async function afterSetCurrent(
+    t: TemporalTarget,
+    buildId: string,
+  ): Promise<Pick<SetCurrentResult, 'propagating' | 'draining'>> {
+    const started = Date.now();
+    try {
+      for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
+        const r = routingOf(await describe(t));
+        const draining = r.versions.filter((v) => v.status === 'Draining').map((v) => v.buildId);
+        const read = draining.length ? { draining } : {};
+        // Someone else's routing since is theirs: the rollout reads it when it acts next.
+        if (!r.propagating || r.current !== buildId) return read;
+        if (Date.now() - started + delayMs * 2 > propagationBoundMs) return { ...read, propagating: true };
+      }
+    } catch {
+      return {};
+    }
+  }
+
   return {
     async describeRouting(t: TemporalTarget): Promise<Routing> {
       return routingOf(await describe(t));
@@ -189,8 +236,12 @@ export function createRoutingActivities(connections: TemporalConnections, identi
       );
     },
 
-    async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<RoutingCallResult> {
-      return routingWrite(
+    /**
+     * Makes the build current. A server that passes routing to its task queues after answering (1.30+) is read
+     * until it says that is done (`afterSetCurrent`). An older server answers once it is.
+     */
+    async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<SetCurrentResult> {
+      const written = await routingWrite(
         t,
         o,
         (r) => r.current === buildId,
@@ -203,6 +254,8 @@ export function createRoutingActivities(connections: TemporalConnections, identi
             identity,
           }),
       );
+      if (!(await serverFeatures(await connections.get(t))).routingUpdateState) return written;
+      return { ...written, ...(await afterSetCurrent(t, buildId)) };
     },
 
     /** Clears the ramp if (and only if) this build holds it: a superseded or aborted target gets no new work. */

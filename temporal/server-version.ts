@@ -11,6 +11,11 @@ export interface ServerFeatures {
   oneTimeOverride: boolean;
   /** Creating a worker deployment or version by API, refused with the limit named when one is reached (1.32). */
   namedLimits: boolean;
+  /**
+   * A describe of a worker deployment says whether its last routing change still reaches the task queues
+   * (`routingConfigUpdateState`, 1.30): a set-current may answer before it has.
+   */
+  routingUpdateState: boolean;
 }
 
 /** `[major, minor]` of a version string such as `1.32.0` or `v1.30.1-rc.1`; `undefined` when it does not parse. */
@@ -24,7 +29,12 @@ const atLeast = (v: [number, number] | undefined, major: number, minor: number) 
 
 export function featuresOf(version: string | undefined | null): ServerFeatures {
   const v = parseServerVersion(version);
-  return { version: version || 'unknown', oneTimeOverride: atLeast(v, 1, 32), namedLimits: atLeast(v, 1, 32) };
+  return {
+    version: version || 'unknown',
+    oneTimeOverride: atLeast(v, 1, 32),
+    namedLimits: atLeast(v, 1, 32),
+    routingUpdateState: atLeast(v, 1, 30),
+  };
 }
 
 const asked = new WeakMap<Connection, Promise<ServerFeatures>>();

@@ -3,7 +3,7 @@
  * non-cancellable write, and makes room under the server's version cap before a new version registers.
  */
 import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
-import type { Routing } from '../activities/index.js';
+import type { Routing, TemporalTarget } from '../activities/index.js';
 import type { RolloutContext } from './context.js';
 import { managerHeldBy } from './failures.js';
 import { managerBack, waitForManager } from './manager-identity.js';
@@ -12,6 +12,11 @@ import type { Sunsets } from './sunset.js';
 import { waitWhilePaused } from './waiting.js';
 
 const now = () => new Date();
+
+const sameWorkerDeployment = (a: TemporalTarget, b: TemporalTarget) =>
+  a.connection.hostPort === b.connection.hostPort &&
+  a.temporalNamespace === b.temporalNamespace &&
+  a.deploymentName === b.deploymentName;
 
 /**
  * Throws (as a cancellation) when the build is no longer the target: a superseding spec or an abort cancels
@@ -70,26 +75,30 @@ export async function makeCurrent(
   if (!how.ignorePause) await waitWhilePaused(ctx);
   if (state.current?.buildId !== buildId) stillTarget(ctx, buildId);
   const stillWanted = () => (state.current?.buildId !== buildId ? stillTarget(ctx, buildId) : undefined);
+  let propagating = false;
   await routingWrite(ctx, { stillWanted, untilDeleted: false }, async () => {
     ctx.promoting = true;
     try {
       await CancellationScope.nonCancellable(async () => {
         const t = ctx.temporalTarget();
-        ctx.routed(
-          t,
-          await ctx.call(
-            `make ${buildId} current`,
-            () => ctx.temporalActivity.setCurrent(t, buildId, ...ctx.routingOptions(t)),
-            { untilDeleted: false, ...heldIsOurs },
-          ),
+        const result = await ctx.call(
+          `make ${buildId} current`,
+          () => ctx.temporalActivity.setCurrent(t, buildId, ...ctx.routingOptions(t)),
+          { untilDeleted: false, ...heldIsOurs },
         );
+        ctx.routed(t, result);
+        propagating = !!result?.propagating;
         const previous = state.current;
         const place = state.target?.buildId === buildId ? state.target.place : previous?.place;
         state.current = { buildId, since: now().toISOString(), ...(place ? { place } : {}) };
         if (state.target?.buildId === buildId) state.target = undefined;
         state.deprecated = state.deprecated.filter((v) => v.buildId !== buildId);
         if (previous && previous.buildId !== buildId) {
-          sunsets.retire(previous.buildId, previous.place);
+          // Read as draining by the set-current, on the Temporal it lives on: its sunset starts from that read.
+          const readDraining =
+            !!result?.draining?.includes(previous.buildId) &&
+            sameWorkerDeployment(ctx.temporalTarget(previous.place), t);
+          sunsets.retire(previous.buildId, previous.place, { readDraining });
           // It may be rolled back to, within rollout.rollbackWindow.
           const retired = state.deprecated.find((v) => v.buildId === previous.buildId);
           if (retired) retired.currentUntil = now().toISOString();
@@ -101,6 +110,12 @@ export async function makeCurrent(
     }
   });
   ctx.transition('Ready', how.reason ?? 'RolloutComplete', how.message ?? `${buildId} is current`);
+  if (propagating)
+    ctx.event(
+      'Warning',
+      'RoutingPropagating',
+      `${buildId} is current; Temporal was still passing the routing to its task queues when the set-current stopped reading: new executions may start on the previous version for a while`,
+    );
 }
 
 /** Makes room under the server's version cap; says so in a condition while none can be made. */

@@ -20,13 +20,19 @@ export class Sunsets {
   private readonly running = new Map<string, CancellationScope>();
   /** Set by `stopAll` (ContinueAsNew or deletion is under way): no sunset starts in this run any more. */
   private stopped = false;
+  /** Builds a set-current of this run read as draining as it retired them: their first drainage check is that read. */
+  private readonly readDraining = new Set<string>();
 
   constructor(private readonly ctx: RolloutContext) {}
 
-  /** Retires a build: it is sunset from now on, on the Temporal it lives on (`place`; default the spec's). */
-  retire(buildId: string, place?: TemporalPlace): void {
+  /**
+   * Retires a build: it is sunset from now on, on the Temporal it lives on (`place`; default the spec's).
+   * `readDraining`: the set-current that retired it read it as draining just now (its first check is skipped).
+   */
+  retire(buildId: string, place?: TemporalPlace, o: { readDraining?: boolean } = {}): void {
     const { state } = this.ctx;
     if (state.deprecated.some((v) => v.buildId === buildId)) return;
+    if (o.readDraining) this.readDraining.add(buildId);
     const where = place ?? (state.desired ? placeOf(state.desired) : undefined);
     state.deprecated.push({ buildId, deprecatedSince: now().toISOString(), ...(where ? { place: where } : {}) });
   }
@@ -38,6 +44,7 @@ export class Sunsets {
       if (!state.deprecated.some((v) => v.buildId === buildId)) {
         scope.cancel();
         this.running.delete(buildId);
+        this.readDraining.delete(buildId);
       }
     }
     if (state.deleting || this.stopped) return; // the next run (or the deletion) takes the deprecated versions on
@@ -64,6 +71,7 @@ export class Sunsets {
   /** Cancels every sunset (ContinueAsNew, deletion); resolves when none runs. */
   async stopAll(): Promise<void> {
     this.stopped = true;
+    this.readDraining.clear();
     for (const scope of this.running.values()) scope.cancel();
     await condition(() => this.running.size === 0);
   }
@@ -96,7 +104,9 @@ export class Sunsets {
     switch (action.kind) {
       case 'waitForDrained': {
         // One quick read says Draining in the status; then the wait happens inside one activity.
-        let status = await ctx.call(`check drainage of ${buildId}`, () => ctx.temporal.versionStatus(where, buildId));
+        let status: VersionStatus = this.readDraining.delete(buildId)
+          ? 'Draining'
+          : await ctx.call(`check drainage of ${buildId}`, () => ctx.temporal.versionStatus(where, buildId));
         if (status !== version.status) {
           version.status = status;
           ctx.markDirty();

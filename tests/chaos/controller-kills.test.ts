@@ -40,7 +40,11 @@ import {
 const killCount = Number(process.env.CHAOS_KILLS ?? 12);
 /** At least this many, even if all is done sooner (the last ones then hit finished rollouts, which must stay so). */
 const minKills = 10;
-const waitMs = 5 * 60_000;
+/**
+ * A bound, not a window (the waits end on their condition): each kill stalls the long waits it interrupts for their
+ * 60 s heartbeat timeout, and the last kills can come four minutes in on a loaded machine.
+ */
+const waitMs = 10 * 60_000;
 const steps = [
   { rampPercentage: 25, pauseDuration: '2s' },
   { rampPercentage: 75, pauseDuration: '2s' },

@@ -156,6 +156,7 @@ test('claimManager claims an unheld worker deployment; routing refuses while ano
     ramping: undefined,
     rampPercentage: 0,
     versions: [],
+    propagating: false,
   });
 
   await startWorker(deploymentName, taskQueue, 'A');
@@ -252,6 +253,29 @@ test('routing writes with our last conflict token need no describe; a stale one 
   ).rejects.toMatchObject(held);
   expect((await temporal.describeRouting(t)).current).toBe('A');
   await countedConnections.closeAll();
+});
+
+test('a set-current returns once the server says the routing reached every task queue, with what it read as draining', async () => {
+  const { t, deploymentName, taskQueue } = fresh('propagation');
+  await startWorker(deploymentName, taskQueue, 'A');
+  await startWorker(deploymentName, taskQueue, 'B');
+  await eventually('A current', () => temporal.setCurrent(t, 'A').then(() => true));
+  const result = await temporal.setCurrent(t, 'B');
+  const routing = await temporal.describeRouting(t);
+  expect(routing).toMatchObject({ current: 'B', propagating: false });
+  expect(result.propagating).toBeUndefined();
+  const a = routing.versions.find((v) => v.buildId === 'A')?.status;
+  expect(['Draining', 'Drained']).toContain(a);
+  const { version, routingUpdateState } = await serverFeatures(connection);
+  // The tiers run on 1.32 (the default) and on 1.29 (GLIDEPATH_TEMPORAL_SERVER=cli): both versions are known.
+  expect(routingUpdateState).toBe(!version.startsWith('1.29'));
+  if (!routingUpdateState) {
+    // An older server answers once the routing is in force, and the activity reads nothing after it.
+    expect(result.draining).toBeUndefined();
+  } else if (a === 'Draining') {
+    // Draining comes before drained: still draining now, it was when the set-current read it.
+    expect(result.draining).toEqual(['A']);
+  }
 });
 
 /** Runs an activity as the worker would (it heartbeats). */

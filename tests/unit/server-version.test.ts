@@ -1,4 +1,7 @@
-/** The server's features by the version it reports: one-time overrides from 1.32, nothing assumed of the unknown. */
+/**
+ * The server's features by the version it reports: the routing update state from 1.30, one-time overrides from
+ * 1.32, nothing assumed of the unknown.
+ */
 import { featuresOf, parseServerVersion } from '../../temporal/server-version.js';
 
 test.each([
@@ -21,6 +24,15 @@ test.each([
   ['nightly', false],
 ])('server %s: one-time overrides %p', (version, oneTime) => {
   expect(featuresOf(version).oneTimeOverride).toBe(oneTime);
+});
+
+test.each([
+  ['1.29.1', false],
+  ['1.30.0', true],
+  ['1.32.0', true],
+  [undefined, false],
+])('server %s: routing update state %p', (version, said) => {
+  expect(featuresOf(version).routingUpdateState).toBe(said);
 });
 
 test('a version that is not reported reads as unknown', () => {

@@ -130,6 +130,10 @@ export class FakeWorld {
   managerOurs = false;
   /** How long setCurrent takes (to race signals against the final routing change). */
   setCurrentDelayMs = 0;
+  /** setCurrent answers as on a 1.30+ server: the versions it read as draining after the write. */
+  routingUpdateState = false;
+  /** …and the server was still passing the routing to the task queues when it stopped reading. */
+  propagationSlow = false;
   /**
    * Versions temporal-worker-controller left (build ID → its Deployment's name and whether its template is the
    * spec's): adoptForeignDeployments reports them, and their Deployments exist, available.
@@ -509,6 +513,7 @@ export class FakeWorlds {
           ramping: w.ramping,
           rampPercentage: w.rampPercentage,
           versions: [...w.versions].map(([buildId, status]) => ({ buildId, status })),
+          propagating: false,
         };
       },
       awaitVersionRegistered: async (t, buildId) => {
@@ -562,7 +567,14 @@ export class FakeWorlds {
           w.ramping = undefined;
           w.rampPercentage = 0;
         }
-        return result;
+        if (!w.routingUpdateState) return result;
+        // A 1.30+ server: the activity read the deployment after the write.
+        const draining = [...w.versions].filter(([, s]) => s === 'Draining').map(([b]) => b);
+        return {
+          ...result,
+          ...(draining.length ? { draining } : {}),
+          ...(w.propagationSlow ? { propagating: true } : {}),
+        };
       },
       clearRampIf: async (t, buildId) => {
         const w = temporal(t, 'clearRampIf', [buildId]);
