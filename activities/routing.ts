@@ -184,9 +184,10 @@ export function createRoutingActivities(connections: TemporalConnections, identi
   }
 
   /**
-   * What a 1.30+ server says after a set-current, read 100 ms after it, then at 200 ms doubling to 1 s for
-   * `propagationBoundMs`: whether the routing still reaches the task queues, and the versions it reads as draining.
-   * The write has landed: a failed read says nothing rather than failing it.
+   * What a 1.30+ server says after a set-current, read at once (its answer takes it long enough to pass the routing
+   * on, mostly), then after 100 ms doubling to 1 s for `propagationBoundMs`: whether the routing still reaches the
+   * task queues, and the versions it reads as draining. The write has landed: a failed read says nothing rather
+   * than failing it.
    */
   async function afterSetCurrent(
     t: TemporalTarget,
@@ -195,13 +196,13 @@ export function createRoutingActivities(connections: TemporalConnections, identi
     const started = Date.now();
     try {
       for (let delayMs = 100; ; delayMs = Math.min(delayMs * 2, 1_000)) {
-        await new Promise((resolve) => setTimeout(resolve, delayMs));
         const r = routingOf(await describe(t));
         const draining = r.versions.filter((v) => v.status === 'Draining').map((v) => v.buildId);
         const read = draining.length ? { draining } : {};
         // Someone else's routing since is theirs: the rollout reads it when it acts next.
         if (!r.propagating || r.current !== buildId) return read;
-        if (Date.now() - started + delayMs * 2 > propagationBoundMs) return { ...read, propagating: true };
+        if (Date.now() - started + delayMs > propagationBoundMs) return { ...read, propagating: true };
+        await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     } catch {
       return {};
