@@ -1,8 +1,8 @@
 // Five tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
 // kube-apiserver + etcd + kube-controller-manager + Temporal dev server + simulated pods), chaos (faults:
 // the controller SIGKILLed, the servers restarted), e2e (a real node: containerd + kubelet, the images installed
-// with kubectl apply -k). `npm run test:all` runs e2e in a jest run of its own: its global setup points
-// KUBECONFIG and TEMPORAL_ADDRESS at its own servers.
+// with kubectl apply -k). `npm run test:all` (scripts/test-all.sh) runs e2e in a jest run of its own: its
+// global setup points KUBECONFIG and TEMPORAL_ADDRESS at its own servers.
 const common = {
   extensionsToTreatAsEsm: ['.ts'],
   moduleNameMapper: { '^(\\.{1,2}/.*)\\.js$': '$1' },

@@ -126,12 +126,9 @@ export function createRegistrationActivities(connections: TemporalConnections, i
       // would only add a new one's describes), not for a call that hangs: that attempt times out.
       let answeredAt = Date.now();
       const answered = () => void (answeredAt = Date.now());
-      // The server's answer time, not the waits of a read through its continue-as-new window: a version that just
-      // registered is in that window, and the server is not slow for it.
-      let slept = 0;
-      const sleep = (ms: number) => (answered(), (slept += ms), ctx.sleep(ms));
-      const describeVersion = (b: string) =>
-        describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, { sleep });
+      const sleep = (ms: number) => (answered(), ctx.sleep(ms));
+      const describeVersion = (b: string, o = { sleep }) =>
+        describeVersionSettled(svc, t.temporalNamespace, t.deploymentName, b, o);
       // A cancellation (a new target, a deletion) also ends the calls in flight, which a busy server answers late.
       const round = <R>(fn: () => Promise<R>) => cancellableCalls(connection, ctx, fn);
       let refusals = 0;
@@ -143,9 +140,9 @@ export function createRegistrationActivities(connections: TemporalConnections, i
        * answer, asked again later. The third in a row is thrown: the attempt fails and the retry
        * policy takes over.
        */
-      const versionQueues = async () => {
+      const versionQueues = async (o: { sleep: typeof sleep }) => {
         try {
-          const queues = (await round(() => describeVersion(buildId)))?.versionTaskQueues ?? [];
+          const queues = (await round(() => describeVersion(buildId, o)))?.versionTaskQueues ?? [];
           refusals = 0;
           check = {};
           return queues;
@@ -156,6 +153,18 @@ export function createRegistrationActivities(connections: TemporalConnections, i
           return undefined;
         }
       };
+      /**
+       * One read of the version's queues, and how long the server took to answer it: not the waits of a read through
+       * its continue-as-new window (a version that just registered is in that window, and the server is not slow for
+       * it).
+       */
+      const readVersion = async () => {
+        const asked = Date.now();
+        let waited = 0;
+        const found = await versionQueues({ sleep: (ms) => ((waited += ms), sleep(ms)) });
+        answered();
+        return { found, answerMs: Date.now() - asked - waited };
+      };
       let registeredAt: number | undefined;
       // Servers from 1.32 name their limits; older ones are not asked.
       let limitsChecked = !(await serverFeatures(connection)).namedLimits;
@@ -163,6 +172,10 @@ export function createRegistrationActivities(connections: TemporalConnections, i
         ctx,
         () => Date.now() - answeredAt < 60_000,
         async () => {
+          // The version is read at once, beside what it must cover: a new version's first describes wait on the
+          // server's own workflows, which it starts as the version registers.
+          let next = readVersion();
+          next.catch(() => undefined); // its failure is met where it is awaited, or goes with the attempt's
           const current = routingOf(
             await round(() => describeDeploymentSettled(svc, t.temporalNamespace, t.deploymentName)),
           ).current;
@@ -171,11 +184,8 @@ export function createRegistrationActivities(connections: TemporalConnections, i
               ? ((await round(() => describeVersion(current)))?.versionTaskQueues ?? []).map(queueKey)
               : [];
           for (let delay: number | undefined; ;) {
-            const asked = Date.now();
-            slept = 0;
-            const found = await versionQueues();
-            answered();
-            delay = found ? registrationPollDelay(delay, Date.now() - asked - slept) : refusedPollDelay;
+            const { found, answerMs } = await next;
+            delay = found ? registrationPollDelay(delay, answerMs) : refusedPollDelay;
             const queues = found ?? [];
             const workflowQueues = queues.filter(isWorkflowQueue);
             if (workflowQueues.length > 0) {
@@ -218,6 +228,7 @@ export function createRegistrationActivities(connections: TemporalConnections, i
               await round(() => checkLimits(connection, t, buildId, identity));
             }
             await ctx.sleep(delay);
+            next = readVersion();
           }
         },
         { details: () => check, startedAt },

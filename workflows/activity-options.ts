@@ -23,6 +23,17 @@ export const temporalOptions: ActivityOptions = {
   retry: once,
 };
 
+/**
+ * Writes to a worker deployment made as activities (a set-current, a ramp, a version's deletion): the server retries
+ * such a write of its own for up to a minute while its system workflow is busy (1.30+), so an attempt that gave up
+ * sooner would leave the write being made and queue another behind it.
+ */
+export const deploymentWriteOptions: ActivityOptions = {
+  startToCloseTimeout: '70s',
+  scheduleToCloseTimeout: '70s',
+  retry: once,
+};
+
 /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
 export const bulkOptions: ActivityOptions = {
   startToCloseTimeout: '30m',

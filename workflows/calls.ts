@@ -20,6 +20,7 @@ import {
 import type { Activities, RoutingCallResult } from '../activities/index.js';
 import {
   bulkOptions,
+  deploymentWriteOptions,
   gateWaitOptions,
   kubeOptions,
   localOptions,
@@ -72,9 +73,9 @@ export abstract class ActivityCalls {
   get temporal(): ActivityInterfaceFor<Activities> {
     return this.inTask('temporal', temporalOptions);
   }
-  /** Temporal calls that are recorded before they are made: a set-current, a ramp's clearing. */
+  /** Writes to a worker deployment recorded before they are made: a set-current, a ramp's clearing, a deletion. */
   get temporalActivity(): ActivityInterfaceFor<Activities> {
-    return this.activities(temporalOptions);
+    return this.activities(deploymentWriteOptions);
   }
   /** Acting on every execution pinned to a version (thousands of calls): bounded by its heartbeat, not a budget. */
   get bulk(): ActivityInterfaceFor<Activities> {

@@ -6,11 +6,15 @@
  * deployment at a time, then as many at once as Glidepath rolled out (the server answers ten at once slower).
  *
  * The describes are the product's settled reads (temporal/describe.ts), through the server's continue-as-new window;
- * every call is retried through transient refusals (./retrying.ts).
+ * every call is retried through transient refusals (./retrying.ts). On a server that passes a set-current on to the
+ * task queues after answering it (1.30+), a set-current is done when a describe says the routing reached them, as
+ * Glidepath's is (activities/routing.ts): read at once, then after 100 ms doubling to 1 s.
  */
 import type { Worker } from '@temporalio/worker';
 import { createExampleWorker } from '../../examples/worker/worker.js';
+import { routingOf } from '../../activities/routing.js';
 import { describeDeploymentSettled } from '../../temporal/describe.js';
+import { serverFeatures } from '../../temporal/server-version.js';
 import { NotYet, retrying } from './retrying.js';
 import { sleep, until, type World } from './world.js';
 
@@ -53,14 +57,21 @@ async function floorRollout(world: World, deploymentName: string, taskQueue: str
         ).versionTaskQueues?.length ?? 0) >= 2 || undefined,
       2,
     );
-  const setCurrent = (buildId: string) => async () =>
-    svc.setWorkerDeploymentCurrentVersion({
+  const { routingUpdateState } = await serverFeatures(world.connection);
+  const propagated = async () => {
+    for (let delayMs = 100; routingOf(await describe()).propagating; delayMs = Math.min(delayMs * 2, 1000))
+      await sleep(delayMs);
+  };
+  const setCurrent = (buildId: string) => async () => {
+    await svc.setWorkerDeploymentCurrentVersion({
       namespace: 'default',
       deploymentName,
       buildId,
       conflictToken: await token(),
       identity: 'glidepath',
     });
+    if (routingUpdateState) await propagated();
+  };
   const ramp = (percentage: number) => async () =>
     svc.setWorkerDeploymentRampingVersion({
       namespace: 'default',

@@ -91,12 +91,13 @@ export function printReport(o: Outcomes, resources: number, idleSeconds: number)
     const r = value(rollbacks);
     return `p50 ${ms(pct(r.answered, 50))}, max ${ms(max(r.answered))}  (server clock, update accepted → set-current done: p50 ${ms(pct(r.onServerClock, 50))}; n=${r.answered.length})`;
   });
+  // A set-current's floor on 1.30+ includes the reads until the routing reached the task queues (floor.ts).
   const floorLines = (f: Outcome<Floor>) => {
     show('  describe:                                   ', () => stats(value(f).describe));
     show('  describe + first ramp, v2 just registered:  ', () => stats(value(f).firstRamp));
     show('  describe + ramp step change (1 s later):    ', () => stats(value(f).stepRamp));
-    show('  describe + set current (1 s later):         ', () => stats(value(f).setCurrent));
-    show('  describe + set current back to v1 (2 s later): ', () => stats(value(f).rollback));
+    show('  describe + set current (1 s later), in force: ', () => stats(value(f).setCurrent));
+    show('  describe + set current back to v1 (2 s later), in force: ', () => stats(value(f).rollback));
   };
   const besideFloor = (g: Outcome<RolloutFigures>, f: Outcome<Floor>) => {
     show(

@@ -23,8 +23,9 @@ const registered = { versionTaskQueues: [{ name: 'orders', type: TaskQueueType.T
  */
 function busyServer(
   answers: ((signal?: AbortSignal) => unknown)[],
-  o: { serverVersion?: string; limit?: string } = {},
+  o: { serverVersion?: string; limit?: string; answerMs?: number } = {},
 ) {
+  const answer = <R>(r: R) => new Promise<R>((resolve) => setTimeout(() => resolve(r), o.answerMs ?? 0));
   const calls = { v2: 0, created: 0 };
   let signal: AbortSignal | undefined;
   const workflowService = {
@@ -34,12 +35,11 @@ function busyServer(
       if (o.limit) throw grpcError(8, o.limit);
       return {};
     },
-    describeWorkerDeployment: async () => ({
-      workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } },
-    }),
+    describeWorkerDeployment: () =>
+      answer({ workerDeploymentInfo: { routingConfig: { currentDeploymentVersion: { buildId: 'v1' } } } }),
     describeWorkerDeploymentVersion: async (req: { deploymentVersion: { buildId: string } }) => {
-      if (req.deploymentVersion.buildId === 'v1') return registered;
-      return answers[Math.min(calls.v2++, answers.length - 1)]!(signal);
+      if (req.deploymentVersion.buildId === 'v1') return answer(registered);
+      return answer(answers[Math.min(calls.v2++, answers.length - 1)]!(signal));
     },
   };
   const withAbortSignal = <R>(s: AbortSignal, fn: () => Promise<R>) => ((signal = s), fn());
@@ -101,6 +101,14 @@ test('a 1.32 server that adds the version: the wait goes on until the workers re
   const { value } = await wait(activities);
   expect(calls.created).toBe(1);
   expect(value).toMatchObject({ workflowTaskQueues: ['orders'] });
+});
+
+test('the version is read beside what it must cover: a server answering each describe in 1 s shows it registered in 2 s, not 3', async () => {
+  const { activities } = busyServer([() => registered], { answerMs: 1_000 });
+  const { value, tookMs } = await wait(activities);
+  expect(value).toMatchObject({ workflowTaskQueues: ['orders'] });
+  expect(tookMs).toBeGreaterThanOrEqual(2_000); // the deployment, then the current version (what v2 must cover)
+  expect(tookMs).toBeLessThan(3_000); // v2 was read meanwhile
 });
 
 test('an older server is never asked to add the version', async () => {
