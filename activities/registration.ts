@@ -7,6 +7,7 @@ import { Context, log } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { CancelledFailure, Client, type Connection } from '@temporalio/client';
 import proto from '@temporalio/proto';
+import { limitCheckAfterMs } from '../api/timings.js';
 import { classifyTemporalError, workerDeploymentLimit } from '../temporal/errors.js';
 import type { TemporalConnections, TemporalTarget } from '../temporal/connections.js';
 import {
@@ -67,9 +68,6 @@ async function unversionedWorkSeen(connection: Connection, t: TemporalTarget, qu
   }
   return false;
 }
-
-/** How long a version may stay unregistered before the wait asks the server whether a limit is why. */
-export const limitCheckAfterMs = 10_000;
 
 /**
  * Asks the server to add the version (and its worker deployment, for a first version), as the workers' first poll

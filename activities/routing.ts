@@ -242,6 +242,8 @@ export function createRoutingActivities(connections: TemporalConnections, identi
      * until it says that is done (`afterSetCurrent`). An older server answers once it is.
      */
     async setCurrent(t: TemporalTarget, buildId: string, o: RoutingCallOptions = {}): Promise<SetCurrentResult> {
+      // Asked before the write: once it has landed, only the read after it may fail, and that says nothing.
+      const { routingUpdateState } = await serverFeatures(await connections.get(t));
       const written = await routingWrite(
         t,
         o,
@@ -255,7 +257,7 @@ export function createRoutingActivities(connections: TemporalConnections, identi
             identity,
           }),
       );
-      if (!(await serverFeatures(await connections.get(t))).routingUpdateState) return written;
+      if (!routingUpdateState) return written;
       return { ...written, ...(await afterSetCurrent(t, buildId)) };
     },
 

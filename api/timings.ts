@@ -23,3 +23,9 @@ export const defaultTimings: Timings = {
   historyLimit: 10_000,
   recheckMaxMs: 30_000,
 };
+
+/**
+ * How long a version may stay unregistered before the registration wait asks the server whether a limit is why: an
+ * attempt that ran longer without failing found the server under its limits.
+ */
+export const limitCheckAfterMs = 10_000;

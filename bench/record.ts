@@ -10,7 +10,7 @@ import { availableParallelism, totalmem } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
-import { temporalServerVersion } from '../scripts/servers/temporal-server.js';
+import { temporalServerKind, temporalServerVersion } from '../scripts/servers/temporal-server.js';
 
 export const resultsDir = join(dirname(fileURLToPath(import.meta.url)), 'results');
 
@@ -98,6 +98,23 @@ export function runFacts(o: { temporal?: boolean } = {}): Pick<Results, 'date' |
     commit,
     // The Temporal server the benchmark starts (GLIDEPATH_TEMPORAL_SERVER): the routing floor moves with it.
     machine: `${availableParallelism()} cores, ${(totalmem() / 2 ** 30).toFixed(1)} GiB${o.temporal === false ? '' : `, Temporal ${temporalServerVersion()}`}`,
+  };
+}
+
+/**
+ * Where a run on the oldest supported server (`GLIDEPATH_TEMPORAL_SERVER=cli`) is recorded: beside the default
+ * server's, in `<name>-temporal-<version>.json`, each measure naming the server, so the table holds both.
+ */
+export function forServer(
+  name: string,
+  figures: Figure[],
+  oldest = temporalServerKind() === 'cli' ? temporalServerVersion() : undefined,
+): { name: string; figures: Figure[] } {
+  if (!oldest) return { name, figures };
+  const version = oldest;
+  return {
+    name: `${name}-temporal-${version}`,
+    figures: figures.map((f) => ({ ...f, measure: `${f.measure} (Temporal ${version})` })),
   };
 }
 

@@ -7,8 +7,11 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 mkdir -p .dev
 oldest_log=.dev/test-integration-oldest.log
+set -m # the background run gets a process group of its own: a stop of this script stops it, servers and all
 npm run --silent test:integration:oldest >"$oldest_log" 2>&1 &
 oldest=$!
+set +m
+trap 'kill -- -"$oldest" 2>/dev/null' EXIT
 
 NODE_OPTIONS=--experimental-vm-modules npx jest --selectProjects unit workflow integration chaos
 tiers=$?
@@ -17,6 +20,7 @@ e2e=1
 
 wait "$oldest"
 oldest_rc=$?
+trap - EXIT
 echo
 echo "=== the integration tier on the oldest supported Temporal server (npm run test:integration:oldest): exit $oldest_rc"
 cat "$oldest_log"

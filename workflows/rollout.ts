@@ -6,6 +6,7 @@
  */
 import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
+import { limitCheckAfterMs } from '../api/timings.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
 import { type RolloutContext } from './context.js';
@@ -213,13 +214,14 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
   // server named stays news until an attempt fails otherwise: the attempts it cuts short end before any heartbeat.
   let refused: string | undefined;
   let limited: string | undefined;
+  let attemptStartedAt = Date.now();
   for (;;) {
     try {
       return await ctx.call(
         `wait for ${buildId} to poll Temporal`,
         () =>
           ctx
-            .waitsWithin(deadline - Date.now())
+            .waitsWithin(deadline - (attemptStartedAt = Date.now()))
             .awaitVersionRegistered(ctx.temporalTarget(), buildId)
             .catch((err: unknown) => {
               if (err instanceof ActivityFailure && err.cause instanceof ApplicationFailure) {
@@ -235,7 +237,9 @@ async function awaitRegistered(ctx: RolloutContext, buildId: string): Promise<Ve
       // The wait's last heartbeat says whether its last check was refused (then the server, not the workers, is news);
       // an attempt that timed out before its first heartbeat says nothing, and the attempt before it speaks.
       const details = err.cause.lastHeartbeatDetails as RegistrationCheck | undefined;
-      const lastFailure = limited ?? (details ? details.lastCheckFailure : refused);
+      // A limit is news only if the attempt that timed out ended before its own limit check could have passed.
+      const stillLimited = Date.now() - attemptStartedAt < limitCheckAfterMs ? limited : undefined;
+      const lastFailure = stillLimited ?? (details ? details.lastCheckFailure : refused);
       ctx.transition(
         'Failed',
         'NoPollers',

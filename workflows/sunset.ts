@@ -44,9 +44,11 @@ export class Sunsets {
       if (!state.deprecated.some((v) => v.buildId === buildId)) {
         scope.cancel();
         this.running.delete(buildId);
-        this.readDraining.delete(buildId);
       }
     }
+    // A read is only for the sunset it was made for: a build brought back before its sunset ran drops it too.
+    for (const buildId of this.readDraining)
+      if (!state.deprecated.some((v) => v.buildId === buildId)) this.readDraining.delete(buildId);
     if (state.deleting || this.stopped) return; // the next run (or the deletion) takes the deprecated versions on
     for (const v of state.deprecated) {
       if (this.running.has(v.buildId) || v.blocked) continue;

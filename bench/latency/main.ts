@@ -23,12 +23,12 @@
  * Each phase that fails is reported and the run goes on: the figures that need it are `-` with the reason.
  */
 import { installRuntime } from '../../worker/controller.js';
-import { commandLine, printFigures, recordResults, runFacts } from '../record.js';
-import { runFloor } from './floor.js';
+import { commandLine, forServer, printFigures, recordResults, runFacts } from '../record.js';
+import { runFloor, v2AfterV1Ms } from './floor.js';
 import { historyEvents, merged, rolloutFigures } from './history.js';
 import { latencyFigures, printReport, type Outcome, type Outcomes } from './report.js';
 import { applyAll, createReady, idleWindow, rollbacks, rollOutV2 } from './rollouts.js';
-import { startWorld, status } from './world.js';
+import { sleep, startWorld, status } from './world.js';
 
 const record = !process.argv.includes('--no-record');
 const facts = runFacts();
@@ -62,6 +62,7 @@ try {
   // v2 for every resource at once.
   const atOnce = await phase('the rollouts at once', [applies], async () => {
     const v1 = await Promise.all(names.map(async (name) => (await status(world, name))!.currentVersion!.buildID));
+    await sleep(v2AfterV1Ms);
     const registered = await Promise.all(names.map((name, i) => rollOutV2(world, name, v1[i]!)));
     const figures = await Promise.all(
       names.map((name, i) =>
@@ -81,6 +82,7 @@ try {
     for (let i = 0; i < alone; i++) {
       const name = `s${i}`;
       const v1 = await createReady(world, name);
+      await sleep(v2AfterV1Ms);
       figures.push(
         await rolloutFigures(world, name, v1, await rollOutV2(world, name, v1), undefined, {
           ramp: verbose && i < 2,
@@ -103,8 +105,12 @@ try {
   printReport(outcomes, resources, idleSeconds);
   const figures = latencyFigures(outcomes, resources, idleSeconds);
   printFigures(figures);
-  if (record)
-    console.log(`written to ${recordResults('latency', { ...facts, command: commandLine('bench'), figures })}`);
+  if (record) {
+    const on = forServer('latency', figures);
+    console.log(
+      `written to ${recordResults(on.name, { ...facts, command: commandLine('bench'), figures: on.figures })}`,
+    );
+  }
 } finally {
   await world.stop();
 }

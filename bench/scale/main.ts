@@ -28,7 +28,7 @@
  * the controllers' /metrics are not read each second (no "by the controller's own count" figures), to see what
  * those reads cost the controller.
  */
-import { commandLine, printFigures, recordResults, runFacts } from '../record.js';
+import { commandLine, forServer, printFigures, recordResults, runFacts } from '../record.js';
 import { scaleFigures } from './figures.js';
 import { goneTimeoutMs, idleSeconds, phaseTimeoutMs, resources, values } from './options.js';
 import { cleanup } from './processes.js';
@@ -53,8 +53,10 @@ try {
   const figures = scaleFigures(done);
   printFigures(figures);
   if (!values['no-record']) {
-    const name = `scale-${resources}${idleSeconds ? '-idle' : ''}`;
-    console.log(`written to ${recordResults(name, { ...facts, command: commandLine('bench:scale'), figures })}`);
+    const on = forServer(`scale-${resources}${idleSeconds ? '-idle' : ''}`, figures);
+    console.log(
+      `written to ${recordResults(on.name, { ...facts, command: commandLine('bench:scale'), figures: on.figures })}`,
+    );
   }
   await cleanup(values.keep ?? false);
   process.exit(0);

@@ -6,7 +6,7 @@
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { commandLine, parseResults, recordResults, type Results } from '../../bench/record.js';
+import { commandLine, forServer, parseResults, recordResults, type Results } from '../../bench/record.js';
 import { beginMarker, endMarker, renderFigures, withFigures } from '../../scripts/docs/performance.js';
 
 const resultsDir = new URL('../../bench/results/', import.meta.url);
@@ -144,6 +144,21 @@ describe('recording a run', () => {
     expect(() =>
       renderFigures(Object.entries(after).map(([file, r]) => ({ file, text: JSON.stringify(r) }))),
     ).not.toThrow();
+  });
+
+  test('a run on the oldest server is recorded beside the default server’s, each measure naming it', () => {
+    const figures = run('abc1234', ['apply', 'own part']).figures;
+    expect(forServer('latency', figures, undefined)).toEqual({ name: 'latency', figures });
+    recordResults('latency', run('abc1234', ['apply', 'own part']), dir);
+    const oldest = forServer('scale-100', figures, '1.29.1');
+    recordResults(oldest.name, { ...run('abc1234', []), figures: oldest.figures }, dir);
+    const after = files();
+    expect(Object.keys(after)).toEqual(['latency.json', 'scale-100-temporal-1.29.1.json']);
+    expect(after['latency.json']!.figures.map((f) => f.measure)).toEqual(['apply', 'own part']);
+    expect(after['scale-100-temporal-1.29.1.json']!.figures.map((f) => f.measure)).toEqual([
+      'apply (Temporal 1.29.1)',
+      'own part (Temporal 1.29.1)',
+    ]);
   });
 
   test('results that do not fit the schema are not written', () => {

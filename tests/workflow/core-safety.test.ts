@@ -12,7 +12,7 @@ import { rolloutWorkflowId } from '../../api/names.js';
 import * as messages from '../../workflows/messages.js';
 import type { RolloutWorkflow } from '../../workflows/rollout-workflow.js';
 import type { Desired } from '../../api/resource.js';
-import type { Timings } from '../../api/timings.js';
+import { limitCheckAfterMs, type Timings } from '../../api/timings.js';
 import { activityTypes } from '../../scripts/history.js';
 import { currentBuildKey, phaseKey } from '../../workflows/search-attributes.js';
 import { eventually } from '../harness/eventually.js';
@@ -327,11 +327,12 @@ test('a permanent error shows as Blocked with its message and a Warning; a new s
   await keepHistory(r.world, 'blocked');
 });
 
-/** v1 current, then v2 whose registration wait reaches a 3 s deadline: its first attempt refused, the next held heartbeating `check`. */
+/** v1 current, then v2 whose registration wait reaches its deadline (3 s): its first attempt refused, the next held heartbeating `check`. */
 async function registrationPastDeadline(
   label: string,
   check: { lastCheckFailure?: string },
   firstFailure: () => Error = () => new Error('14 UNAVAILABLE: the frontend is overloaded'),
+  deadlineSeconds = 3,
 ) {
   const r = await withCurrentV1(label);
   let release!: () => void;
@@ -340,7 +341,7 @@ async function registrationPastDeadline(
   let attempts = 0;
   r.world.failWith.set('awaitVersionRegistered', () => (++attempts === 1 ? firstFailure() : undefined));
   const v2 = desired(2, 'v2');
-  v2.spec.progressDeadlineSeconds = 3;
+  v2.spec.progressDeadlineSeconds = deadlineSeconds;
   await r.spec(v2);
   const s = await r.until('NoPollers', (s) => s.reason === 'NoPollers');
   r.world.registrationHold = undefined;
@@ -368,6 +369,17 @@ test('at the progress deadline, a worker deployment limit the server named is sa
   expect(message).toBe(
     `Temporal could not tell within 3s whether workers of v2 poll: the last check failed: ${limit} (the wait goes on)`,
   );
+});
+
+test('a limit is not blamed once an attempt outlived its own limit check: the server was under its limits then', async () => {
+  const limit = "the server cannot add v2: the worker deployment is at the server's limit of 5 versions";
+  const message = await registrationPastDeadline(
+    'limit-gone',
+    {},
+    () => ApplicationFailure.retryable(limit, 'WorkerDeploymentLimit'),
+    Math.ceil(limitCheckAfterMs / 1000) + 2,
+  );
+  expect(message).toMatch(/^no worker of v2 polled Temporal within 12s: check that the worker uses TEMPORAL_ADDRESS/);
 });
 
 test('an earlier refusal is not blamed once the checks answer again: past the deadline the hint is about the workers', async () => {

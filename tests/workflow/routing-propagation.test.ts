@@ -8,7 +8,7 @@
 import { randomUUID } from 'node:crypto';
 import { eventually } from '../harness/eventually.js';
 import { desired, fakeRigForFile } from './fake-world.js';
-import { summaryOf } from './fixtures.js';
+import { keepHistory, summaryOf } from './fixtures.js';
 
 const rig = fakeRigForFile('routing-propagation', { drainPollMaxMs: 200, resyncIntervalMs: 60_000, maxVersions: 100 });
 
@@ -40,6 +40,7 @@ test('a set-current that read the previous current as draining: its sunset start
   const { world, drainageChecks } = await start({ routingUpdateState: true });
   expect(await drainageChecks()).toBe(0);
   expect(world.events.map((e) => e.reason)).not.toContain('RoutingPropagating');
+  await keepHistory(world, 'routing-read-draining');
 });
 
 test('on a server without the routing update state, the sunset checks drainage first', async () => {
@@ -55,4 +56,5 @@ test('routing still reaching the task queues when the set-current stopped readin
     ['Warning', 'v2 is current'],
   ]);
   expect(warnings[1]!.message).toMatch(/Temporal was still passing the routing to its task queues/);
+  await keepHistory(world, 'routing-propagating');
 });
