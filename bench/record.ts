@@ -108,10 +108,9 @@ export function runFacts(o: { temporal?: boolean } = {}): Pick<Results, 'date' |
 export function forServer(
   name: string,
   figures: Figure[],
-  oldest = temporalServerKind() === 'cli' ? temporalServerVersion() : undefined,
+  version = temporalServerKind() === 'cli' ? temporalServerVersion() : undefined,
 ): { name: string; figures: Figure[] } {
-  if (!oldest) return { name, figures };
-  const version = oldest;
+  if (!version) return { name, figures };
   return {
     name: `${name}-temporal-${version}`,
     figures: figures.map((f) => ({ ...f, measure: `${f.measure} (Temporal ${version})` })),
