@@ -111,7 +111,8 @@ async function rollToFirstStep(
     200,
   );
   await apply(w.env, spec('v2'));
-  // In the step: ramped in Temporal, and its pause timer running (the status says Ramping once the timer is recorded).
+  // In the step: ramped in Temporal, and the status Ramping (written in the task that ramps; its timer is recorded as
+  // that task completes, a moment later).
   const first = steps[0]!.rampPercentage;
   await eventually(
     `the first step (${first}%) in Temporal and in the status`,

@@ -19,7 +19,7 @@ import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
 import { Labels } from '../../kube/versioned-deployment.js';
 import { freePort } from '../../scripts/servers/processes.js';
-import { routingOf, versionStatus } from '../harness/rollout-env.js';
+import { routingInForceOf, routingOf, versionStatus } from '../harness/rollout-env.js';
 import { eventually } from '../harness/eventually.js';
 import { apiServerHostPort, clients, kubectl, step } from './cluster.js';
 import { images } from './servers.js';
@@ -361,6 +361,7 @@ test(
     await expectRealPod(v2, images.workerV2);
 
     await step("new work runs on v2's pod", where, async () => {
+      await routingInForceOf(connection, temporalNamespace, workerDeploymentName(namespace, name));
       const fresh = await client.workflow.start('exampleWork', { taskQueue, workflowId: `${namespace}-fresh` });
       await fresh.signal('finish');
       expect(await fresh.result()).toBe(v2);

@@ -9,6 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { group, version } from '../../api/common.js';
 import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
@@ -21,6 +22,7 @@ import { describeDeploymentSettled, describeVersionSettled } from '../../tempora
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
 import { completedActivities, type CompletedActivity } from '../../scripts/history.js';
+import { eventually } from './eventually.js';
 
 export const plural = 'temporalworkerdeployments';
 
@@ -195,6 +197,30 @@ export async function routingOf(
     percentage: rc?.rampingVersionPercentage ?? 0,
   };
 }
+
+/**
+ * Waits until a worker deployment's routing is in force on its task queues. On 1.30+ a routing change answers, and a
+ * describe shows it, before it has reached them (`routingConfigUpdateState`); older servers apply it at once.
+ */
+export async function routingInForceOf(
+  connection: Connection,
+  namespace: string,
+  deploymentName: string,
+): Promise<void> {
+  const inProgress = proto.temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS;
+  await eventually(`the routing of ${deploymentName} in force on its task queues`, async () => {
+    const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
+    return res?.workerDeploymentInfo?.routingConfigUpdateState !== inProgress;
+  });
+}
+
+/** `routingInForceOf` for a resource's worker deployment. */
+export const routingInForce = (env: RolloutEnv, name: string): Promise<void> =>
+  routingInForceOf(
+    env.connection,
+    process.env.TEMPORAL_NAMESPACE ?? 'default',
+    workerDeploymentName(env.namespace, name),
+  );
 
 export interface ResourceOptions {
   strategy?: 'AllAtOnce' | 'Progressive' | 'Manual';

@@ -13,6 +13,7 @@ import {
   eventually,
   resource,
   routing,
+  routingInForce,
   startRolloutEnv,
   taskQueueOf,
   twdStatus,
@@ -164,6 +165,7 @@ test('onAbort.movePinned: executions pinned to an aborted v2 complete on v1', as
   const v1 = (await currentIs('moved')).currentVersion!.buildID;
   await apply(env, spec('v2'));
   const v2 = (await statusWhere('moved', 'v2 ramping', (s) => s.phase === 'Ramping')).targetVersion!.buildID;
+  await routingInForce(env, 'moved');
   // Executions held open (EXAMPLE_WORKFLOW_HOLD 1h); about half start on v2, pinned there.
   const handles = await startWork('moved', 12, 'pinned');
   const onV2 = await eventually('some executions pinned to v2', async () => {

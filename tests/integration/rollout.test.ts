@@ -19,6 +19,7 @@ import {
   plural,
   resource,
   routing,
+  routingInForce,
   startRolloutEnv,
   taskQueueOf,
   twdStatus,
@@ -89,6 +90,7 @@ test('AllAtOnce v1 → v2: v2 current in Temporal and in status; v1 kept while a
   expect(status.deprecatedVersions?.map((v) => v.buildID)).toContain(v1);
 
   // New work goes to v2 while the pinned execution keeps v1 alive.
+  await routingInForce(env, 'aao');
   const fresh = await env.client.workflow.start('exampleWork', {
     taskQueue: taskQueueOf(env, 'aao'),
     workflowId: `${env.namespace}-fresh`,
@@ -262,7 +264,17 @@ test("a resync heals a Deployment edited by hand, leaves a scaler's replicas alo
     { name, namespace: env.namespace, body: { spec: { replicas: 2 } }, fieldManager: 'a-scaler' },
     asMergePatch,
   );
-  const scaled = await get();
+  // Settled first: the Deployment controller writes its status as the second pod becomes ready.
+  const scaled = await eventually(
+    'the scaled Deployment settled',
+    async () => {
+      const d = await get();
+      const s = d.status;
+      const settled = s?.observedGeneration === d.metadata!.generation && s?.updatedReplicas === 2;
+      return settled && s?.readyReplicas === 2 && s?.availableReplicas === 2 ? d : undefined;
+    },
+    60_000,
+  );
   await resyncRound();
   const after = await get();
   expect(after.spec!.replicas).toBe(2);

@@ -43,7 +43,14 @@ test('a Progressive rollout writes every report inside its workflow tasks', asyn
     30_000,
   );
 
-  const events = await history();
+  // v2's Ready report is recorded as its task completes, a moment after the world has it.
+  const events = await eventually('v2 Ready report in the history', async () => {
+    const all = await history();
+    const readyReports = all.filter(
+      (e) => isLocalReport(e) && /^write the status: Ready, with Event RolloutComplete/.test(summaryOf(e) ?? ''),
+    );
+    return readyReports.length >= 2 || all.some(isReportActivity) ? all : undefined;
+  });
   const local = events.filter(isLocalReport);
   // Beside a set-current (an activity) too: no report is an activity while none failed.
   expect(events.filter(isReportActivity)).toEqual([]);
