@@ -9,7 +9,6 @@
 import { randomBytes } from 'node:crypto';
 import * as k8s from '@kubernetes/client-node';
 import { Client, Connection } from '@temporalio/client';
-import proto from '@temporalio/proto';
 import { group, version } from '../../api/common.js';
 import { pluralOf, type ResourceKind } from '../../api/kinds.js';
 import { rolloutWorkflowId, workerDeploymentName } from '../../api/names.js';
@@ -19,6 +18,7 @@ import { Labels } from '../../kube/versioned-deployment.js';
 import { createRolloutNamespace } from '../../scripts/servers/rollout-namespace.js';
 import { ignoreNotFound, asMergePatch, SharedConnectionsKubeConfig } from '../../kube/client.js';
 import { describeDeploymentSettled, describeVersionSettled } from '../../temporal/describe.js';
+import { routingOf as routingDescribed } from '../../activities/routing.js';
 import { installRuntime, startController, type Controller, type ControllerOptions } from '../../worker/controller.js';
 import { PodSimulator } from '../../simulator/pod-simulator.js';
 import { completedActivities, type CompletedActivity } from '../../scripts/history.js';
@@ -189,13 +189,10 @@ export async function routingOf(
   namespace: string,
   deploymentName: string,
 ): Promise<{ current?: string; ramping?: string; percentage: number }> {
-  const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
-  const rc = res?.workerDeploymentInfo?.routingConfig;
-  return {
-    current: rc?.currentDeploymentVersion?.buildId || undefined,
-    ramping: rc?.rampingDeploymentVersion?.buildId || undefined,
-    percentage: rc?.rampingVersionPercentage ?? 0,
-  };
+  const { current, ramping, rampPercentage } = routingDescribed(
+    await describeDeploymentSettled(connection.workflowService, namespace, deploymentName),
+  );
+  return { current, ramping, percentage: rampPercentage };
 }
 
 /**
@@ -207,10 +204,9 @@ export async function routingInForceOf(
   namespace: string,
   deploymentName: string,
 ): Promise<void> {
-  const inProgress = proto.temporal.api.enums.v1.RoutingConfigUpdateState.ROUTING_CONFIG_UPDATE_STATE_IN_PROGRESS;
   await eventually(`the routing of ${deploymentName} in force on its task queues`, async () => {
     const res = await describeDeploymentSettled(connection.workflowService, namespace, deploymentName);
-    return res?.workerDeploymentInfo?.routingConfigUpdateState !== inProgress;
+    return !routingDescribed(res).propagating;
   });
 }
 

@@ -4,13 +4,7 @@
  */
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createPinnedActivities } from '../../temporal/pinned.js';
-import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
-
-const t = {
-  connection: { hostPort: 'temporal.test:7233' },
-  temporalNamespace: 'ns',
-  deploymentName: 'shop/orders',
-} as unknown as TemporalTarget;
+import { connectionsTo, fakeTarget as t } from '../harness/fake-temporal.js';
 
 /** A visibility store of `total` executions, answered `perPage` at a time; records every terminate. */
 function fakeService(total: number, perPage: number) {
@@ -31,8 +25,7 @@ function fakeService(total: number, perPage: number) {
       return {};
     },
   };
-  const connections = { get: async () => ({ workflowService: service }) } as unknown as TemporalConnections;
-  return { pinned: createPinnedActivities(connections, 'test'), queries, terminated };
+  return { pinned: createPinnedActivities(connectionsTo(service), 'test'), queries, terminated };
 }
 
 test('every page is acted on, beyond ten thousand executions', async () => {
@@ -48,7 +41,7 @@ test('every page is acted on, beyond ten thousand executions', async () => {
   expect(new Set(terminated).size).toBe(12_345);
   expect(queries).toHaveLength(13);
   expect(queries[0]).toContain('TemporalWorkflowVersioningBehavior = "Pinned"');
-  expect(queries[0]).toContain('TemporalWorkerDeploymentVersion = "shop/orders:v1"');
+  expect(queries[0]).toContain('TemporalWorkerDeploymentVersion = "ns/orders:v1"');
 });
 
 test('a cancelled activity stops acting', async () => {

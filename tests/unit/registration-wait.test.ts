@@ -8,7 +8,7 @@ import proto from '@temporalio/proto';
 import { CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import { createTemporalActivities } from '../../activities/temporal.js';
-import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
+import { connectionsTo, fakeTarget as target } from '../harness/fake-temporal.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { TaskQueueType } = proto.temporal.api.enums.v1;
@@ -43,16 +43,14 @@ function busyServer(
     },
   };
   const withAbortSignal = <R>(s: AbortSignal, fn: () => Promise<R>) => ((signal = s), fn());
-  const connections = { get: async () => ({ workflowService, withAbortSignal }) } as unknown as TemporalConnections;
-  return { activities: createTemporalActivities(connections, 'glidepath', async () => undefined), calls };
+  const activities = createTemporalActivities(
+    connectionsTo(workflowService, withAbortSignal),
+    'glidepath',
+    async () => undefined,
+  );
+  return { activities, calls };
 }
 
-const target: TemporalTarget = {
-  connection: { hostPort: 'localhost:7233' },
-  k8sNamespace: 'ns',
-  temporalNamespace: 'default',
-  deploymentName: 'ns/orders',
-};
 /** Runs the wait on jest's clock, 100 ms at a time (cancelled after `cancelAfterMs`); returns its outcome and the time it took. */
 async function wait(activities: ReturnType<typeof busyServer>['activities'], cancelAfterMs = Infinity) {
   jest.useFakeTimers();

@@ -7,7 +7,7 @@ import { jest } from '@jest/globals';
 import proto from '@temporalio/proto';
 import { createTemporalActivities } from '../../activities/temporal.js';
 import { propagationBoundMs, type SetCurrentResult } from '../../activities/routing.js';
-import type { TemporalConnections, TemporalTarget } from '../../temporal/connections.js';
+import { connectionsTo, fakeTarget as target } from '../harness/fake-temporal.js';
 import { grpcError } from '../harness/grpc-error.js';
 
 const { RoutingConfigUpdateState, WorkerDeploymentVersionStatus } = proto.temporal.api.enums.v1;
@@ -42,16 +42,11 @@ function server(serverVersion: string, reads: Read[]) {
       };
     },
   };
-  const connections = { get: async () => ({ workflowService }) } as unknown as TemporalConnections;
-  return { activities: createTemporalActivities(connections, 'glidepath', async () => undefined), calls };
+  return {
+    activities: createTemporalActivities(connectionsTo(workflowService), 'glidepath', async () => undefined),
+    calls,
+  };
 }
-
-const target: TemporalTarget = {
-  connection: { hostPort: 'localhost:7233' },
-  k8sNamespace: 'ns',
-  temporalNamespace: 'default',
-  deploymentName: 'ns/orders',
-};
 
 /** setCurrent(v2) with our last write's token (no describe before the write), on jest's clock. */
 async function setCurrent(s: ReturnType<typeof server>) {
