@@ -267,8 +267,9 @@ test('a set-current returns once the server says the routing reached every task 
   const routing = await temporal.describeRouting(t);
   expect(routing.current).toBe('B');
   if (result.propagating) {
-    // Said only once the activity has read for its whole bound (about 2 s is usual here; a loaded machine is slower).
-    expect(tookMs).toBeGreaterThanOrEqual(propagationBoundMs);
+    // Said only when the next read, at most 1 s away, would pass the bound (about 2 s is usual here; a loaded
+    // machine is slower).
+    expect(tookMs).toBeGreaterThan(propagationBoundMs - 1_000);
   } else {
     expect(routing.propagating).toBe(false);
   }
