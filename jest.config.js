@@ -1,6 +1,7 @@
-// Five tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
+// Six tiers, one command: unit (pure code), workflow (real Temporal dev server), integration (real
 // kube-apiserver + etcd + kube-controller-manager + Temporal dev server + simulated pods), chaos (faults:
-// the controller SIGKILLed, the servers restarted), e2e (a real node: containerd + kubelet, the images installed
+// the controller SIGKILLed, the servers restarted), security (an attacker with Temporal access only: forged activity
+// calls and completions, on the same real servers), e2e (a real node: containerd + kubelet, the images installed
 // with kubectl apply -k). `npm run test:all` (scripts/test-all.sh) runs e2e in a jest run of its own: its
 // global setup points KUBECONFIG and TEMPORAL_ADDRESS at its own servers.
 const common = {
@@ -32,6 +33,13 @@ export default {
       ...common,
       displayName: 'chaos',
       testMatch: ['<rootDir>/tests/chaos/**/*.test.ts'],
+      globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
+      globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
+    },
+    {
+      ...common,
+      displayName: 'security',
+      testMatch: ['<rootDir>/tests/security/**/*.test.ts'],
       globalSetup: '<rootDir>/tests/harness/global-setup.mjs',
       globalTeardown: '<rootDir>/tests/harness/global-teardown.mjs',
     },

@@ -1,7 +1,10 @@
 /** Every activity RolloutWorkflow calls, created with the clients they adapt. */
 import type { Interceptor } from '@grpc/grpc-js';
 import type * as k8s from '@kubernetes/client-node';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { AppsV1Api, CoreV1Api } from '@kubernetes/client-node';
+import { createAuthority } from './authority.js';
+import { createGuardedKubeActivities } from './guarded-kube.js';
+import { createGuardedTemporalActivities } from './guarded-temporal.js';
 import { withFailureClassification } from './errors.js';
 import type { Timings } from '../api/timings.js';
 import { ignoreNotFound } from '../kube/client.js';
@@ -12,15 +15,16 @@ import { createTemporalActivities } from './temporal.js';
 import { createDrainageActivities } from '../temporal/drainage.js';
 import { createAnalysisActivities } from '../temporal/analysis.js';
 import { createPinnedActivities } from '../temporal/pinned.js';
-import { TemporalConnections } from '../temporal/connections.js';
+import { TemporalConnections, type TemporalTarget } from '../temporal/connections.js';
 
-export type { TemporalTarget } from '../temporal/connections.js';
+export type { TemporalRef, TemporalTarget } from '../temporal/connections.js';
+export type { GateRequest } from './guarded-temporal.js';
+export type { DeploymentRequest } from './guarded-kube.js';
+export { refusedFailureType } from './authority.js';
 export type { RegistrationCheck, VersionRegistration } from './registration.js';
 export type { Routing, RoutingCallOptions, RoutingCallResult } from './routing.js';
-export type { GateRun } from './gates.js';
 export type { ForeignVersion } from './adoption.js';
 export type { KubeEvent, Report } from './resource-writes.js';
-export type { GateInputSource } from '../kube/gate-input.js';
 export type { ResourceRead } from '../kube/read-resource.js';
 export type { PinnedAction } from '../temporal/pinned.js';
 export { managerIdentityHeldType, permanentFailureType } from './errors.js';
@@ -47,14 +51,24 @@ export function createActivities(
     );
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
+  const reads = createResourceReads(kc, { timings: options.timings, installation: options.installation });
+  const authority = createAuthority(reads, options.installation, kc.makeApiClient(AppsV1Api));
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
-  const activities = withFailureClassification({
-    ...createKubernetesActivities(kc),
-    ...createResourceReads(kc, { timings: options.timings, installation: options.installation }),
+  const versionStatus = (t: TemporalTarget, buildId: string) => temporal.versionStatus(t, buildId);
+  const adapters = {
     ...temporal,
-    ...createDrainageActivities(connections, (t, buildId) => temporal.versionStatus(t, buildId)),
+    ...createDrainageActivities(connections, versionStatus),
     ...createAnalysisActivities(connections),
     ...createPinnedActivities(connections, identity),
+  };
+  const activities = withFailureClassification({
+    ...createGuardedKubeActivities(
+      { ...createKubernetesActivities(kc), ...reads },
+      authority,
+      options.installation,
+      versionStatus,
+    ),
+    ...createGuardedTemporalActivities(adapters, authority, connections),
   });
   return { activities, close: () => connections.closeAll() };
 }

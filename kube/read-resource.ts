@@ -97,8 +97,11 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
   };
 
   return {
-    /** The resource at owner's namespace/name of owner's kind, whatever its uid (the caller compares it with its own). */
-    async readResource(owner: Owner): Promise<ResourceRead> {
+    /**
+     * The resource at owner's namespace/name of owner's kind, whatever its uid (the caller compares it with its own);
+     * `spec: false`: only who it is (uid, claim, deletion), without its spec and connection.
+     */
+    async readResource(owner: Owner, o: { spec?: boolean } = {}): Promise<ResourceRead> {
       const kind = owner.kind ?? 'TemporalWorkerDeployment';
       const obj = await getResource(kind, owner.namespace, owner.name);
       if (!obj) return { found: false, ...configured };
@@ -115,6 +118,7 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
           : {}),
         ...configured,
       };
+      if (o.spec === false) return read; // who it is, not what it asks for: no connection read
       const result = await desiredOf({ ...obj, kind }, kind, connection);
       return result.ok
         ? { ...read, desired: result.desired }

@@ -3,6 +3,7 @@
  * Applied with server-side apply, so rendering the same inputs twice changes nothing.
  */
 import type * as k8s from '@kubernetes/client-node';
+import { canonicalJson } from '../api/build-id.js';
 import { apiVersion } from '../api/common.js';
 import type { ResourceKind } from '../api/kinds.js';
 import { versionedDeploymentName, workerDeploymentName } from '../api/names.js';
@@ -19,6 +20,11 @@ export const Labels = {
   ownerUid: 'glidepath.dev/owner-uid',
 } as const;
 export const managerName = 'glidepath';
+/**
+ * The build's pod template as the spec declared it (canonical JSON), kept on its own Deployment: once the spec
+ * declares another build, the cluster still says what this one runs, and nothing else is believed for it.
+ */
+export const podTemplateAnnotation = 'glidepath.dev/pod-template';
 
 /** Where the mTLS Secret is mounted in every container. */
 export const tlsMountPath = '/etc/temporal/tls';
@@ -132,6 +138,7 @@ export function renderVersionedDeployment(input: VersionedDeploymentInput): k8s.
       name: versionedDeploymentName(owner.name, buildId),
       namespace: owner.namespace,
       labels: { ...selector, [Labels.managedBy]: managerName, [Labels.ownerUid]: owner.uid },
+      annotations: { [podTemplateAnnotation]: canonicalJson(spec.template) },
       ownerReferences: [ownerReference(owner)],
     },
     spec: {

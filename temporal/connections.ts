@@ -7,6 +7,7 @@
 import { createHash } from 'node:crypto';
 import type { Interceptor } from '@grpc/grpc-js';
 import { Connection, type ConnectionOptions } from '@temporalio/client';
+import type { Owner } from '../api/resource.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import { PermanentError } from '../api/errors.js';
 import { whyUnreachable } from './unreachable.js';
@@ -18,6 +19,17 @@ export interface TemporalTarget {
   k8sNamespace: string;
   temporalNamespace: string;
   deploymentName: string;
+}
+
+/**
+ * What a workflow passes a Temporal activity: the resource, and the place it believes the version lives. The
+ * activity reads the resource and its connection from the apiserver (activities/authority.ts): nothing here
+ * chooses a server or a Secret.
+ */
+export interface TemporalRef {
+  owner: Owner;
+  temporalNamespace: string;
+  hostPort: string;
 }
 
 /** Reads a Secret's data (decoded); `undefined` when there is no such Secret. */

@@ -7,11 +7,13 @@
 import { InterceptingCall, type Interceptor } from '@grpc/grpc-js';
 import { ApplicationFailure, type MetricCounter, type MetricGauge } from '@temporalio/common';
 import { Runtime, type ActivityInboundCallsInterceptor, type RuntimeOptions } from '@temporalio/worker';
+import { refusalReason } from '../activities/authority.js';
 import { TransientError } from '../activities/errors.js';
 import { durationBuckets, resourceLabels, RolloutMetric, rolloutMetricDescriptions } from '../workflows/metrics.js';
 
 export const ProcessMetric = {
   activityErrors: 'glidepath_activity_errors_total',
+  activityRefusals: 'glidepath_activity_refusals_total',
   temporalRequests: 'glidepath_temporal_requests_total',
   rampPercentage: 'glidepath_rollout_ramp_percentage',
   phase: 'glidepath_rollout_phase',
@@ -52,9 +54,12 @@ export function initializeCounters(): void {
   ];
   for (const name of counters) meter.createCounter(name, '1', rolloutMetricDescriptions[name]).add(0);
   meter.createCounter(ProcessMetric.activityErrors, '1', activityErrorsDescription).add(0);
+  meter.createCounter(ProcessMetric.activityRefusals, '1', activityRefusalsDescription).add(0);
 }
 
 const activityErrorsDescription = 'Failed activity attempts, by activity and kind';
+const activityRefusalsDescription =
+  'Activity attempts refused because what they read (the apiserver, Temporal) did not support them, by activity and reason';
 
 /** What kind of failure an activity ended with: its ApplicationFailure type, `transient`, or the error's name. */
 export function errorKind(err: unknown): string {
@@ -64,11 +69,12 @@ export function errorKind(err: unknown): string {
   return err instanceof Error ? err.name : typeof err;
 }
 
-/** Counts every failed activity attempt by activity type and kind. */
+/** Counts every failed activity attempt by activity type and kind, and every refusal by activity type and reason. */
 export function activityErrorCounter(): (ctx: { info: { activityType: string } }) => {
   inbound: ActivityInboundCallsInterceptor;
 } {
   let counter: MetricCounter | undefined;
+  let refusals: MetricCounter | undefined;
   return (ctx) => ({
     inbound: {
       async execute(input, next) {
@@ -83,6 +89,15 @@ export function activityErrorCounter(): (ctx: { info: { activityType: string } }
             activityErrorsDescription,
           );
           counter.add(1, { activity: ctx.info.activityType, kind: errorKind(err) });
+          const reason = refusalReason(err);
+          if (reason !== undefined) {
+            refusals ??= Runtime.instance().metricMeter.createCounter(
+              ProcessMetric.activityRefusals,
+              '1',
+              activityRefusalsDescription,
+            );
+            refusals.add(1, { activity: ctx.info.activityType, reason });
+          }
           throw err;
         }
       },

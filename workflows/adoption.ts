@@ -116,13 +116,12 @@ export async function adoptForeignVersions(
     target.buildId !== desired.buildId
   )
     return undefined;
-  const template = state.templates?.[target.buildId];
-  if (!template) return undefined;
+  if (!state.templates?.[target.buildId]) return undefined;
   const { buildId } = target;
   // The apply first (inside the task, calls take turns): it is what someone who ran `kubectl apply` waits to see.
   const calls = [
     ctx.call(`apply the Deployment of ${buildId} (adopting temporal-worker-controller's, if any)`, () =>
-      ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, desired, buildId, template }),
+      ctx.kube.adoptOrApplyDeployment({ owner: ctx.owner, buildId }),
     ),
     ctx.call('describe the worker deployment', () => ctx.temporal.describeRouting(ctx.temporalTarget())),
   ] as const;

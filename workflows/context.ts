@@ -14,8 +14,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalTarget } from '../activities/index.js';
-import { workerDeploymentName } from '../api/names.js';
+import type { KubeEvent, RoutingCallOptions, RoutingCallResult, TemporalRef } from '../activities/index.js';
 import type { Phase, Reason } from '../api/rollout-status.js';
 import { ActivityCalls, restOfActivation } from './calls.js';
 import { managerBack, waitForManager } from './manager-identity.js';
@@ -41,8 +40,8 @@ const now = () => new Date();
 export const historyLimit = 100;
 
 /** Which worker deployment a conflict token is of: the server, the namespace, the name. */
-const routingTokenKey = (t: TemporalTarget) =>
-  JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName]);
+const routingTokenKey = (t: TemporalRef) =>
+  JSON.stringify([t.hostPort, t.temporalNamespace, t.owner.namespace, t.owner.name]);
 
 /** At most this many Events in one report (the rest go in the next): an activity's input stays small. */
 const reportBatch = 20;
@@ -72,13 +71,13 @@ export class RolloutContext extends ActivityCalls {
    * The extra argument of a routing write on `t`: our last write's conflict token there (no describe first while
    * nobody else wrote), and the claim of the manager identity on the way.
    */
-  routingOptions(t: TemporalTarget): [RoutingCallOptions] {
+  routingOptions(t: TemporalRef): [RoutingCallOptions] {
     const last = this.state.routingToken;
     return [{ ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}), claim: true }];
   }
 
   /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */
-  routed(t: TemporalTarget, result: RoutingCallResult | undefined): void {
+  routed(t: TemporalRef, result: RoutingCallResult | undefined): void {
     this.state.routingToken = result?.conflictToken
       ? { of: routingTokenKey(t), token: result.conflictToken }
       : undefined;
@@ -88,14 +87,16 @@ export class RolloutContext extends ActivityCalls {
     return this.state.desired!.spec;
   }
 
-  /** The resource's worker deployment, on the Temporal of `place` (default: the spec's). */
-  temporalTarget(place?: TemporalPlace): TemporalTarget {
+  /**
+   * The resource's worker deployment, on the Temporal of `place` (default: the spec's): a reference, which the
+   * activity resolves against the apiserver (the connection is never the workflow's to give).
+   */
+  temporalTarget(place?: TemporalPlace): TemporalRef {
     const d = this.state.desired!;
     return {
-      connection: place?.connection ?? d.connection,
-      k8sNamespace: this.owner.namespace,
+      owner: this.owner,
       temporalNamespace: place?.temporalNamespace ?? d.spec.workerOptions.temporalNamespace,
-      deploymentName: workerDeploymentName(this.owner.namespace, this.owner.name),
+      hostPort: (place?.connection ?? d.connection).hostPort,
     };
   }
 

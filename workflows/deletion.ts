@@ -116,9 +116,11 @@ export async function deleteEverything(ctx: RolloutContext): Promise<DeletionRes
       }
     }
   }
-  await kube('remove the finalizer', () => ctx.kube.removeFinalizer(owner));
-  if (result.problems.length)
+  if (result.problems.length) {
     ctx.event('Warning', 'CleanupIncomplete', `deleted, but could not: ${result.problems.join('; ')}`);
+    await ctx.settled(); // said while the resource is there: nothing is written to one that is gone
+  }
+  await kube('remove the finalizer', () => ctx.kube.removeFinalizer(owner));
   return result;
 }
 

@@ -24,21 +24,20 @@ export async function readDeployment(ctx: RolloutContext, buildId: string): Prom
   return read;
 }
 
-/** Server-side applies a live build's Deployment from its own template and the spec in force. */
+/** Server-side applies a live build's Deployment from its own template (the cluster's record of it) and the spec in force. */
 export async function ensureDeployment(ctx: RolloutContext, buildId: string): Promise<void> {
-  const template = ctx.state.templates?.[buildId];
-  if (!template) {
+  if (!ctx.state.templates?.[buildId]) {
     // Adopted from temporal-worker-controller: its settings follow the spec, its template stays (it is the build).
     if (ctx.state.foreign?.[buildId]) {
       const adopted = await ctx.call(`update the adopted Deployment of ${buildId}`, () =>
-        ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId }),
+        ctx.kube.updateAdoptedDeployment({ owner: ctx.owner, buildId }),
       );
       observe(ctx, adopted);
     }
     return; // a version adopted from Temporal: not ours to render
   }
   const obs = await ctx.call(`apply the Deployment of ${buildId}`, () =>
-    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, desired: ctx.state.desired!, buildId, template }),
+    ctx.kube.ensureVersionedDeployment({ owner: ctx.owner, buildId }),
   );
   observe(ctx, obs);
 }

@@ -3,7 +3,6 @@
  * step). Its input is read inside the activity that starts it, so a Secret never enters this history.
  */
 import { CancellationScope, isCancellation, type ActivityOptions } from '@temporalio/workflow';
-import { parseDuration } from '../api/duration.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
 import type { Target } from './state.js';
@@ -40,12 +39,10 @@ export async function passGate(
       result = await ctx.call(`gate ${gate.workflowType}`, () =>
         ctx.gateWaits().runGate(t, {
           buildId,
-          workflowType: gate.workflowType,
+          gate: label,
           // A workflow task queue of the target: an activity-only queue would never run it.
           taskQueue: gate.taskQueue ?? registration.workflowTaskQueues?.[0] ?? registration.taskQueues[0] ?? '',
-          ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
           workflowId,
-          timeoutMs: parseDuration(gate.timeout ?? '10m'),
         }),
       );
     } catch (err) {

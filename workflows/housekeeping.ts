@@ -39,10 +39,7 @@ function liveVersions(r: Resource) {
     ...s.deprecated
       .filter((v) => !r.ctx.removing.has(v.buildId))
       .map((v) => ({ buildId: v.buildId, replicas: v.scaledDown ? 0 : s.desired!.spec.replicas })),
-  ].flatMap((v) => {
-    const template = s.templates?.[v.buildId];
-    return template ? [{ ...v, template }] : [];
-  });
+  ].filter((v) => s.templates?.[v.buildId] !== undefined); // the builds it renders (not adopted ones)
 }
 
 /** Level-triggered self-healing: recreates a live Deployment deleted by hand, removes strays. Reads only, unless one is missing. */
@@ -67,7 +64,7 @@ async function resyncLoop(r: Resource): Promise<never> {
         if (r.state.deleting || ctx.handedAway) return;
         const { recreated, healed } = await ctx.call(
           'reconcile the Deployments',
-          () => ctx.kube.reconcileDeployments({ owner, desired: r.state.desired!, versions: liveVersions(r) }),
+          () => ctx.kube.reconcileDeployments({ owner, versions: liveVersions(r) }),
           { background: true },
         );
         for (const name of recreated)

@@ -3,7 +3,7 @@
  * non-cancellable write, and makes room under the server's version cap before a new version registers.
  */
 import { CancellationScope, CancelledFailure } from '@temporalio/workflow';
-import type { Routing, TemporalTarget } from '../activities/index.js';
+import type { Routing, TemporalRef } from '../activities/index.js';
 import type { RolloutContext } from './context.js';
 import { managerHeldBy } from './failures.js';
 import { managerBack, waitForManager } from './manager-identity.js';
@@ -13,10 +13,11 @@ import { waitWhilePaused } from './waiting.js';
 
 const now = () => new Date();
 
-const sameWorkerDeployment = (a: TemporalTarget, b: TemporalTarget) =>
-  a.connection.hostPort === b.connection.hostPort &&
+const sameWorkerDeployment = (a: TemporalRef, b: TemporalRef) =>
+  a.hostPort === b.hostPort &&
   a.temporalNamespace === b.temporalNamespace &&
-  a.deploymentName === b.deploymentName;
+  a.owner.namespace === b.owner.namespace &&
+  a.owner.name === b.owner.name;
 
 /**
  * Throws (as a cancellation) when the build is no longer the target: a superseding spec or an abort cancels

@@ -79,6 +79,8 @@ describe('renderVersionedDeployment', () => {
           'app.kubernetes.io/managed-by': 'glidepath',
           'glidepath.dev/owner-uid': 'u-1',
         },
+        // The build's template as the spec declared it: what its Deployment runs once the spec declares another.
+        annotations: { 'glidepath.dev/pod-template': '{"spec":{"containers":[{"image":"hello:1","name":"worker"}]}}' },
         ownerReferences: [
           {
             apiVersion: 'glidepath.dev/v1alpha1',

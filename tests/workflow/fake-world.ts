@@ -18,14 +18,15 @@ import { ApplicationFailure, Context } from '@temporalio/activity';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type {
   Activities,
-  GateRun,
+  GateRequest,
   RegistrationCheck,
   Routing,
   RoutingCallOptions,
   RoutingCallResult,
-  TemporalTarget,
+  TemporalRef,
   VersionRegistration,
 } from '../../activities/index.js';
+import { gateOf } from '../../activities/guarded-temporal.js';
 import type { KubeEvent, Report } from '../../activities/resource-writes.js';
 import { rolloutWorkflowId, versionedDeploymentName, workerDeploymentName } from '../../api/names.js';
 import {
@@ -369,16 +370,19 @@ export class FakeWorlds {
       w.record(name, args);
       return w;
     };
-    const temporal = (t: TemporalTarget, name: string, args: unknown[]) => {
-      const w = this.at(t.deploymentName);
-      w.record(name, args, `${t.connection.hostPort}/${t.temporalNamespace}`);
+    const temporal = (t: TemporalRef, name: string, args: unknown[]) => {
+      const w = this.at(workerDeploymentName(t.owner.namespace, t.owner.name));
+      w.record(name, args, `${t.hostPort}/${t.temporalNamespace}`);
       return w;
     };
+    // As the activities: the spec is the one the apiserver has (the world's), never the caller's.
+    const specOf = (owner: Owner) => this.of(owner).spec;
     const fake: Activities = {
       // ---- Kubernetes ----
       ensureVersionedDeployment: async (input) => {
-        const w = kube(input.owner, 'ensureVersionedDeployment', [input.buildId, input.desired.generation]);
-        return w.apply(input.buildId, input.replicas ?? input.desired.spec.replicas, input.desired.generation);
+        const desired = specOf(input.owner)!;
+        const w = kube(input.owner, 'ensureVersionedDeployment', [input.buildId, desired.generation]);
+        return w.apply(input.buildId, desired.spec.replicas, desired.generation);
       },
       reconcileDeployments: async (input) => {
         const w = kube(input.owner, 'reconcileDeployments', [input.versions.map((v) => v.buildId)]);
@@ -466,7 +470,6 @@ export class FakeWorlds {
         w.events.push(...report.events);
         return report.status === undefined || !w.resourceGone;
       },
-      readGateInput: async () => ({ from: 'configMap' }),
       readDeployment: async (owner, buildId) => kube(owner, 'readDeployment', [buildId]).observation(buildId),
       removeFinalizer: async (owner) => {
         kube(owner, 'removeFinalizer', []);
@@ -487,8 +490,8 @@ export class FakeWorlds {
       },
       // As the activity: the adoption's look, then the apply when there is nothing to adopt (both recorded).
       adoptOrApplyDeployment: async (input) => {
-        const w = kube(input.owner, 'adoptOrApplyDeployment', [input.buildId, input.desired.generation]);
-        const adopted = await fake.adoptForeignDeployments({ owner: input.owner, template: input.template });
+        const w = kube(input.owner, 'adoptOrApplyDeployment', [input.buildId, specOf(input.owner)!.generation]);
+        const adopted = await fake.adoptForeignDeployments({ owner: input.owner });
         if (adopted.length) return { adopted };
         // As the activity: its request is tied to the attempt, so an attempt past its timeout applies nothing.
         const hold = w.applyHold?.();
@@ -496,18 +499,16 @@ export class FakeWorlds {
         return { adopted, applied: await fake.ensureVersionedDeployment(input) };
       },
       updateAdoptedDeployment: async (input) => {
-        const w = kube(input.owner, 'updateAdoptedDeployment', [
-          input.buildId,
-          input.replicas ?? input.desired.spec.replicas,
-        ]);
+        const replicas = specOf(input.owner)!.spec.replicas;
+        const w = kube(input.owner, 'updateAdoptedDeployment', [input.buildId, replicas]);
         const d = w.deployments.get(input.buildId);
-        if (d) d.replicas = input.replicas ?? input.desired.spec.replicas;
+        if (d) d.replicas = replicas;
         return w.observation(input.buildId);
       },
 
       // ---- Temporal ----
       describeRouting: async (t): Promise<Routing> => {
-        const w = this.at(t.deploymentName);
+        const w = this.at(workerDeploymentName(t.owner.namespace, t.owner.name));
         return {
           current: w.current,
           ramping: w.ramping,
@@ -629,9 +630,16 @@ export class FakeWorlds {
       cancelGate: async (t, workflowId) => {
         temporal(t, 'cancelGate', [workflowId]);
       },
-      runGate: async (t, gate: GateRun) => {
-        const w = temporal(t, 'runGate', [gate.buildId, gate]);
-        return w.gateResults.shift() ?? { passed: true, message: `${gate.workflowType} completed` };
+      // As the activity: what runs, with what input, is the spec's gate the request names (recorded resolved).
+      runGate: async (t, request: GateRequest) => {
+        const gate = gateOf(specOf(t.owner)!.spec, request.gate);
+        const resolved = {
+          ...request,
+          workflowType: gate?.workflowType,
+          ...(gate?.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate?.input }),
+        };
+        const w = temporal(t, 'runGate', [request.buildId, resolved]);
+        return w.gateResults.shift() ?? { passed: true, message: `${gate?.workflowType} completed` };
       },
     };
     return fake;

@@ -1,0 +1,213 @@
+/**
+ * The Temporal activities as RolloutWorkflow (or anyone who can schedule on its queues) calls them: each takes a
+ * reference (`TemporalRef`), reads its resource and connection from the apiserver (./authority.ts), and only then
+ * calls the adapter with the worker deployment it found. A step that takes something away re-reads Temporal just
+ * before it acts and refuses what the read does not support; what the caller says it read is never believed.
+ */
+import proto from '@temporalio/proto';
+import { parseDuration } from '../api/duration.js';
+import type { Owner } from '../api/resource.js';
+import type { Gate } from '../api/temporal-worker-deployment.js';
+import { isDrained } from '../api/version-status.js';
+import type { NormalizedSpec } from '../api/worker-deployment.js';
+import type { createAnalysisActivities } from '../temporal/analysis.js';
+import type { TemporalConnections, TemporalRef, TemporalTarget } from '../temporal/connections.js';
+import { describeVersionSettled } from '../temporal/describe.js';
+import type { createDrainageActivities } from '../temporal/drainage.js';
+import type { createPinnedActivities, PinnedAction } from '../temporal/pinned.js';
+import { mustBeDeleting, refused, type Authority, type Authorized } from './authority.js';
+import type { RoutingCallOptions } from './routing.js';
+import type { TemporalActivities } from './temporal.js';
+
+const { temporal } = proto; // a CommonJS module: no named exports under ESM
+
+/**
+ * A gate to run on a build: which of the spec's gates (`rollout`, or `step-N` for the gate after step N) and the
+ * run's workflow ID. Its workflow type, input and timeout are the spec's, read by the activity.
+ */
+export interface GateRequest {
+  buildId: string;
+  gate: string;
+  workflowId: string;
+  /** Where it starts when the spec names no task queue: a workflow task queue the build's workers poll. */
+  taskQueue: string;
+}
+
+/** The prefix of a resource's gate runs' workflow IDs (of one build's: `buildId`). */
+export const gateWorkflowIdPrefix = (owner: Owner, buildId?: string) =>
+  `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId === undefined ? '' : `${buildId}/`}`;
+
+/** The spec's gate a label names: `rollout`, or `step-N`. */
+export function gateOf(spec: NormalizedSpec, label: string): Gate | undefined {
+  if (label === 'rollout') return spec.rollout.gate;
+  const step = /^step-([1-9][0-9]*)$/.exec(label);
+  return step ? spec.rollout.steps?.[Number(step[1]) - 1]?.gate : undefined;
+}
+
+type Adapter = TemporalActivities &
+  ReturnType<typeof createDrainageActivities> &
+  ReturnType<typeof createAnalysisActivities> &
+  ReturnType<typeof createPinnedActivities>;
+
+/** An adapter taking the worker deployment first, as an activity taking a reference to it. */
+type ByRef<F> = F extends (t: TemporalTarget, ...rest: infer A) => infer R
+  ? (ref: TemporalRef, ...rest: A) => R
+  : never;
+
+export function createGuardedTemporalActivities(raw: Adapter, authority: Authority, connections: TemporalConnections) {
+  /** Reads that change nothing: the reference's resource and connection, then the adapter. */
+  const read = <K extends keyof Adapter>(name: K): ByRef<Adapter[K]> =>
+    (async (ref: TemporalRef, ...rest: unknown[]) =>
+      (raw[name] as (...args: unknown[]) => Promise<unknown>)(await authority.temporal(ref), ...rest)) as ByRef<
+      Adapter[K]
+    >;
+
+  /** A version's info as the server has it (undefined: it does not know it). */
+  async function versionInfo(t: TemporalTarget, buildId: string) {
+    const service = (await connections.get(t)).workflowService;
+    return (await describeVersionSettled(service, t.temporalNamespace, t.deploymentName, buildId))
+      ?.workerDeploymentVersionInfo;
+  }
+
+  /**
+   * Refuses unless Temporal says the version is retired: not current or ramping, no pinned work open. Retryable:
+   * draining ends by itself.
+   */
+  async function mustBeDrained(t: Authorized, buildId: string, what: string): Promise<void> {
+    const status = await raw.versionStatus(t, buildId);
+    if (!isDrained(status))
+      throw refused('live-version', `${what}: Temporal says ${buildId} is ${status}`, { retryable: true });
+  }
+
+  return {
+    describeRouting: read('describeRouting'),
+    claimManager: read('claimManager'),
+    clearRampIf: read('clearRampIf'),
+    awaitVersionRegistered: read('awaitVersionRegistered'),
+    versionStatus: read('versionStatus'),
+    awaitDrained: read('awaitDrained'),
+    countOpenExecutions: read('countOpenExecutions'),
+    countOutcomes: read('countOutcomes'),
+    countPinned: read('countPinned'),
+
+    /** Ramps a build the resource declares or runs (an empty build ID clears the ramp). */
+    async setRamping(ref: TemporalRef, buildId: string, percentage: number, o: RoutingCallOptions = {}) {
+      const t = await authority.temporal(ref);
+      if (buildId !== '') await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
+      return raw.setRamping(t, buildId, percentage, o);
+    },
+
+    /** Makes current a build the resource declares or runs (a rollout, a promote, a rollback). */
+    async setCurrent(ref: TemporalRef, buildId: string, o: RoutingCallOptions = {}) {
+      const t = await authority.temporal(ref);
+      await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
+      return raw.setCurrent(t, buildId, o);
+    },
+
+    /** Routes every version away: the resource's deletion only. */
+    async routeAway(ref: TemporalRef) {
+      const t = await authority.temporal(ref);
+      mustBeDeleting(t, 'routing new work away from every version');
+      return raw.routeAway(t);
+    },
+
+    /** Deletes the worker deployment: the resource's deletion only. */
+    async deleteWorkerDeployment(ref: TemporalRef) {
+      const t = await authority.temporal(ref);
+      mustBeDeleting(t, 'deleting the worker deployment');
+      return raw.deleteWorkerDeployment(t);
+    },
+
+    /** Deletes a version Temporal says is retired (the server would delete a draining one: skipDrainage). */
+    async deleteVersion(ref: TemporalRef, buildId: string) {
+      const t = await authority.temporal(ref);
+      await mustBeDrained(t, buildId, `deleting version ${buildId}`);
+      return raw.deleteVersion(t, buildId);
+    },
+
+    /** Runs one of the spec's gates on the spec's build: what runs, with what input, is the spec's. */
+    async runGate(ref: TemporalRef, run: GateRequest) {
+      const t = await authority.temporal(ref);
+      const at = `${t.owner.namespace}/${t.owner.name}`;
+      const gate = gateOf(t.desired.spec, run.gate);
+      if (!gate) throw refused('gate', `${at} declares no gate "${run.gate}"`);
+      if (run.buildId !== t.desired.buildId)
+        throw refused('gate', `${run.buildId} is not the build ${at} declares (${t.desired.buildId})`);
+      if (!run.workflowId.startsWith(gateWorkflowIdPrefix(t.owner, run.buildId)))
+        throw refused('gate', `${run.workflowId} is not a gate run of ${at} on ${run.buildId}`);
+      const taskQueue = gate.taskQueue ?? run.taskQueue;
+      if (!gate.taskQueue) {
+        const queues = (await versionInfo(t, run.buildId))?.taskQueueInfos ?? [];
+        if (!queues.some((q) => q.name === taskQueue))
+          throw refused('gate', `the workers of ${run.buildId} poll no task queue "${taskQueue}"`);
+      }
+      return raw.runGate(t, {
+        buildId: run.buildId,
+        workflowType: gate.workflowType,
+        taskQueue,
+        ...(gate.inputFrom ? { inputFrom: gate.inputFrom } : { input: gate.input }),
+        workflowId: run.workflowId,
+        timeoutMs: parseDuration(gate.timeout ?? '10m'),
+      });
+    },
+
+    /** Cancels one of the resource's own gate runs. */
+    async cancelGate(ref: TemporalRef, workflowId: string) {
+      const t = await authority.temporal(ref);
+      if (!workflowId.startsWith(gateWorkflowIdPrefix(t.owner)))
+        throw refused('gate', `${workflowId} is not a gate run of ${t.owner.namespace}/${t.owner.name}`);
+      return raw.cancelGate(t, workflowId);
+    },
+
+    /**
+     * `sunset.onMaxDrain`, as the spec says it, on a version Temporal says has been out of routing for at least
+     * `sunset.maxDrainDuration`.
+     */
+    async actOnPinned(ref: TemporalRef, buildId: string, action: PinnedAction, reason: string) {
+      const t = await authority.temporal(ref);
+      const { maxDrainDuration, onMaxDrain } = t.desired.spec.sunset;
+      const asked = `${action.kind}${action.signalName ? ` ${action.signalName}` : ''}`;
+      if (
+        !maxDrainDuration ||
+        !onMaxDrain ||
+        onMaxDrain.action !== action.kind ||
+        (action.kind === 'Signal' && onMaxDrain.signalName !== action.signalName)
+      )
+        throw refused('policy', `${asked} is not what sunset.onMaxDrain of ${t.owner.namespace}/${t.owner.name} says`);
+      const info = await versionInfo(t, buildId);
+      const { Status } = versionStatuses;
+      if (info?.status === Status.CURRENT || info?.status === Status.RAMPING)
+        throw refused('live-version', `${buildId} is ${info.status === Status.CURRENT ? 'current' : 'ramping'}`);
+      const since = info?.lastDeactivationTime ?? info?.createTime;
+      const sinceMs = since?.seconds != null ? Number(since.seconds) * 1000 : undefined;
+      if (sinceMs === undefined || Date.now() - sinceMs < parseDuration(maxDrainDuration))
+        throw refused(
+          'policy',
+          `${buildId} has not been out of routing for sunset.maxDrainDuration (${maxDrainDuration})`,
+          {
+            retryable: true,
+          },
+        );
+      return raw.actOnPinned(t, buildId, action, reason);
+    },
+
+    /** `rollout.onAbort.movePinned`: from a build out of routing onto the current one, as Temporal says. */
+    async movePinned(ref: TemporalRef, fromBuildId: string, toBuildId: string, reason: string) {
+      const t = await authority.temporal(ref);
+      if (!t.desired.spec.rollout.onAbort?.movePinned)
+        throw refused('policy', `rollout.onAbort.movePinned of ${t.owner.namespace}/${t.owner.name} is not set`);
+      const r = await raw.describeRouting(t);
+      if (r.current !== toBuildId) throw refused('not-current', `${toBuildId} is not current`);
+      if (r.ramping === fromBuildId || r.current === fromBuildId)
+        throw refused('live-version', `${fromBuildId} still gets new executions`);
+      return raw.movePinned(t, fromBuildId, toBuildId, reason);
+    },
+  };
+}
+
+const versionStatuses = {
+  Status: {
+    CURRENT: temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_CURRENT,
+    RAMPING: temporal.api.enums.v1.WorkerDeploymentVersionStatus.WORKER_DEPLOYMENT_VERSION_STATUS_RAMPING,
+  },
+};
