@@ -84,7 +84,29 @@ function parsed<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   return result.data;
 }
 
-export function createAuthority(reads: ResourceReads, installation: string, apps: k8s.AppsV1Api) {
+export function createAuthority(
+  reads: ResourceReads,
+  installation: string,
+  apps: k8s.AppsV1Api,
+  ownTemporal?: { hostPort: string; namespace: string },
+) {
+  /** Resources already warned of sharing the controller's Temporal namespace (once per resource and process). */
+  const sharing = new Set<string>();
+  /**
+   * Warns (once) of a resource whose workers use the controller's own Temporal namespace: its workers' credential,
+   * in every worker pod, then holds every control over every rollout there.
+   */
+  function warnIfShared(a: Authorized): void {
+    if (!ownTemporal || a.temporalNamespace !== ownTemporal.namespace || a.connection.hostPort !== ownTemporal.hostPort)
+      return;
+    const key = `${a.owner.namespace}/${a.owner.name}`;
+    if (sharing.has(key)) return;
+    sharing.add(key);
+    logWarning(
+      `${key}: its workers use the controller's own Temporal namespace ${ownTemporal.namespace}: whoever holds their credential can control every rollout there (docs/concepts.md, "One Temporal namespace, one trust domain")`,
+    );
+  }
+
   /** The resource's Deployments of a build (its owner-UID label), none being deleted. */
   async function deploymentsOf(a: Pick<Authorized, 'owner'>, buildId?: string): Promise<k8s.V1Deployment[]> {
     const labelSelector = `${Labels.ownerUid}=${a.owner.uid}${buildId === undefined ? '' : `,${Labels.buildId}=${buildId}`}`;
@@ -181,6 +203,7 @@ export function createAuthority(reads: ResourceReads, installation: string, apps
     async temporal(ref: TemporalRef): Promise<Authorized> {
       const r = parsed(TemporalRefSchema, ref, 'the Temporal reference');
       const a = await resource(r.owner);
+      warnIfShared(a);
       if (r.temporalNamespace !== a.temporalNamespace || r.hostPort !== a.connection.hostPort)
         throw refused(
           'place',

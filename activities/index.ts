@@ -40,6 +40,8 @@ export function createActivities(
     temporalInterceptors?: Interceptor[];
     timings?: Partial<Timings>;
     installation: string;
+    /** The controller's own Temporal namespace: a resource whose workers use it too is warned of. */
+    ownTemporal?: { hostPort: string; namespace: string };
   },
 ) {
   const core = kc.makeApiClient(CoreV1Api);
@@ -52,7 +54,7 @@ export function createActivities(
   };
   const connections = new TemporalConnections(readSecret, { interceptors: options.temporalInterceptors });
   const reads = createResourceReads(kc, { timings: options.timings, installation: options.installation });
-  const authority = createAuthority(reads, options.installation, kc.makeApiClient(AppsV1Api));
+  const authority = createAuthority(reads, options.installation, kc.makeApiClient(AppsV1Api), options.ownTemporal);
   const temporal = createTemporalActivities(connections, identity, gateInputReader(core));
   const versionStatus = (t: TemporalTarget, buildId: string) => temporal.versionStatus(t, buildId);
   const adapters = {

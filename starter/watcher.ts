@@ -75,6 +75,8 @@ export interface WatcherOptions {
 }
 
 export const watcherManager = `${managerName}-watcher`;
+/** The field manager of the watcher's claim (the installation annotation and the finalizer). */
+export const claimManager = `${managerName}-claim`;
 export const defaultResyncIntervalMs = 60 * 60_000;
 
 export class Watcher {
@@ -374,6 +376,7 @@ export class Watcher {
             resourceVersion: meta.resourceVersion,
           },
         },
+        fieldManager: claimManager, // its own: managedFields say who claimed it, apart from the watcher's other writes
       },
       asMergePatch,
     );

@@ -10,6 +10,7 @@ import { Connection, type ConnectionOptions } from '@temporalio/client';
 import type { Owner } from '../api/resource.js';
 import type { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import { PermanentError } from '../api/errors.js';
+import { logWarning } from './activity-context.js';
 import { whyUnreachable } from './unreachable.js';
 
 /** Where a resource's versions live in Temporal. */
@@ -81,15 +82,20 @@ export class TemporalConnections {
     const previous = this.live.get(specKey);
     if (previous?.contentKey === contentKey) return previous.connection;
 
-    // Bounded, so an attempt fails within an activity's budget; the failure says why (the SDK's says only "deadline").
+    // Bounded, so an attempt fails within an activity's budget. The status says no more than a user could learn
+    // from a pod of their own (never whether a port is open: the controller is no port scanner); the controller's
+    // log, which operators read, says why.
     const connection = this.connect({
       connectTimeout: '5s',
       ...options,
       ...(this.interceptors ? { interceptors: this.interceptors } : {}),
     }).catch(async (err: unknown) => {
       if (!(err instanceof Error) || !/before the deadline/.test(err.message)) throw err;
+      const hostPort = target.connection.hostPort;
+      const why = await whyUnreachable(hostPort, options.tls !== undefined && options.tls !== false);
+      logWarning(`cannot connect to Temporal at ${hostPort} for ${target.k8sNamespace}: ${why}`);
       throw new Error(
-        `cannot connect to Temporal: ${await whyUnreachable(target.connection.hostPort, options.tls !== undefined && options.tls !== false)}`,
+        `cannot connect to Temporal at ${hostPort} within 5 s (UNAVAILABLE): check the address, the network path and the tls settings`,
       );
     });
     const entry: Live = { contentKey, connection };

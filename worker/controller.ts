@@ -207,6 +207,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     temporalInterceptors: interceptors,
     timings,
     installation,
+    ownTemporal: { hostPort: options.temporal.address, namespace },
   });
   const polling = { workflowTaskPollerBehavior: autoscaling, activityTaskPollerBehavior: autoscaling };
   // The server's limit on each task queue, for every replica of the installation together.
