@@ -36,6 +36,12 @@ export const installationManagerIdentity = (installation: string) => `glidepath/
  */
 export const installationAnnotation = 'glidepath.dev/installation';
 
+/**
+ * The connection a resource last rolled out with (canonical JSON of its spec), written by the watcher from what the
+ * apiserver had: what its deletion reaches Temporal with when the connection went first (a namespace's deletion).
+ */
+export const connectionAnnotation = 'glidepath.dev/connection';
+
 /** What an installation ID may be: a DNS label of at most 32 characters (it goes into names and IDs). */
 export const installationIdPattern = /^[a-z0-9]([-a-z0-9]{0,30}[a-z0-9])?$/;
 

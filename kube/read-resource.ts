@@ -10,9 +10,11 @@ import {
   connectionFromObject,
   desiredOf,
   type ConnectionLookup,
+  type ConnectionLookupResult,
 } from '../api/desired.js';
 import { connectionKinds, pluralOf, resourceKinds, type ResourceKind } from '../api/kinds.js';
-import { installationAnnotation } from '../api/names.js';
+import { connectionAnnotation, installationAnnotation } from '../api/names.js';
+import { TemporalConnectionSpec } from '../api/temporal-connection.js';
 import type { Desired, Owner } from '../api/resource.js';
 import type { Timings } from '../api/timings.js';
 import { statusCode } from './client.js';
@@ -119,7 +121,10 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
         ...configured,
       };
       if (o.spec === false) return read; // who it is, not what it asks for: no connection read
-      const result = await desiredOf({ ...obj, kind }, kind, connection);
+      let result = await desiredOf({ ...obj, kind }, kind, connection);
+      // Being deleted after its connection (a namespace's deletion takes both): the one it last rolled out with.
+      const recorded = read.deleting && !result.ok ? recordedConnection(meta.annotations) : undefined;
+      if (recorded) result = await desiredOf({ ...obj, kind }, kind, () => recorded);
       return result.ok
         ? { ...read, desired: result.desired }
         : { ...read, problem: result.problem, problemPhase: result.phase, problemReason: result.reason };
@@ -146,6 +151,18 @@ export function createResourceReads(kc: k8s.KubeConfig, controller: ControllerFa
 }
 
 export type ResourceReads = ReturnType<typeof createResourceReads>;
+
+/** The connection a resource's annotation records (`connectionAnnotation`), if it parses. */
+function recordedConnection(annotations: Record<string, string> | undefined): ConnectionLookupResult | undefined {
+  const text = annotations?.[connectionAnnotation];
+  if (text === undefined) return undefined;
+  try {
+    const spec = TemporalConnectionSpec.safeParse(JSON.parse(text));
+    return spec.success ? { ok: true, spec: spec.data, resourceVersion: 'recorded' } : undefined;
+  } catch {
+    return undefined;
+  }
+}
 
 /** The name a 404's Status says is not found (`details.name`), if it is a Status. */
 function notFoundName(err: unknown): string | undefined {

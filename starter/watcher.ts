@@ -28,7 +28,8 @@ import {
   type ConnectionLookupResult,
 } from '../api/desired.js';
 import { connectionKinds, pluralOf, type ConnectionKind, type ResourceKind } from '../api/kinds.js';
-import { finalizer, installationAnnotation, rolloutWorkflowId } from '../api/names.js';
+import { connectionAnnotation, finalizer, installationAnnotation, rolloutWorkflowId } from '../api/names.js';
+import { canonicalJson } from '../api/build-id.js';
 import { asMergePatch } from '../kube/client.js';
 import { FirstApplies } from './first-deployment.js';
 import { createKubernetesActivities, type KubernetesActivities } from '../activities/kubernetes.js';
@@ -250,9 +251,14 @@ export class Watcher {
       };
       // allSettled: a retry must not start while the other call is still in flight. On first sight the claim (with
       // the finalizer) fences the first apply (see applyFirstDeployment). The signal waits for the claim only.
-      const claim = handedOver ? undefined : this.claim(obj);
+      // The connection it rolls out with goes on the resource with the claim, for a deletion that outlives it
+      // (kube/read-resource.ts), and is kept current (one its author claimed gets no write for it).
+      const connection = canonicalJson(desired.connection);
+      const recorded = meta.annotations?.[connectionAnnotation];
+      const stale = recorded !== undefined && recorded !== connection;
+      const claim = handedOver ? (stale ? this.claim(obj, connection, false) : undefined) : this.claim(obj, connection);
       const results = await Promise.allSettled([
-        claim && firstSight ? this.firstApplies.apply(obj, owner, desired, claim) : claim,
+        claim && firstSight && !handedOver ? this.firstApplies.apply(obj, owner, desired, claim) : claim,
         (claimed ? Promise.resolve() : claim!).then(() => this.signals.specChanged(owner, hint)),
       ]);
       for (const r of results) if (r.status === 'rejected') throw r.reason;
@@ -357,11 +363,13 @@ export class Watcher {
 
   /**
    * The claim: this installation's annotation and the finalizer, fenced on the resourceVersion seen (of two
-   * installations claiming at once, the second is refused with 409 and then sees the first's claim).
+   * installations claiming at once, the second is refused with 409 and then sees the first's claim); with the
+   * connection it rolls out with. `claiming` false: the connection alone (claimed already, the connection changed).
    */
-  private async claim(obj: Resource): Promise<void> {
+  private async claim(obj: Resource, connection: string, claiming = true): Promise<void> {
     const meta = obj.metadata!;
     const finalizers = meta.finalizers?.includes(finalizer) ? meta.finalizers : [...(meta.finalizers ?? []), finalizer];
+    const annotations = { [installationAnnotation]: this.options.installation, [connectionAnnotation]: connection };
     await this.custom.patchNamespacedCustomObject(
       {
         group,
@@ -370,11 +378,9 @@ export class Watcher {
         namespace: meta.namespace!,
         name: meta.name!,
         body: {
-          metadata: {
-            finalizers,
-            annotations: { [installationAnnotation]: this.options.installation },
-            resourceVersion: meta.resourceVersion,
-          },
+          metadata: claiming
+            ? { finalizers, annotations, resourceVersion: meta.resourceVersion }
+            : { annotations: { [connectionAnnotation]: connection } },
         },
         fieldManager: claimManager, // its own: managedFields say who claimed it, apart from the watcher's other writes
       },

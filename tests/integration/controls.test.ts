@@ -171,27 +171,39 @@ test('the CLI: promote --full answers with the status, resume when not paused is
   ]);
 });
 
-test("a spec that cannot be taken mid-rollout: the workflow's own status writes say so as the watcher does, never over its condition", async () => {
-  const { v2 } = await rollingOut(env, 'bad-mid', { strategy: 'Manual' }, 'AwaitingPromotion');
+test('a spec that cannot be taken mid-rollout: the rollout holds (its activities act only on the spec the apiserver has), its status says so as the watcher does, and it goes on once the spec is fixed', async () => {
+  const { v1, v2 } = await rollingOut(env, 'bad-mid', { strategy: 'Manual' }, 'AwaitingPromotion');
   const broken = resource(env, 'bad-mid', { strategy: 'Manual', env: { VERSION: 'v2' } });
   broken.spec.workerOptions.connectionRef.name = 'missing';
   await apply(env, broken);
   await eventually('the watcher says ConnectionNotFound', async () =>
     (await twdStatus(env, 'bad-mid'))?.conditions?.some((c) => c.reason === 'ConnectionNotFound'),
   );
-  // The rollout in flight goes on under the spec it has; its status writes keep saying what is wrong with the new one.
+  // A promote asks for a routing change. The activity reads the resource, whose connection is missing now, and
+  // refuses: the connection the workflow carries from the spec before is not the apiserver's.
   await workflowHandle(env, 'bad-mid').executeUpdate('promote', {
     args: [{ buildId: v2, full: true, identity: 'test' }],
   });
-  await eventually('v2 current in Temporal', async () => (await routing(env, 'bad-mid')).current === v2);
-  const s = await eventually('the workflow wrote v2 current, with the problem kept', async () => {
-    const st = await twdStatus(env, 'bad-mid');
-    return st?.currentVersion?.buildID === v2 && st.phase === 'Pending' ? st : undefined;
+  const refusal = await eventually('a Warning Event says the routing change was refused', async () => {
+    const list = await env.kc
+      .makeApiClient(k8s.CoreV1Api)
+      .listNamespacedEvent({ namespace: env.namespace, fieldSelector: 'involvedObject.name=bad-mid' });
+    return list.items.find(
+      (ev) => ev.type === 'Warning' && /refused: .*ConnectionNotFound|refused: .*missing/.test(ev.message ?? ''),
+    );
   });
-  expect(s.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
+  expect(refusal.message).toMatch(/cannot be acted on/);
+  expect((await routing(env, 'bad-mid')).current).toBe(v1);
+  expect((await twdStatus(env, 'bad-mid'))?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({
     status: 'False',
     reason: 'ConnectionNotFound',
   });
+  // Fixed, the promote it was refused is made.
+  await apply(env, resource(env, 'bad-mid', { strategy: 'Manual', env: { VERSION: 'v2' } }));
+  await eventually(
+    'v2 current in Temporal once the spec is fixed',
+    async () => (await routing(env, 'bad-mid')).current === v2,
+  );
 });
 
 test('the CLI refuses a control to someone Kubernetes does not let patch the resource, and sends nothing', async () => {
