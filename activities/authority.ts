@@ -33,6 +33,7 @@ export type RefusalReason =
   | 'not-deleting'
   | 'undeclared-build'
   | 'live-version'
+  | 'not-polled'
   | 'not-current'
   | 'policy'
   | 'gate';

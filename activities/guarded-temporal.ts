@@ -21,6 +21,9 @@ import type { TemporalActivities } from './temporal.js';
 
 const { temporal } = proto; // a CommonJS module: no named exports under ESM
 
+/** How long a version read with its workers' task queues is taken as polled, for the next routing writes to it. */
+const polledFreshMs = 10 * 60_000;
+
 /**
  * A gate to run on a build: which of the spec's gates (`rollout`, or `step-N` for the gate after step N) and the
  * run's workflow ID. Its workflow type, input and timeout are the spec's, read by the activity.
@@ -79,6 +82,20 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       throw refused('live-version', `${what}: Temporal says ${buildId} is ${status}`, { retryable: true });
   }
 
+  /** When each version (by server, namespace, worker deployment and build) was last read with its workers' task queues. */
+  const seenPolled = new Map<string, number>();
+  /**
+   * Refuses routing to a version whose workers never polled (the server would take it): whatever a caller says of
+   * its registration. Read once, then believed for `polledFreshMs` (the steps of one rollout read it once).
+   */
+  async function mustBePolled(t: Authorized, buildId: string): Promise<void> {
+    const key = JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName, buildId]);
+    if (Date.now() - (seenPolled.get(key) ?? -Infinity) < polledFreshMs) return;
+    if (!(await versionInfo(t, buildId))?.taskQueueInfos?.length)
+      throw refused('not-polled', `no worker of ${buildId} has polled Temporal yet`, { retryable: true });
+    seenPolled.set(key, Date.now());
+  }
+
   return {
     describeRouting: read('describeRouting'),
     claimManager: read('claimManager'),
@@ -93,7 +110,10 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
     /** Ramps a build the resource declares or runs (an empty build ID clears the ramp). */
     async setRamping(ref: TemporalRef, buildId: string, percentage: number, o: RoutingCallOptions = {}) {
       const t = await authority.temporal(ref);
-      if (buildId !== '') await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
+      if (buildId !== '') {
+        await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
+        await mustBePolled(t, buildId);
+      }
       return raw.setRamping(t, buildId, percentage, o);
     },
 
@@ -101,6 +121,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
     async setCurrent(ref: TemporalRef, buildId: string, o: RoutingCallOptions = {}) {
       const t = await authority.temporal(ref);
       await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
+      await mustBePolled(t, buildId);
       return raw.setCurrent(t, buildId, o);
     },
 

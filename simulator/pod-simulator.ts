@@ -160,7 +160,41 @@ export class PodSimulator {
     await this.writeStatus(d, sim.pods.length);
   }
 
+  /** Pods whose workers wait before they poll (`holdWorkers`), each with the wait. */
+  private readonly holds: { held: (env: Record<string, string>) => boolean; released: Promise<void> }[] = [];
+
+  /**
+   * Pods that run (their Deployment is Available) while their workers do not poll Temporal until `release()`: a
+   * worker that is broken or slow to start, as Kubernetes sees it ready and Temporal sees it absent.
+   */
+  holdWorkers(held: (env: Record<string, string>) => boolean): { release(): void; held(): number } {
+    let release!: () => void;
+    const hold = { held, released: new Promise<void>((resolve) => (release = resolve)), count: 0 };
+    this.holds.push(hold);
+    return {
+      release: () => {
+        const at = this.holds.indexOf(hold);
+        if (at >= 0) this.holds.splice(at, 1);
+        release();
+      },
+      held: () => hold.count,
+    };
+  }
+
   private async startPod(key: string, env: Record<string, string>): Promise<Pod> {
+    const hold = this.holds.find((h) => h.held(env)) as { released: Promise<void>; count: number } | undefined;
+    if (hold) {
+      hold.count++;
+      let stopped = false;
+      const later = hold.released.then(() => (stopped ? undefined : this.startPod(key, env)));
+      later.catch(() => undefined); // met in stop()
+      return {
+        async stop() {
+          stopped = true;
+          await (await later.catch(() => undefined))?.stop();
+        },
+      };
+    }
     if (this.lightConnections) return new LightPod(env, this.lightConnections, this.log);
     const worker = await createExampleWorker(env);
     const running = worker.run().catch((err: Error) => this.log(`worker of ${key} stopped: ${err.message}`));

@@ -71,8 +71,14 @@ export interface SecurityWorld {
   stop(): Promise<void>;
 }
 
-/** Starts the file's Kubernetes (audit log on), the counting listener and a rollout env on that Kubernetes. */
-export async function startSecurityWorld(label: string): Promise<SecurityWorld> {
+/**
+ * Starts the file's Kubernetes (audit log on), the counting listener and a rollout env on that Kubernetes (`opts`:
+ * the rollout env's options, e.g. the controller's timings).
+ */
+export async function startSecurityWorld(
+  label: string,
+  opts: Omit<NonNullable<Parameters<typeof startRolloutEnv>[1]>, 'kubeconfig'> = {},
+): Promise<SecurityWorld> {
   const dir = join(process.cwd(), '.dev/test-servers', `security-${label}-${process.pid}`);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true });
@@ -84,7 +90,7 @@ export async function startSecurityWorld(label: string): Promise<SecurityWorld> 
   await new Promise<void>((resolve) => trap.listen(0, '127.0.0.1', resolve));
   let env: RolloutEnv;
   try {
-    env = await startRolloutEnv(label, { kubeconfig: kube.kubeconfig });
+    env = await startRolloutEnv(label, { ...opts, kubeconfig: kube.kubeconfig });
   } catch (err) {
     trap.close();
     await stopProcesses(kube.processes);
