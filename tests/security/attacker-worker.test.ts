@@ -22,11 +22,17 @@ import {
   eventually,
   resource,
   routing,
-  taskQueueOf,
   versionStatus,
   workflowHandle,
 } from '../harness/rollout-env.js';
-import { failedActivities, readyWith, startSecurityWorld, tns, type SecurityWorld } from './security-env.js';
+import {
+  failedActivities,
+  readyWith,
+  startPinned,
+  startSecurityWorld,
+  tns,
+  type SecurityWorld,
+} from './security-env.js';
 
 const name = 'attacked';
 const sunset = { scaledownDelay: '1s', deleteDelay: '2s' };
@@ -89,15 +95,7 @@ test('an attacker’s worker on the controller’s queues answers for the draina
   const deploymentName = workerDeploymentName(env.namespace, name);
   await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
   const v1 = await readyWith(env, name, 'v1');
-  const pinned = await env.client.workflow.start('exampleWork', {
-    taskQueue: taskQueueOf(env, name),
-    workflowId: `${env.namespace}-pinned`,
-    versioningOverride: { pinnedTo: { deploymentName, buildId: v1 } },
-  });
-  await eventually(
-    'the pinned execution running on v1',
-    async () => (await pinned.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === v1,
-  );
+  const pinned = await startPinned(env, name, v1);
   // v2 rolled out: v1 drains, the pinned execution holding it; the rollout waits for its drainage.
   await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
   const v2 = await readyWith(env, name, 'v2');

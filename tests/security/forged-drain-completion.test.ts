@@ -9,20 +9,13 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { workerDeploymentName } from '../../api/names.js';
 import { completedActivities } from '../../scripts/history.js';
+import { apply, deployments, eventually, resource, versionStatus, workflowHandle } from '../harness/rollout-env.js';
 import {
-  apply,
-  deployments,
-  eventually,
-  resource,
-  taskQueueOf,
-  versionStatus,
-  workflowHandle,
-} from '../harness/rollout-env.js';
-import {
+  completeByHand,
   failedActivities,
   readyWith,
+  startPinned,
   startSecurityWorld,
-  temporalCli,
   tns,
   type SecurityWorld,
 } from './security-env.js';
@@ -50,15 +43,7 @@ test('a Drained completed by hand for awaitDrained scales nothing down while a p
   await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
   const v1 = await readyWith(env, name, 'v1');
   const deploymentName = workerDeploymentName(env.namespace, name);
-  const pinned = await env.client.workflow.start('exampleWork', {
-    taskQueue: taskQueueOf(env, name),
-    workflowId: `${env.namespace}-pinned`,
-    versioningOverride: { pinnedTo: { deploymentName, buildId: v1 } },
-  });
-  await eventually(
-    'the pinned execution running on v1',
-    async () => (await pinned.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === v1,
-  );
+  const pinned = await startPinned(env, name, v1);
 
   await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
   const v2 = await readyWith(env, name, 'v2');
@@ -74,16 +59,7 @@ test('a Drained completed by hand for awaitDrained scales nothing down while a p
   );
 
   // The forgery: the wait completed by hand, as drained.
-  const forged = await temporalCli(
-    'activity',
-    'complete',
-    '--workflow-id',
-    handle.workflowId,
-    '--activity-id',
-    activityId,
-    '--result',
-    '"Drained"',
-  );
+  const forged = await completeByHand(handle.workflowId, activityId, '"Drained"');
   expect(forged).toMatchObject({ ok: true });
   await eventually('the forged Drained in the rollout’s history', async () =>
     completedActivities(await history()).some((a) => a.type === 'awaitDrained' && a.result === 'Drained'),

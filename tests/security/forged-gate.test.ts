@@ -24,10 +24,10 @@ import {
 } from '../harness/rollout-env.js';
 import {
   byKube,
+  completeByHand,
   readyWith,
   snapshot,
   startSecurityWorld,
-  temporalCli,
   type Audit,
   type SecurityWorld,
 } from './security-env.js';
@@ -123,16 +123,7 @@ async function forgeGate(name: string, result: { passed: boolean; message: strin
   expect(run.workflowId).toContain(`/${v2}/`);
   const auditFrom = world.auditSize();
 
-  const forged = await temporalCli(
-    'activity',
-    'complete',
-    '--workflow-id',
-    handle.workflowId,
-    '--activity-id',
-    activityId,
-    '--result',
-    JSON.stringify(result),
-  );
+  const forged = await completeByHand(handle.workflowId, activityId, JSON.stringify(result));
   expect(forged).toMatchObject({ ok: true });
   await eventually('the forged verdict in the rollout’s history', async () =>
     completedActivities((await handle.fetchHistory()).events ?? []).some(

@@ -28,7 +28,7 @@ import {
   versionStatus,
   workflowHandle,
 } from '../harness/rollout-env.js';
-import { readyWith, startSecurityWorld, temporalCli, tns, type SecurityWorld } from './security-env.js';
+import { completeByHand, readyWith, startSecurityWorld, tns, type SecurityWorld } from './security-env.js';
 
 let world: SecurityWorld;
 
@@ -133,16 +133,7 @@ async function forgedRegistrationOf(name: string, o: { known: boolean }) {
     }
 
     // The forgery: the wait completed by hand, as registered.
-    const forged = await temporalCli(
-      'activity',
-      'complete',
-      '--workflow-id',
-      handle.workflowId,
-      '--activity-id',
-      activityId,
-      '--result',
-      JSON.stringify(forgedRegistration),
-    );
+    const forged = await completeByHand(handle.workflowId, activityId, JSON.stringify(forgedRegistration));
     expect(forged).toMatchObject({ ok: true });
     const forgedAt = await eventually('the forged registration in the rollout’s history', async () =>
       completedActivities(await history()).find(

@@ -27,6 +27,7 @@ import {
   plural,
   routing,
   startRolloutEnv,
+  taskQueueOf,
   twdStatus,
   type RolloutEnv,
 } from '../harness/rollout-env.js';
@@ -137,6 +138,25 @@ export async function temporalCli(...args: string[]): Promise<{ ok: boolean; out
     const e = err as { stdout?: string; stderr?: string; message: string };
     return { ok: false, out: `${e.stdout ?? ''}${e.stderr || e.message}` };
   }
+}
+
+/** Completes a workflow's pending activity by hand with `result` (JSON), as `temporal activity complete` does. */
+export const completeByHand = (workflowId: string, activityId: string, result: string) =>
+  temporalCli('activity', 'complete', '--workflow-id', workflowId, '--activity-id', activityId, '--result', result);
+
+/** Starts `exampleWork` pinned to the resource's build `buildId`; resolves once it runs there. */
+export async function startPinned(env: RolloutEnv, name: string, buildId: string) {
+  const pinned = await env.client.workflow.start('exampleWork', {
+    taskQueue: taskQueueOf(env, name),
+    workflowId: `${env.namespace}-pinned`,
+    versioningOverride: { pinnedTo: { deploymentName: workerDeploymentName(env.namespace, name), buildId } },
+  });
+  await eventually(
+    `the pinned execution running on ${buildId}`,
+    async () =>
+      (await pinned.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === buildId,
+  );
+  return pinned;
 }
 
 /**
