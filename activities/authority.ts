@@ -12,6 +12,8 @@ import { z } from 'zod';
 import { oneLine } from '../api/errors.js';
 import { resourceKinds, type ResourceKind } from '../api/kinds.js';
 import { workerDeploymentName } from '../api/names.js';
+import type { VersionStatus } from '../api/rollout-status.js';
+import { isDrained } from '../api/version-status.js';
 import type { Desired, Owner } from '../api/resource.js';
 import type { ResourceReads } from '../kube/read-resource.js';
 import { Labels, isOwnedBy } from '../kube/versioned-deployment.js';
@@ -220,4 +222,13 @@ export type Authority = ReturnType<typeof createAuthority>;
 /** Refuses unless the resource is being deleted (a deletion's Temporal steps: routing away, deleting everything). */
 export function mustBeDeleting(a: Authorized, what: string): void {
   if (!a.deleting) throw refused('not-deleting', `${what}: ${a.owner.namespace}/${a.owner.name} is not being deleted`);
+}
+
+/**
+ * Refuses taking a version's pods, or the version itself, unless Temporal (`status`, read just now) says it is
+ * retired. Retryable: draining ends by itself.
+ */
+export function mustBeDrained(status: VersionStatus, buildId: string, what: string): void {
+  if (!isDrained(status))
+    throw refused('live-version', `${what}: Temporal says ${buildId} is ${status}`, { retryable: true });
 }

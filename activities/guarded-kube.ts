@@ -12,7 +12,7 @@ import type { ResourceRead, ResourceReads } from '../kube/read-resource.js';
 import { Labels, podTemplateAnnotation } from '../kube/versioned-deployment.js';
 import type { VersionStatus } from '../api/rollout-status.js';
 import type { TemporalTarget } from '../temporal/connections.js';
-import { refused, type Authority, type Authorized } from './authority.js';
+import { mustBeDrained, refused, type Authority, type Authorized } from './authority.js';
 import type { KubernetesActivities } from './kubernetes.js';
 import type { Report, KubeEvent } from './resource-writes.js';
 import type { TemporalWorkerDeploymentStatus } from '../api/rollout-status.js';
@@ -41,13 +41,6 @@ export function createGuardedKubeActivities(
       'undeclared-build',
       `${buildId} is not the build ${a.owner.namespace}/${a.owner.name} declares, and no Deployment of its own records its template`,
     );
-  }
-
-  /** Refuses taking a version's pods unless Temporal says it is retired. Retryable: draining ends by itself. */
-  async function mustBeDrained(a: Authorized, buildId: string, what: string): Promise<void> {
-    const status = await versionStatus(a, buildId);
-    if (!isDrained(status))
-      throw refused('live-version', `${what}: Temporal says ${buildId} is ${status}`, { retryable: true });
   }
 
   const applyRequest = async (a: Authorized, buildId: string) => ({
@@ -105,7 +98,7 @@ export function createGuardedKubeActivities(
       for (const v of request.versions) {
         const replicas = Math.min(v.replicas, a.desired.spec.replicas);
         if (replicas < a.desired.spec.replicas)
-          await mustBeDrained(a, v.buildId, `keeping ${v.buildId} at ${replicas}`);
+          mustBeDrained(await versionStatus(a, v.buildId), v.buildId, `keeping ${v.buildId} at ${replicas}`);
         versions.push({
           buildId: v.buildId,
           replicas,
@@ -120,14 +113,14 @@ export function createGuardedKubeActivities(
     async scaleDeployment(owner: Owner, buildId: string, replicas: number) {
       const a = await authority.resource(owner);
       if (replicas !== 0) throw refused('malformed', `a version is only scaled to 0 (asked ${replicas})`);
-      await mustBeDrained(a, buildId, `scaling ${buildId} to 0`);
+      mustBeDrained(await versionStatus(a, buildId), buildId, `scaling ${buildId} to 0`);
       return raw.scaleDeployment(a.owner, buildId, 0);
     },
 
     /** Deletes a retired version's Deployment (a sunset's last step). */
     async deleteDeployment(owner: Owner, buildId: string) {
       const a = await authority.resource(owner);
-      await mustBeDrained(a, buildId, `deleting the Deployment of ${buildId}`);
+      mustBeDrained(await versionStatus(a, buildId), buildId, `deleting the Deployment of ${buildId}`);
       return raw.deleteDeployment(a.owner, buildId);
     },
 

@@ -23,7 +23,7 @@ import {
 } from '@temporalio/worker';
 import { createActivities } from '../activities/index.js';
 import { installationManagerIdentity, installationTaskQueue } from '../api/names.js';
-import { resolveInstallation } from './installation.js';
+import { controllerNamespace, keepInstallation, resolveInstallation } from './installation.js';
 import { Watcher, type WatcherOptions } from '../starter/watcher.js';
 import { temporalLimits } from './temporal-limits.js';
 import {
@@ -56,8 +56,13 @@ export interface ControllerOptions {
   kubeConfig: k8s.KubeConfig;
   /** The controller's own Temporal: where RolloutWorkflows run. */
   temporal: { address: string; namespace: string; tls?: ConnectionOptions['tls']; apiKey?: string };
-  /** The installation ID (default: the one the cluster gives, see ./installation.ts). */
+  /**
+   * The installation ID (default: the one the cluster gives, see ./installation.ts, whose ConfigMap the controller
+   * then keeps while it runs: keepInstallation).
+   */
   installation?: string;
+  /** `installation` is the one the cluster gives (worker/main.ts resolved it first): keep its ConfigMap all the same. */
+  installationFromConfigMap?: boolean;
   /** Default `glidepath-<installation>`. */
   taskQueue?: string;
   identity?: string;
@@ -188,6 +193,16 @@ export async function startController(options: ControllerOptions): Promise<Contr
   });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
+  // An ID from the ConfigMap: a deleted ConfigMap, or one re-created without data.id, gets it back.
+  const installationKept =
+    options.installation === undefined || options.installationFromConfigMap
+      ? keepInstallation(
+          options.kubeConfig,
+          controllerNamespace(options.kubeConfig, options.namespaces),
+          installation,
+          log,
+        )
+      : undefined;
   const managerIdentity = options.managerIdentity ?? installationManagerIdentity(installation);
   // The workflows take their timings from this controller, in their read of the resource. Upserting an unregistered
   // search attribute fails every workflow task: without them, rollouts run without.
@@ -280,6 +295,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     stop() {
       stopping ??= (async () => {
         clearInterval(searchAttributesChecked);
+        installationKept?.stop();
         await watcher.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => {});

@@ -131,19 +131,17 @@ const watched = values.namespace ?? (fromEnv?.length ? fromEnv : undefined);
 const address = values['temporal-address'] ?? env.TEMPORAL_ADDRESS ?? 'localhost:7233';
 const namespace = values['temporal-namespace'] ?? env.TEMPORAL_NAMESPACE ?? defaultControllerNamespace;
 const kubeConfig = loadKubeConfig(values.kubeconfig);
+const installationFlag = values['installation-id'] ?? (env.GLIDEPATH_INSTALLATION_ID || undefined);
 let installation: string;
 try {
-  installation = await resolveInstallation(
-    kubeConfig,
-    watched,
-    values['installation-id'] ?? (env.GLIDEPATH_INSTALLATION_ID || undefined),
-  );
+  installation = await resolveInstallation(kubeConfig, watched, installationFlag);
 } catch (err) {
   refuse((err as Error).message);
 }
 const controller = await startController({
   kubeConfig,
   installation,
+  installationFromConfigMap: installationFlag === undefined,
   temporal: { address, namespace, tls, apiKey: env.TEMPORAL_API_KEY },
   taskQueue: values['task-queue'],
   namespaces: watched,

@@ -1,9 +1,11 @@
 /**
  * k8s-manifests/base/rbac.yaml is enough: the controller, authenticated as the glidepath ServiceAccount, rolls a resource
- * out and deletes it; and it cannot do what it does not need. The namespaced variant is enough for a controller
+ * out and deletes it; and it cannot do what it does not need. Its Secrets can be granted per namespace instead. The
+ * namespaced variant, a Role in the watched namespace bound to a ServiceAccount of another, is enough for a controller
  * run with `--namespace`.
  */
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import * as k8s from '@kubernetes/client-node';
 import { group, version } from '../../api/common.js';
@@ -21,11 +23,33 @@ import {
 } from '../harness/rollout-env.js';
 
 const rbac = fileURLToPath(new URL('../../k8s-manifests/base/rbac.yaml', import.meta.url));
-const namespacedRbac = fileURLToPath(new URL('../../k8s-manifests/overlays/namespaced/role.yaml', import.meta.url));
-const kubectl = (...args: string[]) =>
+const namespacedRbac = fileURLToPath(
+  new URL('../../k8s-manifests/overlays/namespaced/team/role.yaml', import.meta.url),
+);
+const kubectlWith = (input: string | undefined, ...args: string[]) =>
   execFileSync(process.env.GLIDEPATH_KUBECTL!, ['--kubeconfig', process.env.KUBECONFIG!, ...args], {
     encoding: 'utf8',
+    input,
   }).trim();
+const kubectl = (...args: string[]) => kubectlWith(undefined, ...args);
+
+/**
+ * The namespaced Role and its RoleBinding in `namespace`, the binding's subject moved to the ServiceAccount glidepath
+ * of `controllerNamespace` (role.yaml's comment: change the subject's namespace).
+ */
+function applyNamespacedRbac(namespace: string, controllerNamespace: string): void {
+  const yaml = readFileSync(namespacedRbac, 'utf8');
+  const subject = '    name: glidepath\n    namespace: glidepath-team\n';
+  expect(yaml).toContain(subject);
+  kubectlWith(
+    yaml.replace(subject, `    name: glidepath\n    namespace: ${controllerNamespace}\n`),
+    'apply',
+    '-n',
+    namespace,
+    '-f',
+    '-',
+  );
+}
 
 let env: RolloutEnv;
 let controller: Controller | undefined;
@@ -36,6 +60,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await controller?.stop();
+  if (env) kubectl('delete', 'namespace', `${env.namespace}-glidepath`, '--ignore-not-found', '--wait=false');
   await env?.stop();
 });
 
@@ -112,14 +137,51 @@ test('the controller runs as the glidepath ServiceAccount with only the ClusterR
   expect(can('update', 'temporalworkerdeployments.glidepath.dev/finalizers')).toBe(true);
 });
 
+test('glidepath-controller-secrets bound per namespace instead of cluster-wide: nothing on Secrets where it is not bound', () => {
+  const serviceAccount = 'system:serviceaccount:glidepath-system:glidepath';
+  const can = (verb: string, what: string, namespace: string) => canI(serviceAccount, verb, what, namespace);
+  expect(can('get', 'secrets', 'default')).toBe(true); // as shipped: cluster-wide
+  // What docs/install.md says to do for each namespace whose resources Glidepath rolls out.
+  kubectl('delete', 'clusterrolebinding', 'glidepath-controller-secrets');
+  try {
+    kubectl(
+      'create',
+      'rolebinding',
+      'glidepath-controller-secrets',
+      '-n',
+      env.namespace,
+      '--clusterrole=glidepath-controller-secrets',
+      '--serviceaccount=glidepath-system:glidepath',
+    );
+    expect(can('get', 'secrets', env.namespace)).toBe(true);
+    expect(can('get', 'configmaps', env.namespace)).toBe(true);
+    for (const verb of ['get', 'list', 'watch', 'create', 'patch', 'delete']) {
+      expect([verb, can(verb, 'secrets', 'default')]).toEqual([verb, false]);
+    }
+    expect(can('get', 'configmaps', 'default')).toBe(false);
+    // The rest of the ClusterRole still reaches every namespace.
+    expect(can('watch', 'temporalworkerdeployments.glidepath.dev', 'default')).toBe(true);
+  } finally {
+    kubectl('delete', 'rolebinding', 'glidepath-controller-secrets', '-n', env.namespace, '--ignore-not-found');
+    kubectl('apply', '-f', rbac); // the ClusterRoleBinding back, for the tests after
+  }
+});
+
 test('with --namespace the controller needs only the namespaced Role: a rollout to current and not one watch error', async () => {
   await controller?.stop();
   controller = undefined;
-  kubectl('apply', '-n', env.namespace, '-f', namespacedRbac);
+  // The controller's ServiceAccount in a namespace of its own; the Role and its binding in the watched one.
+  const own = `${env.namespace}-glidepath`;
+  kubectl('create', 'namespace', own);
+  kubectl('create', 'serviceaccount', 'glidepath', '-n', own);
+  applyNamespacedRbac(env.namespace, own);
   const lines: string[] = [];
   controller = await startController({
-    kubeConfig: kubeConfigAs('glidepath', env.namespace),
+    kubeConfig: kubeConfigAs('glidepath', own),
     temporal: { address: process.env.TEMPORAL_ADDRESS!, namespace: process.env.TEMPORAL_NAMESPACE ?? 'default' },
+    // Given: out of a cluster the controller would keep its installation ConfigMap in the watched namespace, where
+    // the Role only reads (in a pod it is the controller's own namespace, with the base's Role for it).
+    installation: env.installation,
     namespaces: [env.namespace],
     timings: { drainPollMaxMs: 1000 },
     log: (message, fields) => lines.push(`${message}${fields ? ` ${JSON.stringify(fields)}` : ''}`),
@@ -139,8 +201,10 @@ test('with --namespace the controller needs only the namespaced Role: a rollout 
   expect(lines.some((l) => l.startsWith('signalled specChanged'))).toBe(true);
 
   const can = (verb: string, what: string, namespace = env.namespace) =>
-    canI(`system:serviceaccount:${env.namespace}:glidepath`, verb, what, namespace);
+    canI(`system:serviceaccount:${own}:glidepath`, verb, what, namespace);
   expect(can('watch', 'temporalworkerdeployments.glidepath.dev')).toBe(true);
+  expect(can('get', 'secrets')).toBe(true);
+  expect(can('get', 'secrets', 'default')).toBe(false);
   expect(can('watch', 'temporalworkerdeployments.glidepath.dev', 'default')).toBe(false);
   expect(can('list', 'deployments.apps', 'kube-system')).toBe(false);
   expect(can('update', 'temporalworkerdeployments.glidepath.dev/finalizers')).toBe(true);
@@ -163,7 +227,7 @@ test('without the rights to watch, the controller is not ready and says why; gra
     return live === true && typeof ready === 'string' && ready.includes('failing') ? ready : undefined;
   });
   expect(notReady).toMatch(/forbidden|403/i);
-  kubectl('apply', '-n', env.namespace, '-f', namespacedRbac); // the Role (the test before applied it too)
+  applyNamespacedRbac(env.namespace, `${env.namespace}-glidepath`); // the Role (the test before applied it too)
   kubectl(
     'create',
     'rolebinding',

@@ -26,7 +26,7 @@ import {
   workflowHandle,
   apply,
 } from '../harness/rollout-env.js';
-import type { ForgedOutcome } from './attacker-workflows.js';
+import type { ForgedCall, ForgedOutcome } from './attacker-workflows.js';
 import {
   forgedBuild,
   forgedCalls,
@@ -40,6 +40,7 @@ import {
 import {
   byKube,
   forge,
+  forgeStandalone,
   readyWith,
   snapshot,
   startSecurityWorld,
@@ -59,6 +60,7 @@ const kind = 'TemporalWorkerDeployment';
 let world: SecurityWorld;
 let victim: Owner;
 let outcomes: ForgedOutcome[] = [];
+let standalone: ForgedOutcome[] = [];
 let attacks: Attack[] = [];
 let queue = '';
 
@@ -104,7 +106,7 @@ beforeAll(async () => {
   victim = { namespace: elsewhere, name: 'victim', uid: created.metadata!.uid!, kind };
 }, 180_000);
 afterAll(async () => {
-  if (world) writeFileSync(join(world.dir, 'forged-outcomes.json'), JSON.stringify(outcomes, null, 2));
+  if (world) writeFileSync(join(world.dir, 'forged-outcomes.json'), JSON.stringify({ outcomes, standalone }, null, 2));
   await world?.stop();
 });
 afterEach(() => expect(world.env.violations).toEqual([]));
@@ -141,34 +143,15 @@ function mismatch(attack: Attack, outcome: ForgedOutcome, registered: string[]):
   return ok ? undefined : `expected ${attack.expect}, got ${got}`;
 }
 
-test('an attacker’s own worker schedules every activity with forged arguments: nothing is changed, read or connected to', async () => {
+/**
+ * Runs the attack (`forger` makes the calls, as one workflow of the attacker's or as standalone activities) and
+ * checks that nothing changed, was read or was connected to; returns how each call ended.
+ */
+async function attackWith(
+  forger: (calls: ForgedCall[]) => Promise<ForgedOutcome[]>,
+  { owner, v1, runId }: { owner: Owner; v1: string; runId: string },
+): Promise<ForgedOutcome[]> {
   const { env } = world;
-  await apply(env, gated('v1'));
-  const v1 = await readyWith(env, name, 'v1');
-  const uid = await uidOf(env, name);
-  const v1Deployment = (await deployments(env, name)).get(v1)!;
-  const handle = workflowHandle(env, name);
-  const { runId } = await handle.describe();
-  queue = env.controller!.taskQueue;
-  const owner: Owner = { namespace: env.namespace, name, uid, kind };
-  attacks = forgedCalls({
-    queue,
-    waitsQueue: waitsTaskQueue(queue),
-    owner,
-    victim,
-    otherUid: { ...owner, uid: 'f0f0f0f0-0000-4000-8000-00000000f0f0' },
-    temporalNamespace: tns,
-    hostPort: process.env.TEMPORAL_ADDRESS!,
-    trapHostPort: world.trapHostPort,
-    elsewhere,
-    secret,
-    configMap,
-    v1,
-    v1DeploymentUid: v1Deployment.metadata!.uid!,
-    rolloutWorkflowId: rolloutWorkflowId(env.installation, env.namespace, name),
-    workerQueue: taskQueueOf(env, name),
-    spec: gated('v1').spec,
-  });
   const victimBefore = await env.custom.getNamespacedCustomObject({
     group,
     version,
@@ -179,19 +162,20 @@ test('an attacker’s own worker schedules every activity with forged arguments:
   const before = await snapshot(env, name);
   const auditFrom = world.auditSize();
 
-  // One run of the attacker's workflow: a probe of each queue (an activity type nobody registers), then every call.
+  // A probe of each queue (an activity type nobody registers), then every call.
   const probes = [queue, waitsTaskQueue(queue)].map((q) => ({
     id: `probe ${q}`,
     activity: 'noSuchActivity',
     taskQueue: q,
     args: [],
   }));
-  outcomes = await forge(env, `attacker-${env.namespace}`, [...probes, ...attacks]);
+  const outcomes = await forger([...probes, ...attacks]);
   expect(outcomes.map((o) => o.id)).toEqual([...probes, ...attacks].map((a) => a.id));
 
   // Kubernetes and Temporal as they were; the same run of the rollout, running, no workflow task failed.
   expect(await snapshot(env, name)).toEqual(before);
   expect(before.resource.phase).toBe('Ready');
+  const handle = workflowHandle(env, name);
   const described = await handle.describe();
   expect({ runId: described.runId, status: described.status.name }).toEqual({ runId, status: 'RUNNING' });
   const failedTasks = ((await handle.fetchHistory()).events ?? []).filter(
@@ -258,12 +242,45 @@ test('an attacker’s own worker schedules every activity with forged arguments:
     `create /api/v1/namespaces/${elsewhere}/configmaps`,
   ]);
   expect(world.trapConnections()).toBe(0); // nothing connected to the forged Temporal endpoint
+  return outcomes;
+}
+
+test('an attacker’s own worker schedules every activity with forged arguments: nothing is changed, read or connected to', async () => {
+  const { env } = world;
+  await apply(env, gated('v1'));
+  const v1 = await readyWith(env, name, 'v1');
+  const uid = await uidOf(env, name);
+  const v1Deployment = (await deployments(env, name)).get(v1)!;
+  const handle = workflowHandle(env, name);
+  const { runId } = await handle.describe();
+  queue = env.controller!.taskQueue;
+  const owner: Owner = { namespace: env.namespace, name, uid, kind };
+  attacks = forgedCalls({
+    queue,
+    waitsQueue: waitsTaskQueue(queue),
+    owner,
+    victim,
+    otherUid: { ...owner, uid: 'f0f0f0f0-0000-4000-8000-00000000f0f0' },
+    temporalNamespace: tns,
+    hostPort: process.env.TEMPORAL_ADDRESS!,
+    trapHostPort: world.trapHostPort,
+    elsewhere,
+    secret,
+    configMap,
+    v1,
+    v1DeploymentUid: v1Deployment.metadata!.uid!,
+    rolloutWorkflowId: rolloutWorkflowId(env.installation, env.namespace, name),
+    workerQueue: taskQueueOf(env, name),
+    spec: gated('v1').spec,
+  });
+  outcomes = await attackWith((calls) => forge(env, `attacker-${env.namespace}`, calls), { owner, v1, runId });
 }, 300_000);
 
-test('each forged call is refused (or, where the design allows it, finds nothing to do); readGateInput is gone', () => {
-  expect(outcomes.length).toBeGreaterThan(2); // the attack ran (the test before)
-  const [main, waits] = [registeredOf(outcomes[0]), registeredOf(outcomes[1])];
-  const byId = new Map(outcomes.map((o) => [o.id, o]));
+/** The calls whose outcome is not what their attack must come to; and every registered activity was attacked. */
+function checkOutcomes(got: ForgedOutcome[]): void {
+  expect(got.length).toBeGreaterThan(2); // the attack ran
+  const [main, waits] = [registeredOf(got[0]), registeredOf(got[1])];
+  const byId = new Map(got.map((o) => [o.id, o]));
   const wrong = attacks.flatMap((a) => {
     const why = mismatch(a, byId.get(a.id)!, a.taskQueue === queue ? main : waits);
     return why ? [`${a.id} on ${a.taskQueue} ${JSON.stringify(a.args).slice(0, 160)}: ${why}`] : [];
@@ -273,7 +290,21 @@ test('each forged call is refused (or, where the design allows it, finds nothing
   const attacked = new Set(attacks.map((a) => a.activity));
   expect([...new Set([...main, ...waits])].filter((a) => !attacked.has(a))).toEqual([]);
   expect([...main, ...waits].filter((a) => a === 'readGateInput')).toEqual([]);
+}
+
+test('each forged call is refused (or, where the design allows it, finds nothing to do); readGateInput is gone', () => {
+  checkOutcomes(outcomes);
 });
+
+test('the same calls as standalone activities (no workflow at all): the same refusals, nothing changed', async () => {
+  const { env } = world;
+  expect(attacks.length).toBeGreaterThan(0); // the first test made them
+  const owner = attacks.find((a) => a.activity === 'scaleDeployment')!.args[0] as Owner;
+  const v1 = (await twdStatus(env, name))!.currentVersion!.buildID!;
+  const { runId } = await workflowHandle(env, name).describe();
+  standalone = await attackWith((calls) => forgeStandalone(`standalone-${env.namespace}`, calls), { owner, v1, runId });
+  checkOutcomes(standalone);
+}, 300_000);
 
 test('a real apply of v2 still rolls out: v2 becomes current with the spec’s template', async () => {
   const { env } = world;

@@ -13,6 +13,9 @@ import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import * as k8s from '@kubernetes/client-node';
 import type { temporal as proto } from '@temporalio/proto';
+import { Connection } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import { msToTs } from '@temporalio/common/lib/time.js';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { group, version } from '../../api/common.js';
 import { workerDeploymentName } from '../../api/names.js';
@@ -180,6 +183,52 @@ export async function forge(env: RolloutEnv, workflowId: string, calls: ForgedCa
         args: [calls],
         workflowExecutionTimeout: '3m',
       }) as Promise<ForgedOutcome[]>,
+    );
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * The same calls as standalone activities (Temporal's StartActivityExecution, no workflow at all): each started on
+ * its queue with one attempt, then polled until it ends.
+ */
+export async function forgeStandalone(prefix: string, calls: ForgedCall[]): Promise<ForgedOutcome[]> {
+  const connection = await Connection.connect({ address: process.env.TEMPORAL_ADDRESS! });
+  const service = connection.workflowService;
+  try {
+    return await Promise.all(
+      calls.map(async (call, i): Promise<ForgedOutcome> => {
+        const activityId = `${prefix}-${i}`;
+        const started: { runId?: string | null } = await service.startActivityExecution({
+          namespace: tns,
+          activityId,
+          activityType: { name: call.activity },
+          taskQueue: { name: call.taskQueue },
+          input: { payloads: call.args.map((a) => defaultPayloadConverter.toPayload(a)) },
+          startToCloseTimeout: msToTs(15_000),
+          scheduleToCloseTimeout: msToTs(45_000),
+          retryPolicy: { maximumAttempts: 1 },
+          identity: 'attacker@elsewhere',
+          requestId: activityId,
+        });
+        for (;;) {
+          const { outcome } = await connection.withDeadline(Date.now() + 30_000, () =>
+            service.pollActivityExecution({ namespace: tns, activityId, runId: started.runId }),
+          );
+          const failure = outcome?.failure;
+          if (failure) {
+            const type =
+              failure.applicationFailureInfo?.type ??
+              (failure.timeoutFailureInfo ? `Timeout:${failure.timeoutFailureInfo.timeoutType}` : 'unknown');
+            return { id: call.id, activity: call.activity, outcome: 'failed', type, message: failure.message ?? '' };
+          }
+          if (outcome?.result !== undefined && outcome.result !== null) {
+            const [result] = (outcome.result.payloads ?? []).map((p) => defaultPayloadConverter.fromPayload(p));
+            return { id: call.id, activity: call.activity, outcome: 'completed', result: result ?? null };
+          }
+        }
+      }),
     );
   } finally {
     await connection.close();

@@ -1,7 +1,7 @@
 import * as k8s from '@kubernetes/client-node';
 import { rolloutWorkflowId } from '../../api/names.js';
 import { notThisInstallations } from '../../workflows/decisions.js';
-import { controllerNamespace, idOfConfigMap } from '../../worker/installation.js';
+import { controllerNamespace, idOfConfigMap, keepStep, resolveStep } from '../../worker/installation.js';
 import type { ResourceRead } from '../../activities/index.js';
 
 const owner = { namespace: 'shop', name: 'orders', uid: 'u1', kind: 'TemporalWorkerDeployment' as const };
@@ -91,5 +91,54 @@ describe('idOfConfigMap', () => {
     expect(idOfConfigMap({ metadata: { uid: 'ab12cd34-0000' }, data: { id: 'Team A' } })).toEqual({
       problem: expect.stringContaining('data.id "Team A"'),
     });
+  });
+});
+
+describe('resolveStep', () => {
+  const uid = 'AB12cd34-0000-4000-8000-000000000000';
+  test.each<[string, k8s.V1ConfigMap | undefined, ReturnType<typeof resolveStep>]>([
+    ['missing (404): created', undefined, { do: 'create' }],
+    [
+      'without data.id (new, or of older manifests): the ID its uid gives, written fenced on the resourceVersion read',
+      { metadata: { uid, resourceVersion: '42' } },
+      { do: 'write', id: 'ab12cd34', resourceVersion: '42' },
+    ],
+    [
+      'with data.id: that',
+      { metadata: { uid, resourceVersion: '43' }, data: { id: 'ab12cd34' } },
+      { do: 'use', id: 'ab12cd34' },
+    ],
+    ['with a data.id set by hand: that', { metadata: { uid }, data: { id: 'team-a' } }, { do: 'use', id: 'team-a' }],
+    [
+      'with a data.id that cannot go into names: refused',
+      { metadata: { uid }, data: { id: 'Team A' } },
+      { do: 'refuse', problem: expect.stringContaining('data.id "Team A"') as string },
+    ],
+    [
+      'with neither data.id nor uid: refused',
+      { metadata: {} },
+      { do: 'refuse', problem: 'it has neither data.id nor a uid' },
+    ],
+  ])('%s', (_, cm, step) => {
+    expect(resolveStep(cm)).toEqual(step);
+  });
+});
+
+describe('keepStep', () => {
+  test.each<[string, k8s.V1ConfigMap | undefined, ReturnType<typeof keepStep>]>([
+    ['deleted: created again with the ID', undefined, { do: 'create' }],
+    [
+      're-created without data.id: the ID patched in, fenced on the resourceVersion read',
+      { metadata: { uid: 'ffff0000-0000', resourceVersion: '9' } },
+      { do: 'write', resourceVersion: '9' },
+    ],
+    ['with the same ID: nothing', { metadata: { uid: 'ffff0000-0000' }, data: { id: 'ab12cd34' } }, { do: 'nothing' }],
+    [
+      'with another ID: left as it is, and said',
+      { metadata: { uid: 'ab12cd34-0000' }, data: { id: 'team-b' } },
+      { do: 'warn', found: 'team-b' },
+    ],
+  ])('%s', (_, cm, step) => {
+    expect(keepStep('ab12cd34', cm)).toEqual(step);
   });
 });
