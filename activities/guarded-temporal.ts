@@ -6,16 +6,16 @@
  */
 import proto from '@temporalio/proto';
 import { parseDuration } from '../api/duration.js';
-import type { Owner } from '../api/resource.js';
+import { gateWorkflowIdPrefix, promotedPastGate } from '../api/names.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
-import { isDrained } from '../api/version-status.js';
 import type { NormalizedSpec } from '../api/worker-deployment.js';
 import type { createAnalysisActivities } from '../temporal/analysis.js';
 import type { TemporalConnections, TemporalRef, TemporalTarget } from '../temporal/connections.js';
-import { describeVersionSettled } from '../temporal/describe.js';
+import { describeVersionSettled, isNotFound } from '../temporal/describe.js';
 import type { createDrainageActivities } from '../temporal/drainage.js';
 import type { createPinnedActivities, PinnedAction } from '../temporal/pinned.js';
-import { mustBeDeleting, refused, type Authority, type Authorized } from './authority.js';
+import { gateBefore, gateRunProblem, hadTraffic } from './gate-evidence.js';
+import { mustBeDeleting, mustBeDrained, refused, type Authority, type Authorized } from './authority.js';
 import type { RoutingCallOptions } from './routing.js';
 import type { TemporalActivities } from './temporal.js';
 
@@ -35,10 +35,6 @@ export interface GateRequest {
   /** Where it starts when the spec names no task queue: a workflow task queue the build's workers poll. */
   taskQueue: string;
 }
-
-/** The prefix of a resource's gate runs' workflow IDs (of one build's: `buildId`). */
-export const gateWorkflowIdPrefix = (owner: Owner, buildId?: string) =>
-  `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId === undefined ? '' : `${buildId}/`}`;
 
 /** The spec's gate a label names: `rollout`, or `step-N`. */
 export function gateOf(spec: NormalizedSpec, label: string): Gate | undefined {
@@ -72,14 +68,43 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       ?.workerDeploymentVersionInfo;
   }
 
+  /** A workflow execution's info in the resource's Temporal (undefined: there is none under the ID). */
+  async function executionInfo(t: TemporalTarget, workflowId: string) {
+    const service = (await connections.get(t)).workflowService;
+    try {
+      return (await service.describeWorkflowExecution({ namespace: t.temporalNamespace, execution: { workflowId } }))
+        .workflowExecutionInfo;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
   /**
-   * Refuses unless Temporal says the version is retired: not current or ramping, no pinned work open. Retryable:
-   * draining ends by itself.
+   * Refuses a routing change to the spec's build that must come after one of its gates (gateBefore) unless that
+   * gate's own run, read here, passed on the build (`passedBy`: its workflow ID), or a person promoted past it
+   * (`promoted`: what `promote` and `rollback` do anyway).
    */
-  async function mustBeDrained(t: Authorized, buildId: string, what: string): Promise<void> {
-    const status = await raw.versionStatus(t, buildId);
-    if (!isDrained(status))
-      throw refused('live-version', `${what}: Temporal says ${buildId} is ${status}`, { retryable: true });
+  async function mustHavePassedGate(
+    t: Authorized,
+    buildId: string,
+    to: { percentage: number } | 'current',
+    passedBy: string | undefined,
+  ): Promise<void> {
+    const { rollout } = t.desired.spec;
+    const gated = rollout.gate || rollout.steps?.some((s) => s.gate);
+    if (!gated || buildId !== t.desired.buildId || passedBy === promotedPastGate) return;
+    const before = gateBefore(rollout, to, hadTraffic(await versionInfo(t, buildId)));
+    if (!before) return;
+    const ours = passedBy?.startsWith(gateWorkflowIdPrefix(t.owner, buildId, before.label)) ? passedBy : undefined;
+    const no = ours
+      ? gateRunProblem(ours, await executionInfo(t, ours), before.gate.workflowType, buildId)
+      : { problem: `${passedBy ?? 'no run'} is not a run of it`, running: false };
+    // Tried again while the run still runs: it may pass yet.
+    if (no)
+      throw refused('gate', `routing to ${buildId} before its ${before.label} gate passed: ${no.problem}`, {
+        retryable: no.running,
+      });
   }
 
   /** When each version (by server, namespace, worker deployment and build) was last read with its workers' task queues. */
@@ -113,6 +138,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       if (buildId !== '') {
         await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
         await mustBePolled(t, buildId);
+        await mustHavePassedGate(t, buildId, { percentage }, o.gate);
       }
       return raw.setRamping(t, buildId, percentage, o);
     },
@@ -122,6 +148,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       const t = await authority.temporal(ref);
       await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
       await mustBePolled(t, buildId);
+      await mustHavePassedGate(t, buildId, 'current', o.gate);
       return raw.setCurrent(t, buildId, o);
     },
 
@@ -142,7 +169,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
     /** Deletes a version Temporal says is retired (the server would delete a draining one: skipDrainage). */
     async deleteVersion(ref: TemporalRef, buildId: string) {
       const t = await authority.temporal(ref);
-      await mustBeDrained(t, buildId, `deleting version ${buildId}`);
+      mustBeDrained(await raw.versionStatus(t, buildId), buildId, `deleting version ${buildId}`);
       return raw.deleteVersion(t, buildId);
     },
 

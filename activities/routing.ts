@@ -48,6 +48,11 @@ export interface Routing {
 export interface RoutingCallOptions {
   conflictToken?: string;
   claim?: boolean;
+  /**
+   * What let the target past its rollout gate: the gate run's workflow ID (the routing activity reads that run), or
+   * `promoted` (activities/gate-evidence.ts).
+   */
+  gate?: string;
 }
 
 /** The conflict token after a routing write (base64), for the next one. */

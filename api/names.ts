@@ -92,3 +92,14 @@ export function sanitizeBuildId(text: string): string {
 
 /** Guards deletion until RolloutWorkflow has cleaned up Temporal and Kubernetes. */
 export const finalizer = 'glidepath.dev/cleanup';
+
+/** The prefix of a resource's gate runs' workflow IDs (of one build's: `buildId`; of one gate's: `label` too). */
+export const gateWorkflowIdPrefix = (
+  owner: { namespace: string; name: string; uid: string },
+  buildId?: string,
+  label?: string,
+) =>
+  `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId === undefined ? '' : `${buildId}/`}${label === undefined ? '' : `${label}/`}`;
+
+/** What lets a target past its rollout gate when no run passed: a person promoted it (activities/gate-evidence.ts). */
+export const promotedPastGate = 'promoted';

@@ -69,11 +69,17 @@ export class RolloutContext extends ActivityCalls {
 
   /**
    * The extra argument of a routing write on `t`: our last write's conflict token there (no describe first while
-   * nobody else wrote), and the claim of the manager identity on the way.
+   * nobody else wrote), the claim of the manager identity on the way, and what let the build past its rollout gate.
    */
-  routingOptions(t: TemporalRef): [RoutingCallOptions] {
+  routingOptions(t: TemporalRef, gate?: string): [RoutingCallOptions] {
     const last = this.state.routingToken;
-    return [{ ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}), claim: true }];
+    return [
+      {
+        ...(last?.of === routingTokenKey(t) ? { conflictToken: last.token } : {}),
+        claim: true,
+        ...(gate !== undefined ? { gate } : {}),
+      },
+    ];
   }
 
   /** Keeps a routing write's token on `t` for the next write; none after another write (the next describes). */

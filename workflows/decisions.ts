@@ -169,7 +169,9 @@ export function planSpecChange(state: RolloutState, desired: Desired, now: Date)
     next.target.gateKey !== undefined &&
     next.target.gateKey !== gateKey(desired.spec.rollout.gate)
   ) {
-    next.target = { ...next.target, gateKey: undefined }; // another gate: it runs again
+    // Another gate: it runs again, under a new run ID.
+    const { rollout: _passed, ...gateRunIds } = next.target.gateRunIds ?? {};
+    next.target = { ...next.target, gateKey: undefined, gatePassedBy: undefined, gateRunIds };
   }
   const knownTemplate = state.templates?.[desired.buildId];
   next.templates = { ...state.templates, [desired.buildId]: desired.spec.template };

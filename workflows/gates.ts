@@ -3,6 +3,7 @@
  * step). Its input is read inside the activity that starts it, so a Secret never enters this history.
  */
 import { CancellationScope, isCancellation, type ActivityOptions } from '@temporalio/workflow';
+import { gateWorkflowIdPrefix, promotedPastGate } from '../api/names.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
 import type { Target } from './state.js';
@@ -13,8 +14,18 @@ const cancelOptions: ActivityOptions = {
   retry: { initialInterval: '500ms', maximumAttempts: 3 },
 };
 
-/** How a gate ended for the rollout: go on, go on without the remaining steps, or stop (aborted). */
-export type GateOutcome = 'passed' | 'promotedFully' | 'aborted';
+/**
+ * How a gate ended for the rollout: passed, promoted past after it failed (go on), promoted past without the
+ * remaining steps, or stop (aborted).
+ */
+export type GateOutcome = 'passed' | 'promoted' | 'promotedFully' | 'aborted';
+
+/**
+ * What let the target past the gate before its next routing change, for the routing activity to read: the step's
+ * gate, else the rollout gate; a promote to current or a rollback (controls, or the spec) counts as `promoted`.
+ */
+export const gateEvidence = (target: Target): string | undefined =>
+  target.promotedFully || target.rollback ? promotedPastGate : (target.step?.gatePassedBy ?? target.gatePassedBy);
 
 /** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
 export async function passGate(
@@ -32,7 +43,7 @@ export async function passGate(
     // clear the IDs). Kept in the state, so a restart, a ContinueAsNew or an unrelated edit waits on the same run.
     const ids = (target.gateRunIds ??= {});
     const workflowId = (ids[label] ??=
-      `glidepath-gate/${owner.namespace}/${owner.name}/${owner.uid}/${buildId}/${label}/${state.desired!.generation}.${(state.gateSeq = (state.gateSeq ?? 0) + 1)}`);
+      `${gateWorkflowIdPrefix(owner, buildId, label)}${state.desired!.generation}.${(state.gateSeq = (state.gateSeq ?? 0) + 1)}`);
     const t = ctx.temporalTarget();
     let result: { passed: boolean; message: string };
     try {
@@ -74,7 +85,7 @@ export async function passGate(
     if (promote) {
       state.promote = undefined;
       state.pausedBy = undefined;
-      return promote.full ? 'promotedFully' : 'passed';
+      return promote.full ? 'promotedFully' : 'promoted';
     }
   }
 }

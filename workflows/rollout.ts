@@ -6,6 +6,7 @@
  */
 import { ActivityFailure, ApplicationFailure, CancellationScope } from '@temporalio/workflow';
 import { formatDuration, parseDuration } from '../api/duration.js';
+import { promotedPastGate } from '../api/names.js';
 import { limitCheckAfterMs } from '../api/timings.js';
 import type { RolloutStep } from '../api/temporal-worker-deployment.js';
 import type { RegistrationCheck, VersionRegistration } from '../activities/index.js';
@@ -24,7 +25,7 @@ import {
   stepSummary,
 } from './decisions.js';
 import { ensureDeployment } from './deployments.js';
-import { passGate } from './gates.js';
+import { gateEvidence, passGate } from './gates.js';
 import { rollBack } from './rollback.js';
 import { heldIsOurs, makeCurrent, makeRoomForVersion, routingWrite, stillTarget } from './routing.js';
 import type { Sunsets } from './sunset.js';
@@ -138,9 +139,12 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
             await ctx.call(
               what,
               () =>
-                ctx.routingCall((a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t)), {
-                  reportInNextTask: stepping,
-                }),
+                ctx.routingCall(
+                  (a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t, gateEvidence(target))),
+                  {
+                    reportInNextTask: stepping,
+                  },
+                ),
               heldIsOurs,
             ),
           );
@@ -168,10 +172,13 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       if (analysed === 'promotedFully') target.promotedFully = true;
       progress.analysed = true;
     }
+    if (outcome === 'promoted') progress.gatePassedBy = promotedPastGate; // a promote ends the step, gate and all
     if (outcome === 'elapsed' && step.gate) {
-      const gated = await passGate(ctx, step.gate, registration, `step-${plan.index + 1}`);
+      const label = `step-${plan.index + 1}`;
+      const gated = await passGate(ctx, step.gate, registration, label);
       if (gated === 'aborted') return abandon(ctx, sunsets, buildId);
       if (gated === 'promotedFully') target.promotedFully = true;
+      progress.gatePassedBy = gated === 'passed' ? target.gateRunIds?.[label] : promotedPastGate;
     }
     progress.done = true;
   }
@@ -188,6 +195,7 @@ async function rolloutGate(
   const outcome = await passGate(ctx, gate, registration, 'rollout');
   if (outcome === 'aborted') return 'aborted';
   target.gateKey = gateKey(gate);
+  target.gatePassedBy = outcome === 'passed' ? target.gateRunIds?.rollout : promotedPastGate;
   if (outcome === 'promotedFully') target.promotedFully = true;
   return undefined;
 }

@@ -8,6 +8,7 @@ import type { RolloutContext } from './context.js';
 import { managerHeldBy } from './failures.js';
 import { managerBack, waitForManager } from './manager-identity.js';
 import { versionsToMakeRoom } from './decisions.js';
+import { gateEvidence } from './gates.js';
 import type { Sunsets } from './sunset.js';
 import { waitWhilePaused } from './waiting.js';
 
@@ -84,7 +85,12 @@ export async function makeCurrent(
         const t = ctx.temporalTarget();
         const result = await ctx.call(
           `make ${buildId} current`,
-          () => ctx.temporalActivity.setCurrent(t, buildId, ...ctx.routingOptions(t)),
+          () =>
+            ctx.temporalActivity.setCurrent(
+              t,
+              buildId,
+              ...ctx.routingOptions(t, state.target?.buildId === buildId ? gateEvidence(state.target) : undefined),
+            ),
           { untilDeleted: false, ...heldIsOurs },
         );
         ctx.routed(t, result);

@@ -35,6 +35,8 @@ export interface StepProgress {
   analysed: boolean;
   /** Time its analysis has waited for enough executions (carried across ContinueAsNew). */
   analysisWaitMs: number;
+  /** What let its end past its gate: the gate run's workflow ID, or `promoted` (read by the next routing change). */
+  gatePassedBy?: string;
 }
 
 /** A step just begun at `at`. */
@@ -75,6 +77,11 @@ export interface Target {
   gateRunIds?: Record<string, string>;
   /** The definition of the rollout gate that passed: a new generation with another gate runs it again. */
   gateKey?: string;
+  /**
+   * What let it past the rollout gate: the passed run's workflow ID, or `promoted`. The routing activities read that
+   * run themselves before its first traffic.
+   */
+  gatePassedBy?: string;
 }
 
 /** Where in Temporal a version lives: drainage is read there, whatever the spec says now. */

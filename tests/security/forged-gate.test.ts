@@ -1,10 +1,10 @@
 /**
  * A forged completion of a gate: someone with Temporal access only completes the rollout's pending `runGate` by hand
  * (`temporal activity complete`) while the spec's gate workflow still runs (the example worker's `exampleWork`,
- * which its pods hold for an hour: it never ends by itself within the test). A forged pass is no more than the
- * `promote` control: the rollout goes on to the build the resource declares, and nothing outside what the resource
- * declares happens (no Deployment but v1's and v2's, routing only to v1 or v2, no other gate run, no write outside
- * the resource's namespace). A forged failure is a failed gate: the rollout aborts or pauses as
+ * which its pods hold for an hour: it never ends by itself within the test). A forged pass routes nothing: the
+ * set-current reads the gate's own run and waits until it has passed; then the rollout goes on, and nothing outside
+ * what the resource declares happens (no Deployment but v1's and v2's, routing only to v1 or v2, no other gate run,
+ * no write outside the resource's namespace). A forged failure is a failed gate: the rollout aborts or pauses as
  * `rollout.gateFailurePolicy` says, and v1 keeps its routing and its pods.
  */
 import { writeFileSync } from 'node:fs';
@@ -147,19 +147,35 @@ function writesBeyond(from: number, own: string[]): string[] {
     .map((a) => `${a.verb} ${a.requestURI}`);
 }
 
-test('a forged pass is no more than promote: v2 becomes current, and nothing beyond v1 and v2 is touched', async () => {
+test('a forged pass routes nothing while the gate’s own run has not passed; once it passes, v2 becomes current and nothing beyond v1 and v2 is touched', async () => {
   const { env } = world;
   const name = 'pass';
   const { v1, v2, gateId, auditFrom } = await forgeGate(name, { passed: true, message: 'forged' });
   const own = [...(await deployments(env, name)).values()].map((d) => d.metadata!.name!);
   expect(own).toHaveLength(2);
 
-  // The rollout goes on, as after a promote: v2 current, v1 sunset.
+  // The rollout believes the gate passed; the set-current reads the gate's run, still running, and is refused (and
+  // tried again: the run may pass yet). v1 stays current, nothing is routed to v2.
+  const handle = workflowHandle(env, name);
+  const refusal = await eventually(
+    'the set-current of v2 refused for its rollout gate',
+    async () =>
+      ((await handle.fetchHistory()).events ?? [])
+        .map((e) => e.activityTaskFailedEventAttributes?.failure?.message ?? '')
+        .find((m) => m.includes(`routing to ${v2} before its rollout gate passed`)) || undefined,
+    90_000,
+  );
+  expect(refusal).toContain(`the gate run ${gateId} is still running`);
+  expect(await routing(env, name)).toEqual({ current: v1, percentage: 0 });
+  expect((await routingCalls(env, name)).filter((c) => c.buildId === v2)).toEqual([]);
+
+  // The gate's own run passes: the same set-current, tried again, routes to v2; v1 is sunset.
+  await env.client.workflow.getHandle(gateId).signal('finish');
   expect(await readyWith(env, name, 'v2')).toBe(v2);
   await eventually('v1 scaled to 0', async () => (await deployments(env, name)).get(v1)?.spec?.replicas === 0, 60_000);
 
   // Nothing beyond what the resource declares: its two Deployments, routing to v1 and v2 only (a ramp's clearing is
-  // the empty build), the one gate run of v2 (still running: the forged verdict did not end it), no other write.
+  // the empty build), the one gate run of v2, no other write.
   expect([...(await deployments(env, name)).keys()].every((b) => b === v1 || b === v2)).toBe(true);
   const elsewhere = (await env.apps.listDeploymentForAllNamespaces()).items.filter(
     (d) => d.metadata?.namespace !== env.namespace,
@@ -172,11 +188,7 @@ test('a forged pass is no more than promote: v2 becomes current, and nothing bey
   expect(routed.routing.versions.filter((b) => b !== v1 && b !== v2)).toEqual([]);
   expect(routed.routing.current).toBe(v2);
   const runs = await gateRuns(name);
-  expect(runs.map((r) => r.workflowId)).toEqual([gateId]);
-  writeFileSync(
-    join(world.dir, 'pass-gate-run.json'),
-    JSON.stringify({ gateId, status: runs[0]?.status.name, whenV2Current: new Date().toISOString() }),
-  );
+  expect(runs.map((r) => [r.workflowId, r.status.name])).toEqual([[gateId, 'COMPLETED']]);
   expect(writesBeyond(auditFrom, own)).toEqual([]);
 }, 300_000);
 
@@ -222,4 +234,57 @@ test('a forged failure under gateFailurePolicy Pause pauses the rollout without 
   expect(env.simulator.podCount(env.namespace, v1After.metadata!.name!)).toBe(1);
   const own = [...(await deployments(env, name)).values()].map((d) => d.metadata!.name!);
   expect(writesBeyond(auditFrom, own)).toEqual([]);
+}, 300_000);
+
+test('a forged pass of a step’s gate ramps no further until that gate’s own run passes', async () => {
+  const { env } = world;
+  const name = 'step';
+  names.push(name);
+  await apply(env, spec(name, 'v1', { gate: false }));
+  const v1 = await readyWith(env, name, 'v1');
+  const stepped = resource(env, name, {
+    env: { VERSION: 'v2' },
+    strategy: 'Progressive',
+    steps: [
+      { rampPercentage: 10, pauseDuration: '1s' },
+      { rampPercentage: 50, pauseDuration: '1s' },
+    ],
+  });
+  (stepped.spec.rollout.steps![0] as Record<string, unknown>).gate = gate;
+  await apply(env, stepped);
+  const handle = workflowHandle(env, name);
+  const activityId = await eventually(
+    'the rollout waiting in runGate after step 1',
+    async () =>
+      (await handle.describe()).raw.pendingActivities?.find((a) => a.activityType?.name === 'runGate')?.activityId ||
+      undefined,
+    90_000,
+  );
+  const run = await eventually('the step’s gate running', async () => {
+    const runs = await gateRuns(name);
+    return runs.length === 1 && runs[0]!.status.name === 'RUNNING' ? runs[0] : undefined;
+  });
+  openGates.push(run.workflowId);
+  const v2 = (await twdStatus(env, name))?.targetVersion?.buildID;
+  expect(run.workflowId).toContain(`/${v2}/step-1/`);
+  expect(await routing(env, name)).toMatchObject({ current: v1, ramping: v2, percentage: 10 });
+
+  expect(await completeByHand(handle.workflowId, activityId, '{"passed":true,"message":"forged"}')).toMatchObject({
+    ok: true,
+  });
+  await eventually('the ramp to 50% refused for the step’s gate', async () =>
+    ((await handle.fetchHistory()).events ?? []).some((e) =>
+      e.activityTaskFailedEventAttributes?.failure?.message?.includes(
+        `routing to ${v2} before its step-1 gate passed: the gate run ${run.workflowId} is still running`,
+      ),
+    ),
+  );
+  expect(await routing(env, name)).toMatchObject({ current: v1, ramping: v2, percentage: 10 });
+
+  // The gate's own run passes: the ramp goes on to 50 %, then v2 becomes current.
+  await env.client.workflow.getHandle(run.workflowId).signal('finish');
+  expect(await readyWith(env, name, 'v2')).toBe(v2);
+  expect((await routingCalls(env, name)).filter((c) => c.buildId === v2).map((c) => c.percentage)).toEqual(
+    expect.arrayContaining([10, 50]),
+  );
 }, 300_000);
