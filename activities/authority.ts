@@ -165,16 +165,21 @@ export function createAuthority(
     deploymentsOf,
 
     /**
-     * Refuses routing to a build the resource neither declares (its spec's) nor runs (a Deployment of its own) nor
-     * has routed to already (current or ramping in Temporal, read by `routing` only when the others do not say).
+     * Refuses routing to a build the resource neither declares (its spec's) nor runs (a Deployment of its own with
+     * available pods, as a rollback's build has) nor has routed to already (current or ramping in Temporal, read by
+     * `routing` only when the others do not say).
      */
     async mayRouteTo(a: Authorized, buildId: string, routing: () => Promise<Routing>): Promise<void> {
-      if (buildId === a.desired.buildId || (await deploymentsOf(a, buildId)).length) return;
+      if (buildId === a.desired.buildId) return;
+      const own = await deploymentsOf(a, buildId);
+      if (own.some((d) => (d.status?.availableReplicas ?? 0) > 0)) return;
       const r = await routing();
       if (r.current === buildId || r.ramping === buildId) return;
       throw refused(
         'undeclared-build',
-        `${buildId} is neither the build ${a.owner.namespace}/${a.owner.name} declares nor one it runs`,
+        own.length
+          ? `${buildId} is not the build ${a.owner.namespace}/${a.owner.name} declares, and its Deployment has no available pods: new work would have no workers`
+          : `${buildId} is neither the build ${a.owner.namespace}/${a.owner.name} declares nor one it runs`,
       );
     },
 

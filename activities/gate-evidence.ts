@@ -24,19 +24,29 @@ export function hadTraffic(info: VersionInfo | null | undefined): boolean {
 }
 
 /**
- * The build an execution was pinned to: by its versioning override (any of the server's shapes of it), else the
- * version it ran on when its behavior is PINNED.
+ * The version an execution was pinned to: by its versioning override (any of the server's shapes of it), else the
+ * version it ran on when its behavior is PINNED. The deployment name is undefined where the shape has none.
  */
-export function pinnedBuildOf(info: ExecutionInfo | null | undefined): string | undefined {
+export function pinnedVersionOf(
+  info: ExecutionInfo | null | undefined,
+): { deploymentName?: string; buildId: string } | undefined {
   const versioning = info?.versioningInfo;
   const override = versioning?.versioningOverride;
-  const pinnedBehavior = versioning?.behavior === VersioningBehavior.VERSIONING_BEHAVIOR_PINNED;
+  const named = (v: { deploymentName?: string | null; buildId?: string | null } | null | undefined) =>
+    v?.buildId ? { ...(v.deploymentName ? { deploymentName: v.deploymentName } : {}), buildId: v.buildId } : undefined;
+  const dotted = override?.pinnedVersion ?? undefined;
+  const dot = dotted?.indexOf('.') ?? -1;
   return (
-    override?.pinned?.version?.buildId ??
-    override?.deployment?.buildId ??
-    override?.pinnedVersion?.split('.').slice(1).join('.') ??
-    (pinnedBehavior ? versioning?.deploymentVersion?.buildId : undefined) ??
-    undefined
+    named(override?.pinned?.version) ??
+    named(
+      override?.deployment
+        ? { deploymentName: override.deployment.seriesName, buildId: override.deployment.buildId }
+        : undefined,
+    ) ??
+    (dotted && dot > 0 ? { deploymentName: dotted.slice(0, dot), buildId: dotted.slice(dot + 1) } : undefined) ??
+    (versioning?.behavior === VersioningBehavior.VERSIONING_BEHAVIOR_PINNED
+      ? named(versioning.deploymentVersion)
+      : undefined)
   );
 }
 
@@ -48,14 +58,19 @@ export function gateRunProblem(
   workflowId: string,
   info: ExecutionInfo | null | undefined,
   workflowType: string,
-  buildId: string,
+  version: { deploymentName: string; buildId: string },
 ): { problem: string; running: boolean } | undefined {
+  const { buildId } = version;
   const no = (problem: string, running = false) => ({ problem: `the gate run ${workflowId} ${problem}`, running });
   if (!info) return no('does not exist');
   if (info.type?.name !== workflowType)
     return no(`is a ${info.type?.name ?? 'workflow of no type'}, not ${workflowType}`);
-  const pinned = pinnedBuildOf(info);
-  if (pinned !== buildId) return no(`was pinned to ${pinned ?? 'no build'}, not ${buildId}`);
+  const pinned = pinnedVersionOf(info);
+  if (
+    pinned?.buildId !== buildId ||
+    (pinned.deploymentName !== undefined && pinned.deploymentName !== version.deploymentName)
+  )
+    return no(`was pinned to ${pinned?.buildId ?? 'no build'}, not ${buildId}`);
   const status = info.status ?? WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_UNSPECIFIED;
   if (status === WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_RUNNING) return no('is still running', true);
   if (status !== WorkflowExecutionStatus.WORKFLOW_EXECUTION_STATUS_COMPLETED)
@@ -64,18 +79,20 @@ export function gateRunProblem(
 }
 
 /**
- * The gate a routing change to the spec's build must come after, by its label (`rollout`, `step-N`): its first
- * traffic comes after the rollout gate; a ramp to step N+1, or current after the last step N, after step N's gate.
+ * The gate a routing change of the spec's build to `share` percent (100: current) must come after, named for
+ * messages: its first traffic comes after the rollout gate; after that, a share comes after the gate of the highest
+ * gated step below it (so no share, listed or not, skips a step's gate).
  */
 export function gateBefore(
   rollout: TemporalWorkerDeploymentSpec['rollout'],
-  to: { percentage: number } | 'current',
+  share: number,
   hadTraffic: boolean,
 ): { label: string; gate: Gate } | undefined {
-  const first = rollout.gate && { label: 'rollout', gate: rollout.gate };
-  if (!hadTraffic) return first;
+  if (!hadTraffic) return rollout.gate && { label: 'rollout', gate: rollout.gate };
   const steps = rollout.strategy === 'Progressive' ? (rollout.steps ?? []) : [];
-  const next = to === 'current' ? steps.length : steps.findIndex((s) => s.rampPercentage === to.percentage);
-  const before = next > 0 ? steps[next - 1] : undefined;
-  return before?.gate && { label: `step-${next}`, gate: before.gate };
+  let before: { label: string; gate: Gate } | undefined;
+  steps.forEach((s, i) => {
+    if (s.gate && s.rampPercentage < share) before = { label: `step-${i + 1}`, gate: s.gate };
+  });
+  return before;
 }

@@ -117,10 +117,15 @@ export function createGuardedKubeActivities(
       return raw.scaleDeployment(a.owner, buildId, 0);
     },
 
-    /** Deletes a retired version's Deployment (a sunset's last step). */
+    /**
+     * Deletes a retired version's Deployment (a sunset's last step). One scaled to 0 with no pods left takes no
+     * workers away: only one that has them asks Temporal whether the version is retired.
+     */
     async deleteDeployment(owner: Owner, buildId: string) {
       const a = await authority.resource(owner);
-      mustBeDrained(await versionStatus(a, buildId), buildId, `deleting the Deployment of ${buildId}`);
+      const own = await authority.deploymentsOf(a, buildId);
+      if (own.some((d) => (d.spec?.replicas ?? 1) > 0 || (d.status?.replicas ?? 0) > 0))
+        mustBeDrained(await versionStatus(a, buildId), buildId, `deleting the Deployment of ${buildId}`);
       return raw.deleteDeployment(a.owner, buildId);
     },
 

@@ -4,9 +4,10 @@
  * calls the adapter with the worker deployment it found. A step that takes something away re-reads Temporal just
  * before it acts and refuses what the read does not support; what the caller says it read is never believed.
  */
+import { Context } from '@temporalio/activity';
 import proto from '@temporalio/proto';
 import { parseDuration } from '../api/duration.js';
-import { gateWorkflowIdPrefix, promotedPastGate } from '../api/names.js';
+import { gateWorkflowIdPrefix, promotedPastGate, rolloutWorkflowId } from '../api/names.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { NormalizedSpec } from '../api/worker-deployment.js';
 import type { createAnalysisActivities } from '../temporal/analysis.js';
@@ -53,7 +54,12 @@ type ByRef<F> = F extends (t: TemporalTarget, ...rest: infer A) => infer R
   ? (ref: TemporalRef, ...rest: A) => R
   : never;
 
-export function createGuardedTemporalActivities(raw: Adapter, authority: Authority, connections: TemporalConnections) {
+export function createGuardedTemporalActivities(
+  raw: Adapter,
+  authority: Authority,
+  connections: TemporalConnections,
+  installation: string,
+) {
   /** Reads that change nothing: the reference's resource and connection, then the adapter. */
   const read = <K extends keyof Adapter>(name: K): ByRef<Adapter[K]> =>
     (async (ref: TemporalRef, ...rest: unknown[]) =>
@@ -81,30 +87,40 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
   }
 
   /**
-   * Refuses a routing change to the spec's build that must come after one of its gates (gateBefore) unless that
-   * gate's own run, read here, passed on the build (`passedBy`: its workflow ID), or a person promoted past it
-   * (`promoted`: what `promote` and `rollback` do anyway).
+   * Refuses a routing change that gives the spec's build more than it has before the gate it must come after
+   * (gateBefore) passed: that gate's own run, read here, passed on the build (`passedBy`: its workflow ID); or a person
+   * promoted past it (`promoted`, what `promote` and `rollback` do), said by the resource's own RolloutWorkflow, so
+   * the routing change is in its history.
    */
-  async function mustHavePassedGate(
-    t: Authorized,
-    buildId: string,
-    to: { percentage: number } | 'current',
-    passedBy: string | undefined,
-  ): Promise<void> {
+  async function mustHavePassedGate(t: Authorized, buildId: string, share: number, passedBy?: string): Promise<void> {
     const { rollout } = t.desired.spec;
-    const gated = rollout.gate || rollout.steps?.some((s) => s.gate);
-    if (!gated || buildId !== t.desired.buildId || passedBy === promotedPastGate) return;
-    const before = gateBefore(rollout, to, hadTraffic(await versionInfo(t, buildId)));
+    if (buildId !== t.desired.buildId || !(rollout.gate || rollout.steps?.some((s) => s.gate))) return;
+    let no: { problem: string; running: boolean } | undefined;
+    const before = gateBefore(rollout, share, hadTraffic(await versionInfo(t, buildId)));
     if (!before) return;
-    const ours = passedBy?.startsWith(gateWorkflowIdPrefix(t.owner, buildId, before.label)) ? passedBy : undefined;
-    const no = ours
-      ? gateRunProblem(ours, await executionInfo(t, ours), before.gate.workflowType, buildId)
-      : { problem: `${passedBy ?? 'no run'} is not a run of it`, running: false };
+    const label = `${before.label} gate`;
+    if (passedBy === promotedPastGate) {
+      const scheduler = Context.current().info.workflowExecution?.workflowId;
+      if (scheduler === rolloutWorkflowId(installation, t.owner.namespace, t.owner.name)) return;
+      no = {
+        problem: `a promote past it said by ${scheduler ?? 'no workflow'}, not the resource's rollout`,
+        running: false,
+      };
+    } else {
+      const ours = passedBy?.startsWith(gateWorkflowIdPrefix(t.owner, buildId)) ? passedBy : undefined;
+      no = ours
+        ? gateRunProblem(ours, await executionInfo(t, ours), before.gate.workflowType, {
+            deploymentName: t.deploymentName,
+            buildId,
+          })
+        : { problem: `${passedBy ?? 'no run'} is not a run of it`, running: false };
+    }
+    if (!no) return;
+    // A change that gives the build no more than it has needs no gate (a retry, a run that read routing late).
+    const r = await raw.describeRouting(t);
+    if (r.current === buildId || (r.ramping === buildId && share <= r.rampPercentage)) return;
     // Tried again while the run still runs: it may pass yet.
-    if (no)
-      throw refused('gate', `routing to ${buildId} before its ${before.label} gate passed: ${no.problem}`, {
-        retryable: no.running,
-      });
+    throw refused('gate', `routing to ${buildId} before its ${label} passed: ${no.problem}`, { retryable: no.running });
   }
 
   /** When each version (by server, namespace, worker deployment and build) was last read with its workers' task queues. */
@@ -138,7 +154,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       if (buildId !== '') {
         await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
         await mustBePolled(t, buildId);
-        await mustHavePassedGate(t, buildId, { percentage }, o.gate);
+        await mustHavePassedGate(t, buildId, percentage, o.gate);
       }
       return raw.setRamping(t, buildId, percentage, o);
     },
@@ -148,7 +164,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       const t = await authority.temporal(ref);
       await authority.mayRouteTo(t, buildId, () => raw.describeRouting(t));
       await mustBePolled(t, buildId);
-      await mustHavePassedGate(t, buildId, 'current', o.gate);
+      await mustHavePassedGate(t, buildId, 100, o.gate);
       return raw.setCurrent(t, buildId, o);
     },
 
@@ -166,10 +182,15 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       return raw.deleteWorkerDeployment(t);
     },
 
-    /** Deletes a version Temporal says is retired (the server would delete a draining one: skipDrainage). */
+    /**
+     * Deletes a retired version (the server would delete a draining one: skipDrainage). While a Deployment of the
+     * resource runs it, Temporal must say it is retired; once none does (its sunset deleted it), no worker of it is
+     * left to take work.
+     */
     async deleteVersion(ref: TemporalRef, buildId: string) {
       const t = await authority.temporal(ref);
-      mustBeDrained(await raw.versionStatus(t, buildId), buildId, `deleting version ${buildId}`);
+      if ((await authority.deploymentsOf(t, buildId)).length)
+        mustBeDrained(await raw.versionStatus(t, buildId), buildId, `deleting version ${buildId}`);
       return raw.deleteVersion(t, buildId);
     },
 
@@ -181,7 +202,7 @@ export function createGuardedTemporalActivities(raw: Adapter, authority: Authori
       if (!gate) throw refused('gate', `${at} declares no gate "${run.gate}"`);
       if (run.buildId !== t.desired.buildId)
         throw refused('gate', `${run.buildId} is not the build ${at} declares (${t.desired.buildId})`);
-      if (!run.workflowId.startsWith(gateWorkflowIdPrefix(t.owner, run.buildId)))
+      if (!run.workflowId.startsWith(gateWorkflowIdPrefix(t.owner, run.buildId, run.gate)))
         throw refused('gate', `${run.workflowId} is not a gate run of ${at} on ${run.buildId}`);
       const taskQueue = gate.taskQueue ?? run.taskQueue;
       if (!gate.taskQueue) {

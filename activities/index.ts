@@ -70,7 +70,7 @@ export function createActivities(
       options.installation,
       versionStatus,
     ),
-    ...createGuardedTemporalActivities(adapters, authority, connections),
+    ...createGuardedTemporalActivities(adapters, authority, connections, options.installation),
   });
   return { activities, close: () => connections.closeAll() };
 }

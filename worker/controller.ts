@@ -193,16 +193,6 @@ export async function startController(options: ControllerOptions): Promise<Contr
   });
   const client = new Client({ connection, namespace, identity });
   const log = options.log ?? (() => {});
-  // An ID from the ConfigMap: a deleted ConfigMap, or one re-created without data.id, gets it back.
-  const installationKept =
-    options.installation === undefined || options.installationFromConfigMap
-      ? keepInstallation(
-          options.kubeConfig,
-          controllerNamespace(options.kubeConfig, options.namespaces),
-          installation,
-          log,
-        )
-      : undefined;
   const managerIdentity = options.managerIdentity ?? installationManagerIdentity(installation);
   // The workflows take their timings from this controller, in their read of the resource. Upserting an unregistered
   // search attribute fails every workflow task: without them, rollouts run without.
@@ -269,6 +259,16 @@ export async function startController(options: ControllerOptions): Promise<Contr
     onResourceSeen: recordResourceGauges,
   });
   await watcher.start();
+  // An ID from the ConfigMap: a deleted ConfigMap, or one re-created without data.id, gets it back.
+  const installationKept =
+    options.installation === undefined || options.installationFromConfigMap
+      ? keepInstallation(
+          options.kubeConfig,
+          controllerNamespace(options.kubeConfig, options.namespaces),
+          installation,
+          log,
+        )
+      : undefined;
   let stopping: Promise<void> | undefined;
   initializeCounters();
   const failed = () => workers.find((w) => w.getState() === 'FAILED');
@@ -295,7 +295,7 @@ export async function startController(options: ControllerOptions): Promise<Contr
     stop() {
       stopping ??= (async () => {
         clearInterval(searchAttributesChecked);
-        installationKept?.stop();
+        await installationKept?.stop();
         await watcher.stop();
         for (const w of workers) if (w.getState() === 'RUNNING') w.shutdown();
         await done.catch(() => {});

@@ -203,19 +203,23 @@ export function keepInstallation(
   id: string,
   log: (message: string, fields?: Record<string, unknown>) => void,
   intervalMs = 60_000,
-): { stop(): void } {
+): { stop(): Promise<void> } {
   const core = kc.makeApiClient(k8s.CoreV1Api);
   let said: string | undefined;
-  let checking = false;
+  let checking: Promise<void> | undefined;
   const timer = setInterval(() => {
-    if (checking) return;
-    checking = true;
-    void keepOnce(core, namespace, id)
+    checking ??= keepOnce(core, namespace, id)
       .then(({ message }) => {
         if (message !== said && message) log(message);
         said = message;
       })
-      .finally(() => (checking = false));
+      .finally(() => (checking = undefined));
   }, intervalMs).unref();
-  return { stop: () => clearInterval(timer) };
+  // A check under way finishes before stop resolves: nothing is created after it.
+  return {
+    stop: async () => {
+      clearInterval(timer);
+      await checking;
+    },
+  };
 }

@@ -6,7 +6,7 @@ import { CancellationScope, isCancellation, type ActivityOptions } from '@tempor
 import { gateWorkflowIdPrefix, promotedPastGate } from '../api/names.js';
 import type { Gate } from '../api/temporal-worker-deployment.js';
 import type { RolloutContext } from './context.js';
-import type { Target } from './state.js';
+import type { RolloutState, Target } from './state.js';
 import { isPaused } from './decisions.js';
 
 const cancelOptions: ActivityOptions = {
@@ -21,11 +21,14 @@ const cancelOptions: ActivityOptions = {
 export type GateOutcome = 'passed' | 'promoted' | 'promotedFully' | 'aborted';
 
 /**
- * What let the target past the gate before its next routing change, for the routing activity to read: the step's
- * gate, else the rollout gate; a promote to current or a rollback (controls, or the spec) counts as `promoted`.
+ * What let the target past the gates before its next routing change, for the routing activity to read: the latest
+ * step gate it passed, else its rollout gate; a promote (pending, or to current) or a rollback counts as `promoted`.
  */
-export const gateEvidence = (target: Target): string | undefined =>
-  target.promotedFully || target.rollback ? promotedPastGate : (target.step?.gatePassedBy ?? target.gatePassedBy);
+export function gateEvidence(state: RolloutState, target: Target): string | undefined {
+  const promoted = state.promote !== undefined && (state.promote.buildId ?? target.buildId) === target.buildId;
+  if (promoted || target.promotedFully || target.rollback) return promotedPastGate;
+  return target.stepGatePassedBy ?? target.gatePassedBy;
+}
 
 /** Runs the gate pinned to the target; on failure aborts or pauses, as `gateFailurePolicy` says. */
 export async function passGate(

@@ -140,7 +140,13 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
               what,
               () =>
                 ctx.routingCall(
-                  (a) => a.setRamping(t, buildId, step.rampPercentage, ...ctx.routingOptions(t, gateEvidence(target))),
+                  (a) =>
+                    a.setRamping(
+                      t,
+                      buildId,
+                      step.rampPercentage,
+                      ...ctx.routingOptions(t, gateEvidence(state, target)),
+                    ),
                   {
                     reportInNextTask: stepping,
                   },
@@ -172,13 +178,13 @@ export async function rollOut(ctx: RolloutContext, sunsets: Sunsets): Promise<vo
       if (analysed === 'promotedFully') target.promotedFully = true;
       progress.analysed = true;
     }
-    if (outcome === 'promoted') progress.gatePassedBy = promotedPastGate; // a promote ends the step, gate and all
+    if (outcome === 'promoted' && step.gate) target.stepGatePassedBy = promotedPastGate; // it ends the step, gate and all
     if (outcome === 'elapsed' && step.gate) {
       const label = `step-${plan.index + 1}`;
       const gated = await passGate(ctx, step.gate, registration, label);
       if (gated === 'aborted') return abandon(ctx, sunsets, buildId);
       if (gated === 'promotedFully') target.promotedFully = true;
-      progress.gatePassedBy = gated === 'passed' ? target.gateRunIds?.[label] : promotedPastGate;
+      target.stepGatePassedBy = gated === 'passed' ? target.gateRunIds?.[label] : promotedPastGate;
     }
     progress.done = true;
   }
@@ -194,6 +200,11 @@ async function rolloutGate(
   if (!gate || target.gateKey !== undefined) return undefined;
   const outcome = await passGate(ctx, gate, registration, 'rollout');
   if (outcome === 'aborted') return 'aborted';
+  if (gateKey(ctx.spec().rollout.gate) !== gateKey(gate)) {
+    // The spec's gate changed while this one ran: the new one runs, under a run ID of its own.
+    if (target.gateRunIds) delete target.gateRunIds.rollout;
+    return undefined;
+  }
   target.gateKey = gateKey(gate);
   target.gatePassedBy = outcome === 'passed' ? target.gateRunIds?.rollout : promotedPastGate;
   if (outcome === 'promotedFully') target.promotedFully = true;

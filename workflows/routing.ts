@@ -89,7 +89,10 @@ export async function makeCurrent(
             ctx.temporalActivity.setCurrent(
               t,
               buildId,
-              ...ctx.routingOptions(t, state.target?.buildId === buildId ? gateEvidence(state.target) : undefined),
+              ...ctx.routingOptions(
+                t,
+                state.target?.buildId === buildId ? gateEvidence(state, state.target) : undefined,
+              ),
             ),
           { untilDeleted: false, ...heldIsOurs },
         );

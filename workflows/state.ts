@@ -35,8 +35,6 @@ export interface StepProgress {
   analysed: boolean;
   /** Time its analysis has waited for enough executions (carried across ContinueAsNew). */
   analysisWaitMs: number;
-  /** What let its end past its gate: the gate run's workflow ID, or `promoted` (read by the next routing change). */
-  gatePassedBy?: string;
 }
 
 /** A step just begun at `at`. */
@@ -82,6 +80,8 @@ export interface Target {
    * run themselves before its first traffic.
    */
   gatePassedBy?: string;
+  /** The same for the latest step's gate it passed (the routing changes after that step read it). */
+  stepGatePassedBy?: string;
 }
 
 /** Where in Temporal a version lives: drainage is read there, whatever the spec says now. */

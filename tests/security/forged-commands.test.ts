@@ -257,6 +257,12 @@ test('forged commands in the rollout’s own workflow tasks, and a continue-as-n
       Number(d.raw.workflowExecutionInfo?.historyLength ?? 0) > 5
     );
   });
+  // It believes v1 drained: its scale-down of v1 reads Temporal and is refused while the pinned execution runs.
+  await eventually('the forged run’s scale-down of v1 refused', async () =>
+    ((await handle.fetchHistory()).events ?? []).some((e) =>
+      e.activityTaskFailedEventAttributes?.failure?.message?.includes(`scaling ${v1} to 0: Temporal says ${v1} is`),
+    ),
+  );
   await readyWith(env, name, 'v2');
   const live = await deployments(env, name);
   expect([...live.keys()].sort()).toEqual([v1, v2].sort());

@@ -25,9 +25,13 @@ import {
 import {
   byKube,
   completeByHand,
+  forge,
+  forgeStandalone,
   readyWith,
   snapshot,
   startSecurityWorld,
+  tns,
+  uidOf,
   type Audit,
   type SecurityWorld,
 } from './security-env.js';
@@ -166,6 +170,32 @@ test('a forged pass routes nothing while the gate’s own run has not passed; on
     90_000,
   );
   expect(refusal).toContain(`the gate run ${gateId} is still running`);
+  // The same call made by the attacker: past the gate as `promoted` (from a workflow of theirs, and as a standalone
+  // activity), or with a run that is not the gate's: refused.
+  const ref = {
+    owner: { namespace: env.namespace, name, uid: await uidOf(env, name), kind: 'TemporalWorkerDeployment' },
+    temporalNamespace: tns,
+    hostPort: process.env.TEMPORAL_ADDRESS!,
+  };
+  const calls = [
+    { gate: 'promoted' },
+    { gate: handle.workflowId },
+    { gate: `glidepath-gate/${env.namespace}/${name}/${ref.owner.uid}/${v2}/rollout/attacker` },
+  ].map((o, i) => ({
+    id: `forged-${i}`,
+    activity: 'setCurrent',
+    taskQueue: env.controller!.taskQueue,
+    args: [ref, v2, o],
+  }));
+  const outcomes = [
+    ...(await forge(env, `attacker-${name}`, calls)),
+    ...(await forgeStandalone(`attacker-${name}`, calls.slice(0, 1))),
+  ];
+  expect(
+    outcomes.map((o) =>
+      o.outcome === 'failed' ? `${o.type}: ${/before its rollout gate passed/.test(o.message)}` : o.outcome,
+    ),
+  ).toEqual(['Refused: true', 'Refused: true', 'Refused: true', 'Refused: true']);
   expect(await routing(env, name)).toEqual({ current: v1, percentage: 0 });
   expect((await routingCalls(env, name)).filter((c) => c.buildId === v2)).toEqual([]);
 

@@ -30,17 +30,20 @@ const found = (o: Partial<Extract<ResourceRead, { found: true }>> = {}): Resourc
   ...o,
 });
 
+/** `deployments`: the builds whose Deployments the resource has (a `:0` suffix: none of its pods available). */
 function authorityOver(read: ResourceRead, deployments: string[] = []) {
   const reads = { readResource: async () => read } as unknown as ResourceReads;
   const apps = {
     listNamespacedDeployment: async ({ labelSelector }: { labelSelector: string }) => ({
       items: deployments
-        .filter((b) => labelSelector.includes(`glidepath.dev/build-id=${b}`) || !labelSelector.includes('build-id'))
-        .map((b) => ({
+        .map((d) => d.split(':') as [string, string?])
+        .filter(([b]) => labelSelector.includes(`glidepath.dev/build-id=${b}`) || !labelSelector.includes('build-id'))
+        .map(([b, available]) => ({
           metadata: {
             name: `orders-${b}`,
             labels: { 'glidepath.dev/owner-uid': 'uid-1', 'glidepath.dev/build-id': b },
           },
+          status: { availableReplicas: Number(available ?? 1) },
         })),
     }),
   } as unknown as k8s.AppsV1Api;
@@ -92,14 +95,16 @@ test("a deletion's steps: only for a resource being deleted, or gone", async () 
   await expect(authorityOver({ found: false }).deletion(owner, 'x')).resolves.toMatchObject(owner);
 });
 
-test('routing: to the spec build, a build of its own Deployments, or one already routed to; nothing else', async () => {
-  const a = await authorityOver(found(), ['v1']).resource(owner);
-  const authority = authorityOver(found(), ['v1']);
+test('routing: to the spec build, a build of its own Deployments with pods, or one already routed to; nothing else', async () => {
+  const a = await authorityOver(found(), ['v1', 'v0:0', 'v9:0']).resource(owner);
+  const authority = authorityOver(found(), ['v1', 'v0:0', 'v9:0']);
   await expect(authority.mayRouteTo(a, 'v2', noRouting)).resolves.toBeUndefined();
   await expect(authority.mayRouteTo(a, 'v1', noRouting)).resolves.toBeUndefined();
   const routed = async (): Promise<Routing> => ({ current: 'v0', rampPercentage: 0, versions: [], propagating: false });
   await expect(authority.mayRouteTo(a, 'v0', routed)).resolves.toBeUndefined();
   expect(await reasonOf(authority.mayRouteTo(a, 'evil', noRouting))).toBe('undeclared-build');
+  // A Deployment of its own without available pods: new work would find no workers.
+  expect(await reasonOf(authority.mayRouteTo(a, 'v9', noRouting))).toBe('undeclared-build');
 });
 
 test('a refusal says why, names its reason, and is retryable only when asked', async () => {
