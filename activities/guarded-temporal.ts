@@ -67,12 +67,16 @@ export function createGuardedTemporalActivities(
       Adapter[K]
     >;
 
-  /** A version's info as the server has it (undefined: it does not know it). */
-  async function versionInfo(t: TemporalTarget, buildId: string) {
+  /** A version as the server describes it (undefined: it does not know it). */
+  async function versionRead(t: TemporalTarget, buildId: string) {
     const service = (await connections.get(t)).workflowService;
-    return (await describeVersionSettled(service, t.temporalNamespace, t.deploymentName, buildId))
-      ?.workerDeploymentVersionInfo;
+    return describeVersionSettled(service, t.temporalNamespace, t.deploymentName, buildId);
   }
+  const versionInfo = async (t: TemporalTarget, buildId: string) =>
+    (await versionRead(t, buildId))?.workerDeploymentVersionInfo;
+  /** The task queues the version's workers ever polled (what the registration wait reads too). */
+  const polledQueues = async (t: TemporalTarget, buildId: string) =>
+    (await versionRead(t, buildId))?.versionTaskQueues ?? [];
 
   /** A workflow execution's info in the resource's Temporal (undefined: there is none under the ID). */
   async function executionInfo(t: TemporalTarget, workflowId: string) {
@@ -132,7 +136,7 @@ export function createGuardedTemporalActivities(
   async function mustBePolled(t: Authorized, buildId: string): Promise<void> {
     const key = JSON.stringify([t.connection.hostPort, t.temporalNamespace, t.deploymentName, buildId]);
     if (Date.now() - (seenPolled.get(key) ?? -Infinity) < polledFreshMs) return;
-    if (!(await versionInfo(t, buildId))?.taskQueueInfos?.length)
+    if (!(await polledQueues(t, buildId)).length)
       throw refused('not-polled', `no worker of ${buildId} has polled Temporal yet`, { retryable: true });
     seenPolled.set(key, Date.now());
   }
@@ -206,7 +210,7 @@ export function createGuardedTemporalActivities(
         throw refused('gate', `${run.workflowId} is not a gate run of ${at} on ${run.buildId}`);
       const taskQueue = gate.taskQueue ?? run.taskQueue;
       if (!gate.taskQueue) {
-        const queues = (await versionInfo(t, run.buildId))?.taskQueueInfos ?? [];
+        const queues = await polledQueues(t, run.buildId);
         if (!queues.some((q) => q.name === taskQueue))
           throw refused('gate', `the workers of ${run.buildId} poll no task queue "${taskQueue}"`);
       }
