@@ -16,21 +16,13 @@ import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { workerDeploymentName } from '../../api/names.js';
 import { waitsTaskQueue } from '../../workflows/task-queues.js';
-import {
-  apply,
-  deployments,
-  eventually,
-  resource,
-  routing,
-  versionStatus,
-  workflowHandle,
-} from '../harness/rollout-env.js';
+import { deployments, eventually, routing, versionStatus, workflowHandle } from '../harness/rollout-env.js';
 import {
   failedActivities,
-  readyWith,
-  startPinned,
+  saveHistory,
   startSecurityWorld,
   tns,
+  v2WhileV1Pinned,
   type SecurityWorld,
 } from './security-env.js';
 
@@ -49,10 +41,7 @@ beforeAll(async () => {
 afterAll(async () => {
   if (world) {
     writeFileSync(join(world.dir, 'attacker-tasks.json'), JSON.stringify(taken, null, 2));
-    const history = await workflowHandle(world.env, name)
-      .fetchHistory()
-      .catch(() => undefined);
-    if (history) writeFileSync(join(world.dir, 'rollout-history.json'), JSON.stringify(history, null, 1));
+    await saveHistory(world, name);
   }
   await world?.stop();
 });
@@ -93,12 +82,8 @@ function forgedActivities(v1: string, v2: string) {
 test('an attacker’s worker on the controller’s queues answers for the drainage: v1 keeps its pods while pinned work runs', async () => {
   const { env } = world;
   const deploymentName = workerDeploymentName(env.namespace, name);
-  await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
-  const v1 = await readyWith(env, name, 'v1');
-  const pinned = await startPinned(env, name, v1);
   // v2 rolled out: v1 drains, the pinned execution holding it; the rollout waits for its drainage.
-  await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
-  const v2 = await readyWith(env, name, 'v2');
+  const { v1, v2, pinned } = await v2WhileV1Pinned(env, name, sunset);
   const handle = workflowHandle(env, name);
 
   // The attacker's worker: its own connection, many pollers on each of the controller's queues, bounded in time.

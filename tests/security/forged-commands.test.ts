@@ -8,8 +8,6 @@
  * is refused, no Deployment of the forged template appears, no version with work on it is scaled down (the env's
  * checker), and a real apply of v3 rolls out afterwards.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Connection } from '@temporalio/client';
 import { defaultPayloadConverter } from '@temporalio/common';
 import { msToTs } from '@temporalio/common/lib/time.js';
@@ -24,10 +22,11 @@ import { forgedBuild, forgedImage, privilegedTemplate } from './forged-calls.js'
 import {
   failedActivities,
   readyWith,
-  startPinned,
+  saveHistory,
   startSecurityWorld,
   tns,
   uidOf,
+  v2WhileV1Pinned,
   type SecurityWorld,
 } from './security-env.js';
 
@@ -57,12 +56,7 @@ beforeAll(async () => {
   controller = await startTheController();
 }, 180_000);
 afterAll(async () => {
-  const history =
-    world &&
-    (await workflowHandle(world.env, name)
-      .fetchHistory()
-      .catch(() => undefined));
-  if (history) writeFileSync(join(world.dir, 'rollout-history.json'), JSON.stringify(history, null, 1));
+  await saveHistory(world, name);
   await controller?.stop();
   await world?.stop();
 });
@@ -119,11 +113,7 @@ const schedule = (id: string, type: string, queue: string, args: unknown[]): Com
 
 test('forged commands in the rollout’s own workflow tasks, and a continue-as-new with a forged state, scale nothing down and deploy nothing', async () => {
   const { env } = world;
-  await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
-  const v1 = await readyWith(env, name, 'v1');
-  const pinned = await startPinned(env, name, v1);
-  await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
-  const v2 = await readyWith(env, name, 'v2');
+  const { v1, v2, pinned } = await v2WhileV1Pinned(env, name, sunset);
   const handle = workflowHandle(env, name);
   const queue = controller!.taskQueue;
   const owner: Owner = {

@@ -5,18 +5,16 @@
  * rollout reads the drainage again and waits on), so the old version keeps its pods while the execution is open;
  * once it completes, the old version drains, is scaled down and deleted as usual.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { workerDeploymentName } from '../../api/names.js';
 import { completedActivities } from '../../scripts/history.js';
-import { apply, deployments, eventually, resource, versionStatus, workflowHandle } from '../harness/rollout-env.js';
+import { deployments, eventually, versionStatus, workflowHandle } from '../harness/rollout-env.js';
 import {
   completeByHand,
   failedActivities,
-  readyWith,
-  startPinned,
+  saveHistory,
   startSecurityWorld,
   tns,
+  v2WhileV1Pinned,
   type SecurityWorld,
 } from './security-env.js';
 
@@ -28,25 +26,15 @@ beforeAll(async () => {
   world = await startSecurityWorld('forged-drain');
 }, 180_000);
 afterAll(async () => {
-  const history =
-    world &&
-    (await workflowHandle(world.env, name)
-      .fetchHistory()
-      .catch(() => undefined));
-  if (history) writeFileSync(join(world.dir, 'rollout-history.json'), JSON.stringify(history, null, 1));
+  await saveHistory(world, name);
   await world?.stop();
 });
 afterEach(() => expect(world.env.violations).toEqual([]));
 
 test('a Drained completed by hand for awaitDrained scales nothing down while a pinned execution is open', async () => {
   const { env } = world;
-  await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
-  const v1 = await readyWith(env, name, 'v1');
   const deploymentName = workerDeploymentName(env.namespace, name);
-  const pinned = await startPinned(env, name, v1);
-
-  await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
-  const v2 = await readyWith(env, name, 'v2');
+  const { v1, v2, pinned } = await v2WhileV1Pinned(env, name, sunset);
   expect(v2).not.toBe(v1);
   const handle = workflowHandle(env, name);
   const history = async () => (await handle.fetchHistory()).events ?? [];

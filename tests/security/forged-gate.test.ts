@@ -7,8 +7,6 @@
  * no write outside the resource's namespace). A forged failure is a failed gate: the rollout aborts or pauses as
  * `rollout.gateFailurePolicy` says, and v1 keeps its routing and its pods.
  */
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { WorkflowNotFoundError, type WorkflowExecutionInfo } from '@temporalio/client';
 import { completedActivities } from '../../scripts/history.js';
 import {
@@ -28,6 +26,7 @@ import {
   forge,
   forgeStandalone,
   readyWith,
+  saveHistory,
   snapshot,
   startSecurityWorld,
   tns,
@@ -47,12 +46,7 @@ beforeAll(async () => {
   world = await startSecurityWorld('forged-gate');
 }, 180_000);
 afterAll(async () => {
-  for (const name of world ? names : []) {
-    const history = await workflowHandle(world.env, name)
-      .fetchHistory()
-      .catch(() => undefined);
-    if (history) writeFileSync(join(world.dir, `${name}-history.json`), JSON.stringify(history, null, 1));
-  }
+  for (const name of world ? names : []) await saveHistory(world, name, `${name}-history.json`);
   await world?.stop();
 });
 afterEach(async () => {

@@ -6,7 +6,7 @@
  * no trace.
  */
 import { execFile } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -25,14 +25,17 @@ import { startKube, type KubeServer } from '../../scripts/servers/kube-server.js
 import { stopProcesses } from '../../scripts/servers/processes.js';
 import { temporalBinary } from '../../scripts/servers/temporal-server.js';
 import {
+  apply,
   deployments,
   eventually,
   plural,
+  resource,
   routing,
   startRolloutEnv,
   taskQueueOf,
   twdStatus,
   type RolloutEnv,
+  workflowHandle,
 } from '../harness/rollout-env.js';
 import type { ForgedCall, ForgedOutcome } from './attacker-workflows.js';
 
@@ -160,6 +163,33 @@ export async function startPinned(env: RolloutEnv, name: string, buildId: string
       (await pinned.describe()).raw.workflowExecutionInfo?.versioningInfo?.deploymentVersion?.buildId === buildId,
   );
   return pinned;
+}
+
+/** Writes the resource's rollout history into the world's directory as `file` (for a look after a failure). */
+export async function saveHistory(world: SecurityWorld | undefined, name: string, file = 'rollout-history.json') {
+  const history =
+    world &&
+    (await workflowHandle(world.env, name)
+      .fetchHistory()
+      .catch(() => undefined));
+  if (history) writeFileSync(join(world.dir, file), JSON.stringify(history, null, 1));
+}
+
+/**
+ * v1 Ready with an execution pinned to it, then v2 rolled out to Ready: v1 drains, held by that execution. Returns
+ * both builds and the pinned execution.
+ */
+export async function v2WhileV1Pinned(
+  env: RolloutEnv,
+  name: string,
+  sunset: { scaledownDelay: string; deleteDelay: string },
+) {
+  await apply(env, resource(env, name, { env: { VERSION: 'v1' }, sunset }));
+  const v1 = await readyWith(env, name, 'v1');
+  const pinned = await startPinned(env, name, v1);
+  await apply(env, resource(env, name, { env: { VERSION: 'v2' }, sunset }));
+  const v2 = await readyWith(env, name, 'v2');
+  return { v1, v2, pinned };
 }
 
 /**
